@@ -1,0 +1,109 @@
+"""Every exception memlens raises, in one place.
+
+Each message says what went wrong and what to do about it. A call that raises
+one of these has changed nothing in the store.
+"""
+
+from __future__ import annotations
+
+
+class MemlensError(Exception):
+    """Base class of every error raised by memlens."""
+
+
+class IsolationWarning(UserWarning):
+    """A call without ``user_id`` reached the anonymous bucket of a store that holds named users."""
+
+
+# --- bad input -------------------------------------------------------------
+
+
+class InvalidInputError(MemlensError, ValueError):
+    """An argument was rejected before anything was written."""
+
+
+class ContentTooLargeError(InvalidInputError):
+    """A text field is larger than the store's configured limit."""
+
+
+class InvalidTextError(InvalidInputError):
+    """Text that SQLite cannot keep faithfully: NUL bytes or lone surrogates."""
+
+
+class NaiveDatetimeError(InvalidInputError):
+    """A datetime without a timezone; memlens only accepts timezone-aware datetimes."""
+
+
+# --- things that are not there ---------------------------------------------
+
+
+class NotFoundError(MemlensError, LookupError):
+    """Something was asked for by id and is not in this tenant's part of the store."""
+
+
+class UnknownSessionError(NotFoundError):
+    pass
+
+
+class UnknownCheckpointError(NotFoundError):
+    pass
+
+
+class UnknownEpisodeError(NotFoundError):
+    pass
+
+
+# --- the database file itself ----------------------------------------------
+
+
+class StoreOpenError(MemlensError):
+    """The path could not be opened as a memlens store."""
+
+
+class NotADatabaseError(StoreOpenError):
+    """The file exists but is not an SQLite database."""
+
+
+class DamagedStoreError(StoreOpenError):
+    """SQLite reports the database file as malformed."""
+
+
+class ForeignDatabaseError(StoreOpenError):
+    """An SQLite database that belongs to another application."""
+
+
+class SchemaTooNewError(StoreOpenError):
+    """The store was written by a newer memlens; it is left untouched."""
+
+
+class ReadOnlyStoreError(MemlensError):
+    """A write was attempted on a store opened with ``read_only=True``."""
+
+
+# --- embeddings --------------------------------------------------------------
+
+
+class ModelNotAvailableError(MemlensError):
+    """The embedding model cannot be loaded from local files."""
+
+
+class ModelMismatchError(MemlensError):
+    """The store's vectors were made with a different embedding model."""
+
+
+# --- export / import -----------------------------------------------------------
+
+
+class ImportValidationError(InvalidInputError):
+    """A record of an import file is not valid; nothing was imported."""
+
+    def __init__(self, message: str, *, line: int | None = None, field: str | None = None):
+        where = []
+        if line is not None:
+            where.append(f"line {line}")
+        if field:
+            where.append(f"field {field!r}")
+        prefix = f"{', '.join(where)}: " if where else ""
+        super().__init__(prefix + message)
+        self.line = line
+        self.field = field

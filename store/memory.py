@@ -1,0 +1,430 @@
+"""The synchronous store: one object per database file, safe to share between threads."""
+
+from __future__ import annotations
+
+import warnings
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from sqlalchemy import func
+
+from . import schema
+from .db import Database
+from .errors import InvalidInputError, IsolationWarning
+from .migrations import CURRENT_VERSION
+from .models import (
+    Block,
+    Episode,
+    EpisodePage,
+    Fact,
+    Message,
+    Profile,
+    SessionInfo,
+    StoreStats,
+    TenantSummary,
+    TierCounts,
+)
+from .session import SessionMemory
+from .tenancy import Tenant, count_by_tenant, named_tenants_exist, user_id_of
+from .tiers import blocks, episodes, facts
+from .tiers.common import content_hash, ensure_session, new_id, touch_tenant
+from .validation import (
+    DEFAULT_MAX_CONTENT_BYTES,
+    check_datetime,
+    check_json,
+    check_name,
+    check_optional_datetime,
+    check_optional_name,
+    check_text,
+    utcnow,
+)
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "<anonymous>"
+
+
+UNSET: Any = _Unset()
+"""Default of every ``user_id`` parameter: the anonymous bucket, with an :class:`IsolationWarning`
+when the store holds named users. Pass ``user_id=None`` to mean the anonymous bucket on purpose."""
+
+TIER_TABLES = {
+    "blocks": schema.blocks_t,
+    "episodes": schema.episodes_t,
+    "facts": schema.facts_t,
+    "sessions": schema.sessions_t,
+    "kv_entries": schema.kv_t,
+    "scratchpad_entries": schema.scratch_t,
+    "checkpoints": schema.checkpoints_t,
+}
+
+
+class MemoryStore:
+    """An agent-memory store in one SQLite file.
+
+    Open it with :meth:`open`. Every method takes ``user_id``; ``None`` is the anonymous
+    bucket, a partition of its own. Nothing a method reads or writes crosses tenants.
+    """
+
+    def __init__(self, db: Database, *, max_content_bytes: int, scratchpad_limit: int):
+        self._db = db
+        self.max_content_bytes = max_content_bytes
+        self.scratchpad_limit = scratchpad_limit
+
+    @classmethod
+    def open(
+        cls,
+        path_or_url: str | Path,
+        *,
+        read_only: bool = False,
+        max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
+        scratchpad_limit: int = 100,
+    ) -> "MemoryStore":
+        """Open (or create) the store at ``path_or_url``, a file path or an ``sqlite:///`` URL.
+
+        A file that is not a memlens store is refused without being changed; an older
+        schema is migrated in one transaction; a newer one is refused.
+        """
+        if not isinstance(max_content_bytes, int) or max_content_bytes < 1:
+            raise InvalidInputError("max_content_bytes must be a positive integer")
+        if not isinstance(scratchpad_limit, int) or scratchpad_limit < 1:
+            raise InvalidInputError("scratchpad_limit must be a positive integer")
+        return cls(Database(path_or_url, read_only=read_only), max_content_bytes=max_content_bytes, scratchpad_limit=scratchpad_limit)
+
+    @property
+    def path(self) -> Path:
+        return self._db.path
+
+    @property
+    def read_only(self) -> bool:
+        return self._db.read_only
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> "MemoryStore":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"MemoryStore({str(self.path)!r}, read_only={self.read_only})"
+
+    def _tenant(self, user_id: Any) -> Tenant:
+        if user_id is UNSET:
+            with self._db.read() as conn:
+                if named_tenants_exist(conn, schema.tenants_t):
+                    warnings.warn(
+                        "no user_id given: using the anonymous bucket of a store that holds named users; "
+                        "pass user_id=None to mean it",
+                        IsolationWarning,
+                        stacklevel=3,
+                    )
+            return Tenant.of(None)
+        return Tenant.of(user_id)
+
+    def _text(self, value: Any, field: str) -> str:
+        return check_text(value, field, limit=self.max_content_bytes)
+
+    # --- working blocks ------------------------------------------------------------
+
+    def working(self, *, user_id: str | None = UNSET) -> list[Block]:
+        """The tenant's working blocks in pinned order."""
+        tenant = self._tenant(user_id)
+        with self._db.read() as conn:
+            return blocks.list_blocks(conn, tenant)
+
+    def get_block(self, name: str, *, user_id: str | None = UNSET) -> Block | None:
+        tenant = self._tenant(user_id)
+        check_name(name, "name")
+        with self._db.read() as conn:
+            return blocks.get_block(conn, tenant, name)
+
+    def update_block(self, name: str, content: str, *, user_id: str | None = UNSET) -> Block:
+        """Set a block's content; an existing block keeps its slot, a new one goes last."""
+        tenant = self._tenant(user_id)
+        check_name(name, "name")
+        self._text(content, "content")
+        now = utcnow()
+        with self._db.write() as conn:
+            touch_tenant(conn, tenant, now)
+            return blocks.put_block(conn, tenant, name, content, now)
+
+    def append_block(self, name: str, content: str, *, user_id: str | None = UNSET, separator: str = "\n") -> Block:
+        """Append to a block (creating it if needed); the whole block must stay within the size limit."""
+        tenant = self._tenant(user_id)
+        check_name(name, "name")
+        self._text(content, "content")
+        self._text(separator, "separator")
+        now = utcnow()
+        with self._db.write() as conn:
+            current = blocks.get_block(conn, tenant, name)
+            combined = content if current is None or not current.content else current.content + separator + content
+            self._text(combined, "content")
+            touch_tenant(conn, tenant, now)
+            return blocks.put_block(conn, tenant, name, combined, now)
+
+    def delete_block(self, name: str, *, user_id: str | None = UNSET) -> bool:
+        tenant = self._tenant(user_id)
+        check_name(name, "name")
+        with self._db.write() as conn:
+            return blocks.delete_block(conn, tenant, name)
+
+    # --- episodes ----------------------------------------------------------------------
+
+    def remember(
+        self,
+        input: str,
+        output: str = "",
+        *,
+        user_id: str | None = UNSET,
+        session_id: str | None = None,
+        occurred_at: datetime | None = None,
+        tool_calls: list[Any] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Episode:
+        """Store one episode (a user input and the agent's output) and return it."""
+        item = {"input": input, "output": output, "session_id": session_id, "occurred_at": occurred_at,
+                "tool_calls": tool_calls, "metadata": metadata}
+        return self.remember_many([item], user_id=user_id)[0]
+
+    def remember_many(self, items: Iterable[Mapping[str, Any]], *, user_id: str | None = UNSET) -> list[Episode]:
+        """Store many episodes in one transaction; each item takes :meth:`remember`'s keywords.
+
+        Every item is validated before anything is written.
+        """
+        tenant = self._tenant(user_id)
+        now = utcnow()
+        rows = [self._episode_row(item, index, now) for index, item in enumerate(items)]
+        if not rows:
+            return []
+        with self._db.write() as conn:
+            touch_tenant(conn, tenant, now)
+            for session_id in {r["session_id"] for r in rows if r["session_id"] is not None}:
+                ensure_session(conn, tenant, session_id, now)
+            pks = episodes.insert_episodes(conn, tenant, rows)
+            self._after_insert_episodes(conn, tenant, pks, rows)
+        return [episodes.to_model(_RowView(tenant.stamp(row))) for row in rows]
+
+    def _after_insert_episodes(self, conn, tenant: Tenant, pks: list[int], rows: list[dict]) -> None:
+        """Hook for indexes kept beside the episodes (recall); nothing to do in the bare store."""
+
+    def _episode_row(self, item: Mapping[str, Any], index: int, now: datetime) -> dict[str, Any]:
+        if not isinstance(item, Mapping):
+            raise InvalidInputError(f"item {index} must be a mapping of remember()'s keywords")
+        unknown = set(item) - {"input", "output", "session_id", "occurred_at", "tool_calls", "metadata", "id"}
+        if unknown:
+            raise InvalidInputError(f"item {index} has unknown fields: {', '.join(sorted(unknown))}")
+        input_text = self._text(item.get("input", ""), "input")
+        output_text = self._text(item.get("output", ""), "output")
+        if not input_text and not output_text:
+            raise InvalidInputError(f"item {index}: an episode needs an input or an output")
+        occurred_at = item.get("occurred_at")
+        occurred_at = now if occurred_at is None else check_datetime(occurred_at, "occurred_at")
+        tool_calls = item.get("tool_calls") or []
+        if not isinstance(tool_calls, list):
+            raise InvalidInputError("tool_calls must be a list")
+        metadata = item.get("metadata") or {}
+        if not isinstance(metadata, Mapping):
+            raise InvalidInputError("metadata must be a mapping")
+        episode_id = item.get("id") or new_id()
+        return {
+            "id": check_name(episode_id, "id"),
+            "session_id": check_optional_name(item.get("session_id"), "session_id"),
+            "occurred_at": occurred_at,
+            "input": input_text,
+            "output": output_text,
+            "tool_calls": check_json(tool_calls, "tool_calls", limit=self.max_content_bytes),
+            "metadata": check_json(dict(metadata), "metadata", limit=self.max_content_bytes),
+            "content_hash": content_hash(episodes.embed_text(input_text, output_text)),
+        }
+
+    def get_episode(self, episode_id: str, *, user_id: str | None = UNSET) -> Episode:
+        tenant = self._tenant(user_id)
+        check_name(episode_id, "episode_id")
+        with self._db.read() as conn:
+            return episodes.get_episode(conn, tenant, episode_id)
+
+    def episodes(
+        self,
+        *,
+        user_id: str | None = UNSET,
+        session_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> EpisodePage:
+        """One page of episodes, newest first, in ``[since, until)``. Pages in constant time at any depth."""
+        tenant = self._tenant(user_id)
+        check_optional_name(session_id, "session_id")
+        since = check_optional_datetime(since, "since")
+        until = check_optional_datetime(until, "until")
+        if not isinstance(limit, int) or not 1 <= limit <= 10_000:
+            raise InvalidInputError("limit must be an integer from 1 to 10,000")
+        with self._db.read() as conn:
+            return episodes.page_episodes(
+                conn, tenant, session_id=session_id, since=since, until=until, limit=limit, cursor=cursor
+            )
+
+    def session_messages(self, session_id: str, *, user_id: str | None = UNSET, limit: int | None = None) -> list[Message]:
+        """The session's conversation as user/assistant messages, oldest first."""
+        tenant = self._tenant(user_id)
+        check_name(session_id, "session_id")
+        if limit is not None and (not isinstance(limit, int) or limit < 1):
+            raise InvalidInputError("limit must be a positive integer or None")
+        with self._db.read() as conn:
+            return episodes.session_messages(conn, tenant, session_id, limit)
+
+    # --- facts --------------------------------------------------------------------------
+
+    def add_fact(
+        self,
+        subject: str,
+        predicate: str,
+        object: str,
+        *,
+        user_id: str | None = UNSET,
+        confidence: float = 1.0,
+        valid_from: datetime | None = None,
+        source_episode_ids: Iterable[str] = (),
+    ) -> Fact:
+        """Record a fact. An open fact with the same subject and predicate is closed at
+        ``valid_from`` (kept, not deleted), so history stays queryable."""
+        tenant = self._tenant(user_id)
+        for value, field in ((subject, "subject"), (predicate, "predicate"), (object, "object")):
+            check_text(value, field, limit=self.max_content_bytes, allow_empty=False)
+        if not isinstance(confidence, (int, float)) or not 0.0 <= confidence <= 1.0:
+            raise InvalidInputError("confidence must be a number from 0 to 1")
+        now = utcnow()
+        valid_from = now if valid_from is None else check_datetime(valid_from, "valid_from")
+        sources = [check_name(s, "source_episode_ids") for s in source_episode_ids]
+        with self._db.write() as conn:
+            touch_tenant(conn, tenant, now)
+            fact, pk = facts.add_fact(
+                conn, tenant, subject=subject, predicate=predicate, object=object, confidence=float(confidence),
+                valid_from=valid_from, recorded_at=now, source_episode_ids=sources,
+            )
+            self._after_insert_fact(conn, tenant, pk, fact)
+        return fact
+
+    def _after_insert_fact(self, conn, tenant: Tenant, pk: int, fact: Fact) -> None:
+        """Hook for indexes kept beside the facts (recall)."""
+
+    def facts(
+        self,
+        *,
+        user_id: str | None = UNSET,
+        valid_at: datetime | None = None,
+        subject: str | None = None,
+        include_history: bool = False,
+    ) -> list[Fact]:
+        """Facts believed at ``valid_at`` (default: the current ones); ``include_history`` lists superseded ones too."""
+        tenant = self._tenant(user_id)
+        valid_at = check_optional_datetime(valid_at, "valid_at")
+        if subject is not None:
+            check_text(subject, "subject", limit=self.max_content_bytes)
+        with self._db.read() as conn:
+            return facts.list_facts(conn, tenant, valid_at=valid_at, subject=subject, include_history=include_history)
+
+    # --- sessions ---------------------------------------------------------------------
+
+    def session(self, session_id: str, *, user_id: str | None = UNSET, create: bool = True) -> SessionMemory:
+        """The working memory of one session. With ``create=False`` an unknown session raises
+        :class:`~store.errors.UnknownSessionError`."""
+        tenant = self._tenant(user_id)
+        memory = SessionMemory(self, tenant, check_name(session_id, "session_id"))
+        return memory if create else memory.require_exists()
+
+    def sessions(self, *, user_id: str | None = UNSET) -> list[SessionInfo]:
+        """The tenant's sessions, most recently active first."""
+        tenant = self._tenant(user_id)
+        t, e = schema.sessions_t, schema.episodes_t
+        with self._db.read() as conn:
+            counts = dict(
+                conn.execute(
+                    tenant.select(e, e.c.session_id, func.count()).where(e.c.session_id.is_not(None)).group_by(e.c.session_id)
+                ).all()
+            )
+            rows = conn.execute(tenant.select(t).order_by(t.c.updated_at.desc(), t.c.pk.desc())).all()
+        return [
+            SessionInfo(session_id=r.session_id, created_at=r.created_at, updated_at=r.updated_at, episodes=counts.get(r.session_id, 0))
+            for r in rows
+        ]
+
+    def purge_expired(self) -> int:
+        """Delete every expired key-value entry of every tenant (reads already hide them)."""
+        now = utcnow()
+        kv = schema.kv_t
+        with self._db.write() as conn:
+            return conn.execute(kv.delete().where(kv.c.expires_at.is_not(None), kv.c.expires_at <= now)).rowcount
+
+    # --- overviews ------------------------------------------------------------------------
+
+    def tenants(self) -> list[TenantSummary]:
+        """Every tenant with its counts per tier and last activity, most recent first."""
+        with self._db.read() as conn:
+            per_tier = {name: count_by_tenant(conn, table) for name, table in TIER_TABLES.items()}
+            rows = conn.execute(schema.tenants_t.select()).all()
+        summaries = [
+            TenantSummary(
+                user_id=user_id_of(row.user_id),
+                counts=TierCounts(**{name: counts.get(row.user_id, 0) for name, counts in per_tier.items()}),
+                last_activity=row.last_activity,
+            )
+            for row in rows
+        ]
+        return sorted(summaries, key=lambda s: s.last_activity, reverse=True)
+
+    def profile(self, *, user_id: str | None = UNSET) -> Profile:
+        """A tenant at a glance: its blocks, current facts, counts and activity."""
+        tenant = self._tenant(user_id)
+        with self._db.read() as conn:
+            block_list = blocks.list_blocks(conn, tenant)
+            current = facts.list_facts(conn, tenant, valid_at=None, subject=None, include_history=False)
+            counts = TierCounts(
+                **{
+                    name: conn.execute(tenant.select(table, func.count())).scalar()
+                    for name, table in TIER_TABLES.items()
+                }
+            )
+            activity = conn.execute(tenant.select(schema.tenants_t)).first()
+        return Profile(
+            user_id=tenant.user_id,
+            blocks={b.name: b.content for b in block_list},
+            facts=current,
+            counts=counts,
+            first_activity=activity.created_at if activity else None,
+            last_activity=activity.last_activity if activity else None,
+        )
+
+    def stats(self) -> StoreStats:
+        """Store-wide totals (no content)."""
+        summaries = self.tenants()
+        totals = {name: sum(getattr(s.counts, name) for s in summaries) for name in TIER_TABLES}
+        size = sum(p.stat().st_size for p in self._files() if p.exists())
+        return StoreStats(
+            path=str(self.path),
+            schema_version=CURRENT_VERSION,
+            tenants=len(summaries),
+            counts=TierCounts(**totals),
+            file_bytes=size,
+            embedding_model=self._embedding_model_name(),
+        )
+
+    def _embedding_model_name(self) -> str | None:
+        return None
+
+    def _files(self) -> list[Path]:
+        """The database file and the SQLite side files that can hold its pages."""
+        return [self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm"), Path(f"{self.path}-journal")]
+
+
+class _RowView:
+    """Attribute access over an insert dict, so freshly written rows share the row->model converter."""
+
+    def __init__(self, values: dict[str, Any]):
+        self.__dict__.update(values)

@@ -1,0 +1,178 @@
+"""The pydantic models the store returns. Rows never leave the store; these do."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class Block(_Model):
+    """A named working-memory block; ``pinned_order`` is its stable slot."""
+
+    user_id: str | None
+    name: str
+    content: str
+    pinned_order: int
+    updated_at: datetime
+
+
+class Episode(_Model):
+    id: str
+    user_id: str | None
+    session_id: str | None
+    occurred_at: datetime
+    input: str
+    output: str
+    tool_calls: list[Any] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class EpisodePage(_Model):
+    """One page of episodes, newest first; pass ``next_cursor`` to get the next one."""
+
+    items: list[Episode]
+    next_cursor: str | None
+
+
+class Message(_Model):
+    role: Literal["user", "assistant"]
+    content: str
+    occurred_at: datetime
+    episode_id: str
+
+
+class Fact(_Model):
+    """A bi-temporal fact: valid in the world from ``valid_from`` until ``valid_until``
+    (open when None), and known to the store since ``recorded_at``."""
+
+    id: str
+    user_id: str | None
+    subject: str
+    predicate: str
+    object: str
+    confidence: float
+    valid_from: datetime
+    valid_until: datetime | None
+    recorded_at: datetime
+    source_episode_ids: list[str] = Field(default_factory=list)
+
+    @property
+    def is_current(self) -> bool:
+        return self.valid_until is None
+
+
+class TaskState(_Model):
+    task: str | None = None
+    current_step: int = 0
+    total_steps: int | None = None
+    progress_percent: float = 0.0
+    status: str = "pending"
+    data: dict[str, Any] = Field(default_factory=dict)
+    updated_at: datetime | None = None
+
+
+class ScratchpadEntry(_Model):
+    id: int
+    created_at: datetime
+    content: str
+
+
+class KeyValueEntry(_Model):
+    key: str
+    value: Any
+    expires_at: datetime | None
+    updated_at: datetime
+
+
+class Checkpoint(_Model):
+    id: str
+    session_id: str
+    description: str
+    created_at: datetime
+
+
+class CheckpointDiff(_Model):
+    """What changed from checkpoint ``a`` to ``b`` (``b`` None: the current state)."""
+
+    a: str
+    b: str | None
+    added_keys: dict[str, Any]
+    removed_keys: dict[str, Any]
+    changed_keys: dict[str, tuple[Any, Any]]
+    task_state_before: TaskState | None
+    task_state_after: TaskState | None
+    scratchpad_added: list[str]
+    scratchpad_removed: list[str]
+
+    @property
+    def is_empty(self) -> bool:
+        return not (
+            self.added_keys
+            or self.removed_keys
+            or self.changed_keys
+            or self.task_state_before != self.task_state_after
+            or self.scratchpad_added
+            or self.scratchpad_removed
+        )
+
+
+class SessionStats(_Model):
+    session_id: str
+    keys: int
+    scratchpad_entries: int
+    checkpoints: int
+    has_task_state: bool
+    episodes: int
+
+
+class SessionInfo(_Model):
+    session_id: str
+    created_at: datetime
+    updated_at: datetime
+    episodes: int
+
+
+class TierCounts(_Model):
+    blocks: int = 0
+    episodes: int = 0
+    facts: int = 0
+    sessions: int = 0
+    kv_entries: int = 0
+    scratchpad_entries: int = 0
+    checkpoints: int = 0
+
+
+class TenantSummary(_Model):
+    user_id: str | None
+    counts: TierCounts
+    last_activity: datetime | None
+
+    @property
+    def is_anonymous(self) -> bool:
+        return self.user_id is None
+
+
+class Profile(_Model):
+    """What the store knows about one tenant at a glance: blocks, current facts, activity."""
+
+    user_id: str | None
+    blocks: dict[str, str]
+    facts: list[Fact]
+    counts: TierCounts
+    first_activity: datetime | None
+    last_activity: datetime | None
+
+
+class StoreStats(_Model):
+    path: str
+    schema_version: int
+    tenants: int
+    counts: TierCounts
+    file_bytes: int
+    embedding_model: str | None

@@ -1,0 +1,198 @@
+"""SQLAlchemy 2.0 typed tables. Every tenant-owned table carries ``user_id``.
+
+Times are stored as integer microseconds since the epoch (UTC): compact, fast to
+index and compare, and free of the string-format drift of SQLite's date text.
+JSON columns hold text serialised by :func:`store.validation.check_json`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from sqlalchemy import ForeignKey, Index, Integer, LargeBinary, MetaData, String, Text, TypeDecorator, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def to_micros(value: datetime) -> int:
+    delta = value - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def from_micros(value: int) -> datetime:
+    seconds, micros = divmod(value, 1_000_000)
+    return datetime.fromtimestamp(seconds, timezone.utc).replace(microsecond=micros)
+
+
+class UtcMicros(TypeDecorator):
+    impl = Integer
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):
+        return None if value is None else to_micros(value)
+
+    def process_result_value(self, value, dialect):
+        return None if value is None else from_micros(value)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+class MetaRow(Base):
+    __tablename__ = "memlens_meta"
+    key: Mapped[str] = mapped_column(String, primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
+
+
+class TenantRow(Base):
+    __tablename__ = "tenants"
+    user_id: Mapped[str] = mapped_column(String, primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(UtcMicros)
+    last_activity: Mapped[datetime] = mapped_column(UtcMicros)
+
+
+class BlockRow(Base):
+    __tablename__ = "blocks"
+    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[str] = mapped_column(String)
+    name: Mapped[str] = mapped_column(String)
+    content: Mapped[str] = mapped_column(Text)
+    pinned_order: Mapped[int] = mapped_column(Integer)
+    updated_at: Mapped[datetime] = mapped_column(UtcMicros)
+    __table_args__ = (UniqueConstraint("user_id", "name"), Index(None, "user_id", "pinned_order"))
+
+
+class EpisodeRow(Base):
+    __tablename__ = "episodes"
+    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    id: Mapped[str] = mapped_column(String, unique=True)
+    user_id: Mapped[str] = mapped_column(String)
+    session_id: Mapped[str | None] = mapped_column(String, nullable=True)
+    occurred_at: Mapped[datetime] = mapped_column(UtcMicros)
+    input: Mapped[str] = mapped_column(Text)
+    output: Mapped[str] = mapped_column(Text)
+    tool_calls: Mapped[str] = mapped_column(Text)
+    metadata_json: Mapped[str] = mapped_column("metadata", Text)
+    content_hash: Mapped[str] = mapped_column(String)
+    __table_args__ = (
+        Index(None, "user_id", "occurred_at", "pk"),
+        Index(None, "user_id", "session_id", "occurred_at", "pk"),
+    )
+
+
+class FactRow(Base):
+    __tablename__ = "facts"
+    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    id: Mapped[str] = mapped_column(String, unique=True)
+    user_id: Mapped[str] = mapped_column(String)
+    subject: Mapped[str] = mapped_column(Text)
+    predicate: Mapped[str] = mapped_column(Text)
+    object: Mapped[str] = mapped_column(Text)
+    confidence: Mapped[float]
+    valid_from: Mapped[datetime] = mapped_column(UtcMicros)
+    valid_until: Mapped[datetime | None] = mapped_column(UtcMicros, nullable=True)
+    recorded_at: Mapped[datetime] = mapped_column(UtcMicros)
+    source_episode_ids: Mapped[str] = mapped_column(Text)
+    __table_args__ = (Index(None, "user_id", "subject", "predicate", "valid_from"),)
+
+
+class SessionRow(Base):
+    __tablename__ = "sessions"
+    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[str] = mapped_column(String)
+    session_id: Mapped[str] = mapped_column(String)
+    created_at: Mapped[datetime] = mapped_column(UtcMicros)
+    updated_at: Mapped[datetime] = mapped_column(UtcMicros)
+    __table_args__ = (UniqueConstraint("user_id", "session_id"),)
+
+
+class KeyValueRow(Base):
+    __tablename__ = "kv_entries"
+    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    session_pk: Mapped[int] = mapped_column(ForeignKey("sessions.pk", ondelete="CASCADE"))
+    user_id: Mapped[str] = mapped_column(String)
+    key: Mapped[str] = mapped_column(String)
+    value: Mapped[str] = mapped_column(Text)
+    expires_at: Mapped[datetime | None] = mapped_column(UtcMicros, nullable=True)
+    updated_at: Mapped[datetime] = mapped_column(UtcMicros)
+    __table_args__ = (UniqueConstraint("session_pk", "key"), Index(None, "user_id"))
+
+
+class TaskStateRow(Base):
+    __tablename__ = "task_states"
+    session_pk: Mapped[int] = mapped_column(ForeignKey("sessions.pk", ondelete="CASCADE"), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String, index=True)
+    state: Mapped[str] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column(UtcMicros)
+
+
+class ScratchpadRow(Base):
+    __tablename__ = "scratchpad"
+    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    session_pk: Mapped[int] = mapped_column(ForeignKey("sessions.pk", ondelete="CASCADE"))
+    user_id: Mapped[str] = mapped_column(String)
+    created_at: Mapped[datetime] = mapped_column(UtcMicros)
+    content: Mapped[str] = mapped_column(Text)
+    __table_args__ = (Index(None, "session_pk", "pk"), Index(None, "user_id"))
+
+
+class CheckpointRow(Base):
+    __tablename__ = "checkpoints"
+    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    id: Mapped[str] = mapped_column(String, unique=True)
+    session_pk: Mapped[int] = mapped_column(ForeignKey("sessions.pk", ondelete="CASCADE"))
+    user_id: Mapped[str] = mapped_column(String)
+    description: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UtcMicros)
+    snapshot: Mapped[str] = mapped_column(Text)
+    __table_args__ = (Index(None, "session_pk", "created_at"), Index(None, "user_id"))
+
+
+class VectorRow(Base):
+    """One embedding per searchable item; ``kind`` names the table ``item_pk`` points into."""
+
+    __tablename__ = "vectors"
+    kind: Mapped[str] = mapped_column(String, primary_key=True)
+    item_pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[str] = mapped_column(String)
+    content_hash: Mapped[str] = mapped_column(String)
+    vector: Mapped[bytes] = mapped_column(LargeBinary)
+    __table_args__ = (Index(None, "user_id", "kind", "item_pk"), Index(None, "user_id", "content_hash"))
+
+
+class AuditRow(Base):
+    """Who exported or erased what, when. Holds counts and digests, never erased content."""
+
+    __tablename__ = "audit_log"
+    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    at: Mapped[datetime] = mapped_column(UtcMicros)
+    actor: Mapped[str] = mapped_column(Text)
+    action: Mapped[str] = mapped_column(String)
+    user_id: Mapped[str] = mapped_column(String, index=True)
+    scope: Mapped[str] = mapped_column(Text)
+    counts: Mapped[str] = mapped_column(Text)
+    digest: Mapped[str] = mapped_column(String)
+
+
+T = Base.metadata.tables
+meta_t = MetaRow.__table__
+tenants_t = TenantRow.__table__
+blocks_t = BlockRow.__table__
+episodes_t = EpisodeRow.__table__
+facts_t = FactRow.__table__
+sessions_t = SessionRow.__table__
+kv_t = KeyValueRow.__table__
+task_t = TaskStateRow.__table__
+scratch_t = ScratchpadRow.__table__
+checkpoints_t = CheckpointRow.__table__
+vectors_t = VectorRow.__table__
+audit_t = AuditRow.__table__

@@ -1,0 +1,415 @@
+"""Session working memory: key-value entries with TTL, task state, a scratchpad and
+checkpoints, per (user_id, session_id). Reached as ``store.session(session_id, user_id=...)``."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection, func, or_, select
+
+from .errors import InvalidInputError, UnknownCheckpointError, UnknownSessionError
+from .models import Checkpoint, CheckpointDiff, KeyValueEntry, ScratchpadEntry, SessionStats, TaskState
+from .schema import checkpoints_t, episodes_t, from_micros, kv_t, scratch_t, task_t, to_micros
+from .tenancy import Tenant
+from .tiers.common import ensure_session, find_session, loads, new_id, touch_tenant
+from .validation import check_json, check_name, check_text, utcnow
+
+if TYPE_CHECKING:
+    from .memory import MemoryStore
+
+_MISSING = object()
+
+
+class SessionMemory:
+    """Working memory of one session. Reads of a session never written to are empty;
+    the first write creates it."""
+
+    def __init__(self, store: "MemoryStore", tenant: Tenant, session_id: str):
+        self._store = store
+        self._db = store._db
+        self.tenant = tenant
+        self.session_id = session_id
+
+    @property
+    def user_id(self) -> str | None:
+        return self.tenant.user_id
+
+    def __repr__(self) -> str:
+        return f"SessionMemory(session_id={self.session_id!r}, user_id={self.user_id!r})"
+
+    # --- plumbing --------------------------------------------------------------
+
+    def _pk(self, conn: Connection) -> int | None:
+        return find_session(conn, self.tenant, self.session_id)
+
+    def _write_pk(self, conn: Connection, now: datetime) -> int:
+        touch_tenant(conn, self.tenant, now)
+        return ensure_session(conn, self.tenant, self.session_id, now)
+
+    def _live(self, now: datetime):
+        return or_(kv_t.c.expires_at.is_(None), kv_t.c.expires_at > now)
+
+    def _purge_expired(self, conn: Connection, pk: int, now: datetime) -> None:
+        conn.execute(
+            self.tenant.delete(kv_t).where(kv_t.c.session_pk == pk, kv_t.c.expires_at.is_not(None), kv_t.c.expires_at <= now)
+        )
+
+    # --- key-value entries with TTL ---------------------------------------------
+
+    def set(self, key: str, value: Any, ttl: float | timedelta | None = None) -> None:
+        """Store ``value`` (anything JSON can hold) under ``key``, optionally expiring after ``ttl`` seconds."""
+        check_name(key, "key")
+        text = check_json(value, "value", limit=self._store.max_content_bytes)
+        if isinstance(ttl, timedelta):
+            ttl = ttl.total_seconds()
+        if ttl is not None and (not isinstance(ttl, (int, float)) or ttl <= 0):
+            raise InvalidInputError("ttl must be a positive number of seconds, a timedelta, or None")
+        now = utcnow()
+        expires = now + timedelta(seconds=ttl) if ttl is not None else None
+        with self._db.write() as conn:
+            pk = self._write_pk(conn, now)
+            self._purge_expired(conn, pk, now)
+            updated = conn.execute(
+                self.tenant.update(kv_t)
+                .where(kv_t.c.session_pk == pk, kv_t.c.key == key)
+                .values(value=text, expires_at=expires, updated_at=now)
+            )
+            if updated.rowcount == 0:
+                conn.execute(
+                    kv_t.insert().values(
+                        self.tenant.stamp(
+                            {"session_pk": pk, "key": key, "value": text, "expires_at": expires, "updated_at": now}
+                        )
+                    )
+                )
+
+    def get(self, key: str, default: Any = None) -> Any:
+        entry = self.entry(key)
+        return default if entry is None else entry.value
+
+    def entry(self, key: str) -> KeyValueEntry | None:
+        """The entry under ``key`` with its expiry, or None if absent or expired."""
+        check_name(key, "key")
+        with self._db.read() as conn:
+            pk = self._pk(conn)
+            if pk is None:
+                return None
+            row = conn.execute(
+                self.tenant.select(kv_t).where(kv_t.c.session_pk == pk, kv_t.c.key == key, self._live(utcnow()))
+            ).first()
+        return None if row is None else _kv_model(row)
+
+    def exists(self, key: str) -> bool:
+        return self.entry(key) is not None
+
+    def delete(self, key: str) -> bool:
+        check_name(key, "key")
+        now = utcnow()
+        with self._db.write() as conn:
+            pk = self._pk(conn)
+            if pk is None:
+                return False
+            self._purge_expired(conn, pk, now)
+            return conn.execute(self.tenant.delete(kv_t).where(kv_t.c.session_pk == pk, kv_t.c.key == key)).rowcount > 0
+
+    def entries(self) -> list[KeyValueEntry]:
+        """Every live entry, by key."""
+        with self._db.read() as conn:
+            pk = self._pk(conn)
+            if pk is None:
+                return []
+            rows = conn.execute(
+                self.tenant.select(kv_t).where(kv_t.c.session_pk == pk, self._live(utcnow())).order_by(kv_t.c.key)
+            ).all()
+        return [_kv_model(r) for r in rows]
+
+    def list_keys(self) -> list[str]:
+        return [e.key for e in self.entries()]
+
+    def get_all(self) -> dict[str, Any]:
+        return {e.key: e.value for e in self.entries()}
+
+    def clear(self) -> None:
+        """Forget the key-value entries, task state and scratchpad; checkpoints stay restorable."""
+        with self._db.write() as conn:
+            pk = self._pk(conn)
+            if pk is not None:
+                self._clear_state(conn, pk)
+
+    def _clear_state(self, conn: Connection, pk: int) -> None:
+        for table in (kv_t, task_t, scratch_t):
+            conn.execute(self.tenant.delete(table).where(table.c.session_pk == pk))
+
+    # --- task state -------------------------------------------------------------
+
+    def set_task_state(
+        self,
+        task: str,
+        *,
+        total_steps: int | None = None,
+        current_step: int = 0,
+        status: str = "in_progress",
+        data: dict[str, Any] | None = None,
+    ) -> TaskState:
+        check_text(task, "task", limit=self._store.max_content_bytes)
+        state = _make_task_state(task, current_step, total_steps, None, status, data or {}, utcnow())
+        self._save_task_state(state)
+        return state
+
+    def get_task_state(self) -> TaskState | None:
+        with self._db.read() as conn:
+            pk = self._pk(conn)
+            row = None if pk is None else conn.execute(self.tenant.select(task_t).where(task_t.c.session_pk == pk)).first()
+        return None if row is None else TaskState.model_validate_json(row.state)
+
+    def update_task_progress(
+        self,
+        current_step: int | None = None,
+        *,
+        total_steps: int | None = None,
+        progress_percent: float | None = None,
+        status: str | None = None,
+        data: dict[str, Any] | None = None,
+    ) -> TaskState:
+        """Move the task on. Without ``progress_percent`` it follows current/total steps; always 0..100."""
+        old = self.get_task_state() or TaskState()
+        state = _make_task_state(
+            old.task,
+            old.current_step if current_step is None else current_step,
+            old.total_steps if total_steps is None else total_steps,
+            progress_percent,
+            old.status if status is None else status,
+            {**old.data, **(data or {})},
+            utcnow(),
+        )
+        self._save_task_state(state)
+        return state
+
+    def _save_task_state(self, state: TaskState) -> None:
+        text = check_text(state.model_dump_json(), "task state", limit=self._store.max_content_bytes)
+        with self._db.write() as conn:
+            pk = self._write_pk(conn, state.updated_at)
+            conn.execute(self.tenant.delete(task_t).where(task_t.c.session_pk == pk))
+            conn.execute(task_t.insert().values(self.tenant.stamp({"session_pk": pk, "state": text, "updated_at": state.updated_at})))
+
+    # --- scratchpad ---------------------------------------------------------------
+
+    def append_scratchpad(self, content: str) -> ScratchpadEntry:
+        """Add a timestamped note; past the store's ``scratchpad_limit`` the oldest notes are dropped."""
+        check_text(content, "content", limit=self._store.max_content_bytes)
+        now = utcnow()
+        with self._db.write() as conn:
+            pk = self._write_pk(conn, now)
+            entry_pk = conn.execute(
+                scratch_t.insert().values(self.tenant.stamp({"session_pk": pk, "created_at": now, "content": content}))
+            ).inserted_primary_key[0]
+            keep = select(scratch_t.c.pk).where(scratch_t.c.session_pk == pk).order_by(scratch_t.c.pk.desc())
+            keep = keep.limit(self._store.scratchpad_limit)
+            conn.execute(self.tenant.delete(scratch_t).where(scratch_t.c.session_pk == pk, scratch_t.c.pk.not_in(keep)))
+        return ScratchpadEntry(id=entry_pk, created_at=now, content=content)
+
+    def get_scratchpad(self, limit: int | None = None) -> list[ScratchpadEntry]:
+        """Notes oldest first; ``limit`` keeps the newest ones."""
+        with self._db.read() as conn:
+            pk = self._pk(conn)
+            if pk is None:
+                return []
+            stmt = self.tenant.select(scratch_t).where(scratch_t.c.session_pk == pk).order_by(scratch_t.c.pk.desc())
+            rows = conn.execute(stmt.limit(limit) if limit is not None else stmt).all()
+        return [ScratchpadEntry(id=r.pk, created_at=r.created_at, content=r.content) for r in reversed(rows)]
+
+    def clear_scratchpad(self) -> int:
+        with self._db.write() as conn:
+            pk = self._pk(conn)
+            if pk is None:
+                return 0
+            return conn.execute(self.tenant.delete(scratch_t).where(scratch_t.c.session_pk == pk)).rowcount
+
+    # --- checkpoints -----------------------------------------------------------------
+
+    def create_checkpoint(self, description: str = "") -> str:
+        """Snapshot key-value entries, task state and scratchpad; returns the checkpoint id."""
+        check_text(description, "description", limit=self._store.max_content_bytes)
+        now = utcnow()
+        with self._db.write() as conn:
+            pk = self._write_pk(conn, now)
+            snapshot = json.dumps(self._snapshot(conn, pk), ensure_ascii=False)
+            checkpoint_id = new_id()
+            conn.execute(
+                checkpoints_t.insert().values(
+                    self.tenant.stamp(
+                        {"id": checkpoint_id, "session_pk": pk, "description": description, "created_at": now, "snapshot": snapshot}
+                    )
+                )
+            )
+        return checkpoint_id
+
+    def restore_checkpoint(self, checkpoint_id: str) -> None:
+        """Put the session back as it was at the checkpoint, in one transaction: all or nothing."""
+        now = utcnow()
+        with self._db.write() as conn:
+            pk, snapshot = self._load_checkpoint(conn, checkpoint_id)
+            touch_tenant(conn, self.tenant, now)
+            self._clear_state(conn, pk)
+            kv_rows = [
+                self.tenant.stamp(
+                    {
+                        "session_pk": pk,
+                        "key": key,
+                        "value": item["value"],
+                        "expires_at": None if item["expires_at"] is None else from_micros(item["expires_at"]),
+                        "updated_at": now,
+                    }
+                )
+                for key, item in snapshot["kv"].items()
+            ]
+            if kv_rows:
+                conn.execute(kv_t.insert(), kv_rows)
+            if snapshot["task_state"] is not None:
+                conn.execute(
+                    task_t.insert().values(self.tenant.stamp({"session_pk": pk, "state": snapshot["task_state"], "updated_at": now}))
+                )
+            notes = [
+                self.tenant.stamp({"session_pk": pk, "created_at": from_micros(n["created_at"]), "content": n["content"]})
+                for n in snapshot["scratchpad"]
+            ]
+            if notes:
+                conn.execute(scratch_t.insert(), notes)
+
+    def list_checkpoints(self) -> list[Checkpoint]:
+        """Checkpoints oldest first."""
+        with self._db.read() as conn:
+            pk = self._pk(conn)
+            if pk is None:
+                return []
+            rows = conn.execute(
+                self.tenant.select(checkpoints_t)
+                .where(checkpoints_t.c.session_pk == pk)
+                .order_by(checkpoints_t.c.created_at, checkpoints_t.c.pk)
+            ).all()
+        return [
+            Checkpoint(id=r.id, session_id=self.session_id, description=r.description, created_at=r.created_at) for r in rows
+        ]
+
+    def delete_checkpoint(self, checkpoint_id: str) -> None:
+        with self._db.write() as conn:
+            self._load_checkpoint(conn, checkpoint_id)
+            conn.execute(self.tenant.delete(checkpoints_t).where(checkpoints_t.c.id == checkpoint_id))
+
+    def diff_checkpoint(self, a: str, b: str | None = None) -> CheckpointDiff:
+        """What changed from checkpoint ``a`` to checkpoint ``b``, or to the current state when ``b`` is None."""
+        with self._db.read() as conn:
+            pk, before = self._load_checkpoint(conn, a)
+            after = self._load_checkpoint(conn, b)[1] if b is not None else self._snapshot(conn, pk)
+        now = to_micros(utcnow())
+
+        def live(snapshot):
+            return {
+                k: json.loads(v["value"])
+                for k, v in snapshot["kv"].items()
+                if v["expires_at"] is None or v["expires_at"] > now
+            }
+
+        old_kv, new_kv = live(before), live(after)
+        old_notes = [n["content"] for n in before["scratchpad"]]
+        new_notes = [n["content"] for n in after["scratchpad"]]
+        return CheckpointDiff(
+            a=a,
+            b=b,
+            added_keys={k: v for k, v in new_kv.items() if k not in old_kv},
+            removed_keys={k: v for k, v in old_kv.items() if k not in new_kv},
+            changed_keys={k: (old_kv[k], v) for k, v in new_kv.items() if k in old_kv and old_kv[k] != v},
+            task_state_before=_task_or_none(before["task_state"]),
+            task_state_after=_task_or_none(after["task_state"]),
+            scratchpad_added=[n for n in new_notes if n not in old_notes],
+            scratchpad_removed=[n for n in old_notes if n not in new_notes],
+        )
+
+    def _load_checkpoint(self, conn: Connection, checkpoint_id: str) -> tuple[int, dict]:
+        pk = self._pk(conn)
+        row = None
+        if pk is not None and isinstance(checkpoint_id, str):
+            row = conn.execute(
+                self.tenant.select(checkpoints_t).where(checkpoints_t.c.session_pk == pk, checkpoints_t.c.id == checkpoint_id)
+            ).first()
+        if row is None:
+            raise UnknownCheckpointError(f"no checkpoint {checkpoint_id!r} in session {self.session_id!r} for this user")
+        return pk, json.loads(row.snapshot)
+
+    def _snapshot(self, conn: Connection, pk: int) -> dict:
+        kv = conn.execute(self.tenant.select(kv_t).where(kv_t.c.session_pk == pk)).all()
+        task = conn.execute(self.tenant.select(task_t).where(task_t.c.session_pk == pk)).first()
+        notes = conn.execute(self.tenant.select(scratch_t).where(scratch_t.c.session_pk == pk).order_by(scratch_t.c.pk)).all()
+        return {
+            "kv": {
+                r.key: {"value": r.value, "expires_at": None if r.expires_at is None else to_micros(r.expires_at)} for r in kv
+            },
+            "task_state": None if task is None else task.state,
+            "scratchpad": [{"created_at": to_micros(n.created_at), "content": n.content} for n in notes],
+        }
+
+    # --- stats ---------------------------------------------------------------------
+
+    def get_stats(self) -> SessionStats:
+        with self._db.read() as conn:
+            pk = self._pk(conn)
+            episodes = conn.execute(
+                self.tenant.select(episodes_t, func.count()).where(episodes_t.c.session_id == self.session_id)
+            ).scalar()
+            if pk is None:
+                return SessionStats(
+                    session_id=self.session_id, keys=0, scratchpad_entries=0, checkpoints=0, has_task_state=False, episodes=episodes
+                )
+
+            def count(table, *where):
+                return conn.execute(self.tenant.select(table, func.count()).where(table.c.session_pk == pk, *where)).scalar()
+
+            return SessionStats(
+                session_id=self.session_id,
+                keys=count(kv_t, self._live(utcnow())),
+                scratchpad_entries=count(scratch_t),
+                checkpoints=count(checkpoints_t),
+                has_task_state=count(task_t) > 0,
+                episodes=episodes,
+            )
+
+    def require_exists(self) -> "SessionMemory":
+        with self._db.read() as conn:
+            known = self._pk(conn) is not None or conn.execute(
+                self.tenant.select(episodes_t, episodes_t.c.pk).where(episodes_t.c.session_id == self.session_id).limit(1)
+            ).first()
+        if not known:
+            raise UnknownSessionError(f"no session {self.session_id!r} for this user")
+        return self
+
+
+def _kv_model(row) -> KeyValueEntry:
+    return KeyValueEntry(key=row.key, value=loads(row.value), expires_at=row.expires_at, updated_at=row.updated_at)
+
+
+def _task_or_none(text: str | None) -> TaskState | None:
+    return None if text is None else TaskState.model_validate_json(text)
+
+
+def _make_task_state(task, current_step, total_steps, progress_percent, status, data, now) -> TaskState:
+    if not isinstance(current_step, int) or current_step < 0:
+        raise InvalidInputError("current_step must be a non-negative integer")
+    if total_steps is not None and (not isinstance(total_steps, int) or total_steps < 0):
+        raise InvalidInputError("total_steps must be a non-negative integer or None")
+    if progress_percent is None:
+        progress_percent = 100.0 * current_step / total_steps if total_steps else 0.0
+    if not isinstance(progress_percent, (int, float)) or progress_percent != progress_percent:
+        raise InvalidInputError("progress_percent must be a number")
+    check_name(status, "status")
+    check_json(data, "data", limit=2**31)
+    return TaskState(
+        task=task,
+        current_step=current_step,
+        total_steps=total_steps,
+        progress_percent=min(100.0, max(0.0, float(progress_percent))),
+        status=status,
+        data=data,
+        updated_at=now,
+    )

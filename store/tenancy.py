@@ -1,0 +1,80 @@
+"""The one place that enforces the tenant partition.
+
+Every table has a ``user_id`` column; the anonymous bucket is stored as the empty
+string so that it is a partition like any other (NULL would slip past unique
+constraints and ``=`` comparisons). Store code never names that column: it asks a
+:class:`Tenant` for its selects, updates, deletes and insert values, so no query
+can be built without the partition.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Delete, Select, Table, Update, delete, func, select, update
+
+from .errors import InvalidInputError
+
+ANONYMOUS_KEY = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Tenant:
+    key: str
+
+    @classmethod
+    def of(cls, user_id: str | None) -> "Tenant":
+        if user_id is None:
+            return cls(ANONYMOUS_KEY)
+        if not isinstance(user_id, str):
+            raise InvalidInputError(f"user_id must be a string or None, not {type(user_id).__name__}")
+        if not user_id or user_id.strip() != user_id or "\x00" in user_id or len(user_id) > 256:
+            raise InvalidInputError(
+                "user_id must be 1-256 characters without surrounding spaces or NULs; "
+                "use None for the anonymous bucket"
+            )
+        try:
+            user_id.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidInputError("user_id contains a lone surrogate") from None
+        return cls(user_id)
+
+    @property
+    def user_id(self) -> str | None:
+        return None if self.key == ANONYMOUS_KEY else self.key
+
+    @property
+    def is_anonymous(self) -> bool:
+        return self.key == ANONYMOUS_KEY
+
+    def owns(self, table: Table):
+        return table.c.user_id == self.key
+
+    def select(self, table: Table, *columns: Any) -> Select:
+        return select(*(columns or (table,))).where(self.owns(table))
+
+    def update(self, table: Table) -> Update:
+        return update(table).where(self.owns(table))
+
+    def delete(self, table: Table) -> Delete:
+        return delete(table).where(self.owns(table))
+
+    def stamp(self, row: dict[str, Any]) -> dict[str, Any]:
+        """Insert values for this tenant; a row can never name another tenant."""
+        return {**row, "user_id": self.key}
+
+
+def user_id_of(key: str) -> str | None:
+    return None if key == ANONYMOUS_KEY else key
+
+
+def count_by_tenant(conn, table: Table) -> dict[str, int]:
+    """Rows per tenant key, for overviews that span tenants (they never return content)."""
+    rows = conn.execute(select(table.c.user_id, func.count()).group_by(table.c.user_id))
+    return {key: count for key, count in rows}
+
+
+def named_tenants_exist(conn, tenants_table: Table) -> bool:
+    stmt = select(tenants_table.c.user_id).where(tenants_table.c.user_id != ANONYMOUS_KEY).limit(1)
+    return conn.execute(stmt).first() is not None

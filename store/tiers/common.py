@@ -1,0 +1,48 @@
+"""Small helpers shared by the tiers."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection
+from sqlalchemy.dialects.sqlite import insert
+
+from ..schema import sessions_t, tenants_t
+from ..tenancy import Tenant
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def touch_tenant(conn: Connection, tenant: Tenant, now: datetime) -> None:
+    """Record activity: creates the tenant row on first write, moves last_activity on."""
+    stmt = insert(tenants_t).values(tenant.stamp({"created_at": now, "last_activity": now}))
+    conn.execute(stmt.on_conflict_do_update(index_elements=["user_id"], set_={"last_activity": now}))
+
+
+def ensure_session(conn: Connection, tenant: Tenant, session_id: str, now: datetime) -> int:
+    """The session's row key, creating the session if this is its first write."""
+    stmt = insert(sessions_t).values(tenant.stamp({"session_id": session_id, "created_at": now, "updated_at": now}))
+    conn.execute(
+        stmt.on_conflict_do_update(index_elements=["user_id", "session_id"], set_={"updated_at": now})
+    )
+    return find_session(conn, tenant, session_id)  # type: ignore[return-value]
+
+
+def find_session(conn: Connection, tenant: Tenant, session_id: str) -> int | None:
+    return conn.execute(
+        tenant.select(sessions_t, sessions_t.c.pk).where(sessions_t.c.session_id == session_id)
+    ).scalar()

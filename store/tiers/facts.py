@@ -1,0 +1,99 @@
+"""Bi-temporal facts. A new fact about the same subject and predicate closes the open one."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from sqlalchemy import Connection, or_
+
+from ..errors import InvalidInputError
+from ..models import Fact
+from ..schema import facts_t
+from ..tenancy import Tenant
+from .common import loads, new_id
+
+
+def to_model(row) -> Fact:
+    return Fact(
+        id=row.id,
+        user_id=Tenant(row.user_id).user_id,
+        subject=row.subject,
+        predicate=row.predicate,
+        object=row.object,
+        confidence=row.confidence,
+        valid_from=row.valid_from,
+        valid_until=row.valid_until,
+        recorded_at=row.recorded_at,
+        source_episode_ids=loads(row.source_episode_ids),
+    )
+
+
+def add_fact(
+    conn: Connection,
+    tenant: Tenant,
+    *,
+    subject: str,
+    predicate: str,
+    object: str,
+    confidence: float,
+    valid_from: datetime,
+    recorded_at: datetime,
+    source_episode_ids: list[str],
+) -> tuple[Fact, int]:
+    """Insert a fact, superseding the open one; returns the fact and its row key."""
+    open_row = conn.execute(
+        tenant.select(facts_t).where(
+            facts_t.c.subject == subject, facts_t.c.predicate == predicate, facts_t.c.valid_until.is_(None)
+        )
+    ).first()
+    if open_row is not None:
+        if valid_from < open_row.valid_from:
+            raise InvalidInputError(
+                f"valid_from {valid_from.isoformat()} is before the current fact's "
+                f"valid_from {open_row.valid_from.isoformat()}; facts are superseded forwards in time"
+            )
+        conn.execute(tenant.update(facts_t).where(facts_t.c.pk == open_row.pk).values(valid_until=valid_from))
+    fact_id = new_id()
+    pk = conn.execute(
+        facts_t.insert().values(
+            tenant.stamp(
+                {
+                    "id": fact_id,
+                    "subject": subject,
+                    "predicate": predicate,
+                    "object": object,
+                    "confidence": confidence,
+                    "valid_from": valid_from,
+                    "valid_until": None,
+                    "recorded_at": recorded_at,
+                    "source_episode_ids": json.dumps(source_episode_ids),
+                }
+            )
+        )
+    ).inserted_primary_key[0]
+    row = conn.execute(tenant.select(facts_t).where(facts_t.c.pk == pk)).one()
+    return to_model(row), pk
+
+
+def valid_at_clause(valid_at: datetime):
+    return (facts_t.c.valid_from <= valid_at) & or_(facts_t.c.valid_until.is_(None), facts_t.c.valid_until > valid_at)
+
+
+def list_facts(
+    conn: Connection,
+    tenant: Tenant,
+    *,
+    valid_at: datetime | None,
+    subject: str | None,
+    include_history: bool,
+) -> list[Fact]:
+    stmt = tenant.select(facts_t)
+    if valid_at is not None:
+        stmt = stmt.where(valid_at_clause(valid_at))
+    elif not include_history:
+        stmt = stmt.where(facts_t.c.valid_until.is_(None))
+    if subject is not None:
+        stmt = stmt.where(facts_t.c.subject == subject)
+    stmt = stmt.order_by(facts_t.c.subject, facts_t.c.predicate, facts_t.c.valid_from.desc(), facts_t.c.pk.desc())
+    return [to_model(r) for r in conn.execute(stmt)]

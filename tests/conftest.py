@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+import sqlite3
+import warnings
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from store import MemoryStore
+
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc)
+
+
+def dump(path: Path) -> list[str]:
+    """Every row of every table, as SQL text: equal dumps mean an unchanged store."""
+    conn = sqlite3.connect(path)
+    try:
+        return list(conn.iterdump())
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "memory.db"
+
+
+@pytest.fixture
+def store(db_path: Path):
+    s = MemoryStore.open(db_path)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def quiet_isolation():
+    """For tests that use the anonymous bucket beside named users on purpose, without user_id."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=__import__("store.errors").errors.IsolationWarning)
+        yield

@@ -1,0 +1,48 @@
+from datetime import timedelta
+
+import pytest
+
+from store.errors import InvalidInputError
+
+from .conftest import T0
+
+
+def test_new_fact_supersedes_and_keeps_the_old_one(store):
+    old = store.add_fact("alice", "lives_in", "Paris", user_id="u", valid_from=T0)
+    new = store.add_fact("alice", "lives_in", "Berlin", user_id="u", valid_from=T0 + timedelta(days=10))
+    assert [f.object for f in store.facts(user_id="u")] == ["Berlin"]
+    history = store.facts(user_id="u", include_history=True)
+    closed = next(f for f in history if f.id == old.id)
+    assert closed.valid_until == new.valid_from
+    assert not closed.is_current and new.is_current
+
+
+def test_valid_at_answers_what_we_believed_then(store):
+    store.add_fact("alice", "lives_in", "Paris", user_id="u", valid_from=T0)
+    store.add_fact("alice", "lives_in", "Berlin", user_id="u", valid_from=T0 + timedelta(days=10))
+    store.add_fact("alice", "diet", "vegan", user_id="u", valid_from=T0 + timedelta(days=5))
+    at = lambda days: sorted(f.object for f in store.facts(user_id="u", valid_at=T0 + timedelta(days=days)))
+    assert at(-1) == []
+    assert at(1) == ["Paris"]
+    assert at(6) == ["Paris", "vegan"]
+    assert at(10) == ["Berlin", "vegan"]
+
+
+def test_different_predicates_do_not_supersede(store):
+    store.add_fact("alice", "likes", "tea", user_id="u")
+    store.add_fact("alice", "dislikes", "coffee", user_id="u")
+    assert len(store.facts(user_id="u")) == 2
+
+
+def test_backdated_supersession_is_refused_and_changes_nothing(store):
+    store.add_fact("a", "p", "new", user_id="u", valid_from=T0)
+    with pytest.raises(InvalidInputError):
+        store.add_fact("a", "p", "older", user_id="u", valid_from=T0 - timedelta(days=1))
+    facts = store.facts(user_id="u", include_history=True)
+    assert [(f.object, f.valid_until) for f in facts] == [("new", None)]
+
+
+def test_sources_and_confidence_round_trip(store):
+    e = store.remember("I moved", user_id="u")
+    f = store.add_fact("u", "moved", "yes", user_id="u", confidence=0.4, source_episode_ids=[e.id])
+    assert store.facts(user_id="u")[0] == f and f.source_episode_ids == [e.id] and f.confidence == 0.4

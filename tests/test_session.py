@@ -1,0 +1,156 @@
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from store.errors import InvalidInputError, UnknownCheckpointError, UnknownSessionError
+from store.validation import set_clock
+
+
+@pytest.fixture
+def clock():
+    now = [datetime(2026, 1, 1, tzinfo=timezone.utc)]
+    set_clock(lambda: now[0])
+    yield now
+    set_clock(None)
+
+
+def test_set_get_delete_exists_and_listing(store):
+    mem = store.session("s", user_id="u")
+    mem.set("b", {"x": [1, 2]})
+    mem.set("a", "text")
+    assert mem.get("b") == {"x": [1, 2]}
+    assert mem.get("missing", "dflt") == "dflt"
+    assert mem.list_keys() == ["a", "b"] and mem.get_all() == {"a": "text", "b": {"x": [1, 2]}}
+    assert mem.exists("a") and mem.delete("a") and not mem.exists("a") and not mem.delete("a")
+
+
+def test_expired_keys_are_invisible_then_purged(store, clock):
+    mem = store.session("s", user_id="u")
+    mem.set("short", 1, ttl=10)
+    mem.set("long", 2, ttl=timedelta(hours=1))
+    mem.set("forever", 3)
+    clock[0] += timedelta(seconds=11)
+    assert mem.get("short") is None and not mem.exists("short")
+    assert mem.list_keys() == ["forever", "long"]
+    assert store.purge_expired() == 1
+    assert mem.get_stats().keys == 2
+
+
+def test_bad_ttl_is_refused(store):
+    with pytest.raises(InvalidInputError):
+        store.session("s", user_id="u").set("k", 1, ttl=-5)
+
+
+def test_task_progress_is_clamped_and_computed(store):
+    mem = store.session("s", user_id="u")
+    assert mem.get_task_state() is None
+    mem.set_task_state("migrate db", total_steps=4)
+    assert mem.update_task_progress(1).progress_percent == 25.0
+    assert mem.update_task_progress(progress_percent=250).progress_percent == 100.0
+    assert mem.update_task_progress(progress_percent=-3).progress_percent == 0.0
+    state = mem.update_task_progress(4, status="done", data={"k": 1})
+    assert (state.task, state.current_step, state.status, state.data) == ("migrate db", 4, "done", {"k": 1})
+    assert mem.get_task_state() == state
+
+
+def test_scratchpad_keeps_the_newest_up_to_the_cap(tmp_path):
+    from store import MemoryStore
+
+    with MemoryStore.open(tmp_path / "s.db", scratchpad_limit=3) as s:
+        mem = s.session("s", user_id="u")
+        for i in range(5):
+            mem.append_scratchpad(f"n{i}")
+        assert [e.content for e in mem.get_scratchpad()] == ["n2", "n3", "n4"]
+        assert [e.content for e in mem.get_scratchpad(limit=1)] == ["n4"]
+        assert mem.clear_scratchpad() == 3 and mem.get_scratchpad() == []
+
+
+def test_checkpoint_restore_and_diff(store):
+    mem = store.session("s", user_id="u")
+    mem.set("keep", 1)
+    mem.set("change", "old")
+    mem.set_task_state("t", total_steps=2)
+    mem.append_scratchpad("first")
+    cp1 = mem.create_checkpoint("one")
+    mem.set("change", "new")
+    mem.set("added", True)
+    mem.delete("keep")
+    mem.update_task_progress(2)
+    mem.append_scratchpad("second")
+    cp2 = mem.create_checkpoint("two")
+
+    diff = mem.diff_checkpoint(cp1, cp2)
+    assert diff.added_keys == {"added": True} and diff.removed_keys == {"keep": 1}
+    assert diff.changed_keys == {"change": ("old", "new")}
+    assert diff.scratchpad_added == ["second"] and diff.task_state_after.current_step == 2
+    assert mem.diff_checkpoint(cp2).is_empty
+
+    mem.restore_checkpoint(cp1)
+    assert mem.get_all() == {"keep": 1, "change": "old"}
+    assert mem.get_task_state().current_step == 0
+    assert [e.content for e in mem.get_scratchpad()] == ["first"]
+    assert [c.description for c in mem.list_checkpoints()] == ["one", "two"]
+    mem.delete_checkpoint(cp2)
+    assert [c.id for c in mem.list_checkpoints()] == [cp1]
+
+
+def test_restore_is_all_or_nothing(store):
+    """A restore that fails half-way (here: a damaged scratchpad note, written last) changes nothing."""
+    import json
+
+    from sqlalchemy import update
+
+    from store.schema import checkpoints_t
+
+    mem = store.session("s", user_id="u")
+    mem.set("k", "before")
+    cp = mem.create_checkpoint()
+    mem.set("k", "after")
+    mem.append_scratchpad("note")
+    damaged = {"kv": {"k": {"value": '"before"', "expires_at": None}}, "task_state": None, "scratchpad": [{"created_at": "bad"}]}
+    with store._db.write() as conn:
+        conn.execute(update(checkpoints_t).values(snapshot=json.dumps(damaged)))
+    with pytest.raises(TypeError):
+        mem.restore_checkpoint(cp)
+    assert mem.get("k") == "after" and [e.content for e in mem.get_scratchpad()] == ["note"]
+
+
+def test_unknown_checkpoint_and_session_ids(store):
+    mem = store.session("s", user_id="u")
+    with pytest.raises(UnknownCheckpointError):
+        mem.restore_checkpoint("nope")
+    with pytest.raises(UnknownCheckpointError):
+        mem.diff_checkpoint("nope")
+    with pytest.raises(UnknownCheckpointError):
+        mem.delete_checkpoint("nope")
+    with pytest.raises(UnknownSessionError):
+        store.session("never-seen", user_id="u", create=False)
+    store.remember("hi", user_id="u", session_id="from-episode")
+    assert store.session("from-episode", user_id="u", create=False).session_id == "from-episode"
+
+
+def test_checkpoint_of_another_tenant_is_unknown(store):
+    cp = store.session("s", user_id="u").create_checkpoint()
+    with pytest.raises(UnknownCheckpointError):
+        store.session("s", user_id="v").restore_checkpoint(cp)
+
+
+def test_clear_keeps_checkpoints(store):
+    mem = store.session("s", user_id="u")
+    mem.set("k", 1)
+    mem.append_scratchpad("x")
+    cp = mem.create_checkpoint()
+    mem.clear()
+    assert mem.get_all() == {} and mem.get_scratchpad() == [] and mem.get_task_state() is None
+    mem.restore_checkpoint(cp)
+    assert mem.get_all() == {"k": 1}
+
+
+def test_stats_and_sessions_listing(store):
+    store.remember("q", "a", user_id="u", session_id="s")
+    mem = store.session("s", user_id="u")
+    mem.set("k", 1)
+    mem.create_checkpoint()
+    stats = mem.get_stats()
+    assert (stats.keys, stats.checkpoints, stats.episodes, stats.has_task_state) == (1, 1, 1, False)
+    assert [(s.session_id, s.episodes) for s in store.sessions(user_id="u")] == [("s", 1)]

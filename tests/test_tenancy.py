@@ -1,0 +1,111 @@
+"""The tenant partition: enforced in one place, never crossed, the anonymous bucket included."""
+
+import re
+import warnings
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import store
+from store import MemoryStore
+from store.errors import InvalidInputError, IsolationWarning
+
+TENANTS = [None, "alice", "bob", "Alice", "alice@example.com"]
+
+
+def test_only_tenancy_module_names_the_user_id_column():
+    root = Path(store.__file__).parent
+    offenders = [
+        str(p.relative_to(root))
+        for p in root.rglob("*.py")
+        if p.name not in {"tenancy.py", "schema.py"} and re.search(r"\.c\.user_id\b", p.read_text())
+    ]
+    assert offenders == []
+
+
+def test_call_without_user_id_warns_only_when_named_users_exist(store):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        store.update_block("b", "anonymous content")  # no named users yet: no warning
+    store.update_block("b", "alice content", user_id="alice")
+    with pytest.warns(IsolationWarning):
+        assert [b.content for b in store.working()] == ["anonymous content"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert [b.content for b in store.working(user_id=None)] == ["anonymous content"]
+
+
+@pytest.mark.parametrize("bad", ["", " alice", "a\x00b", 42, "x" * 300])
+def test_bad_user_ids_are_refused(store, bad):
+    with pytest.raises(InvalidInputError):
+        store.working(user_id=bad)
+
+
+def test_anonymous_bucket_is_its_own_partition(store):
+    store.remember("anon secret", user_id=None, session_id="s")
+    store.remember("alice secret", user_id="alice", session_id="s")
+    assert [e.input for e in store.episodes(user_id=None).items] == ["anon secret"]
+    assert [e.input for e in store.episodes(user_id="alice").items] == ["alice secret"]
+    assert [m.content for m in store.session_messages("s", user_id=None)] == ["anon secret"]
+
+
+OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["block", "append", "episode", "fact", "kv", "task", "note", "checkpoint", "delete_block"]),
+        st.sampled_from(range(len(TENANTS))),
+        st.sampled_from(["s1", "s2"]),
+        st.text(alphabet="abcxyz", min_size=1, max_size=4),
+    ),
+    min_size=1,
+    max_size=30,
+)
+
+
+def apply(s: MemoryStore, op, tenant, session, word):
+    token = f"{word}@{tenant!r}"  # content names its owner, so any leak is visible
+    if op == "block":
+        s.update_block(word, token, user_id=tenant)
+    elif op == "append":
+        s.append_block(word, token, user_id=tenant)
+    elif op == "delete_block":
+        s.delete_block(word, user_id=tenant)
+    elif op == "episode":
+        s.remember(token, token, user_id=tenant, session_id=session)
+    elif op == "fact":
+        s.add_fact(word, "p", token, user_id=tenant)
+    elif op == "kv":
+        s.session(session, user_id=tenant).set(word, token)
+    elif op == "task":
+        s.session(session, user_id=tenant).set_task_state(token)
+    elif op == "note":
+        s.session(session, user_id=tenant).append_scratchpad(token)
+    elif op == "checkpoint":
+        s.session(session, user_id=tenant).create_checkpoint(token)
+
+
+def everything_visible_to(s: MemoryStore, tenant) -> str:
+    parts = [repr(s.working(user_id=tenant)), repr(s.episodes(user_id=tenant, limit=1000).items)]
+    parts.append(repr(s.facts(user_id=tenant, include_history=True)))
+    parts.append(repr(s.profile(user_id=tenant)))
+    for session in ("s1", "s2"):
+        mem = s.session(session, user_id=tenant)
+        parts += [repr(mem.get_all()), repr(mem.get_task_state()), repr(mem.get_scratchpad())]
+        parts += [repr(mem.list_checkpoints()), repr(s.session_messages(session, user_id=tenant))]
+        parts += [repr(mem.diff_checkpoint(c.id)) for c in mem.list_checkpoints()]
+    return "\n".join(parts)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=OPS)
+def test_random_operations_never_leak_between_tenants(tmp_path_factory, ops):
+    path = tmp_path_factory.mktemp("iso") / "m.db"
+    with MemoryStore.open(path) as s:
+        for op, index, session, word in ops:
+            apply(s, op, TENANTS[index], session, word)
+        for tenant in TENANTS:
+            seen = everything_visible_to(s, tenant)
+            for other in TENANTS:
+                if other != tenant:
+                    assert f"@{other!r}" not in seen, f"{other!r} leaked into {tenant!r}"
