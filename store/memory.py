@@ -5,12 +5,14 @@ from __future__ import annotations
 import warnings
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Literal, Mapping
 
-from sqlalchemy import func
+from sqlalchemy import func, select
 
 from . import schema
 from .db import Database
+from .indexing import Indexer, make_embedder, record_model, recorded_model
+from .indexing import check_model as check_model_of
 from .errors import InvalidInputError, IsolationWarning
 from .migrations import CURRENT_VERSION
 from .models import (
@@ -20,13 +22,16 @@ from .models import (
     Fact,
     Message,
     Profile,
+    RecallHit,
     SessionInfo,
     StoreStats,
     TenantSummary,
     TierCounts,
 )
+from . import recall, search
+from .recall import Mode
 from .session import SessionMemory
-from .tenancy import Tenant, count_by_tenant, named_tenants_exist, user_id_of
+from .tenancy import Tenant, all_tenants, count_by_tenant, named_tenants_exist, user_id_of
 from .tiers import blocks, episodes, facts
 from .tiers.common import content_hash, ensure_session, new_id, touch_tenant
 from .validation import (
@@ -50,6 +55,9 @@ UNSET: Any = _Unset()
 """Default of every ``user_id`` parameter: the anonymous bucket, with an :class:`IsolationWarning`
 when the store holds named users. Pass ``user_id=None`` to mean the anonymous bucket on purpose."""
 
+RecallScope = Literal["episodic", "facts", "working", "scratchpad", "all"]
+RECALL_SCOPES = ("episodic", "facts", "working", "scratchpad", "all")
+
 TIER_TABLES = {
     "blocks": schema.blocks_t,
     "episodes": schema.episodes_t,
@@ -68,8 +76,9 @@ class MemoryStore:
     bucket, a partition of its own. Nothing a method reads or writes crosses tenants.
     """
 
-    def __init__(self, db: Database, *, max_content_bytes: int, scratchpad_limit: int):
+    def __init__(self, db: Database, indexer: Indexer, *, max_content_bytes: int, scratchpad_limit: int):
         self._db = db
+        self._indexer = indexer
         self.max_content_bytes = max_content_bytes
         self.scratchpad_limit = scratchpad_limit
 
@@ -81,17 +90,33 @@ class MemoryStore:
         read_only: bool = False,
         max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
         scratchpad_limit: int = 100,
+        embedder: Any = "default",
+        check_model: bool = True,
     ) -> "MemoryStore":
         """Open (or create) the store at ``path_or_url``, a file path or an ``sqlite:///`` URL.
 
         A file that is not a memlens store is refused without being changed; an older
         schema is migrated in one transaction; a newer one is refused.
+
+        ``embedder`` is ``"default"`` (the packaged all-MiniLM-L6-v2, loaded on first need),
+        a local model directory, an :class:`~store.embedding.Embedder`, or None for keyword
+        recall only. A store whose vectors came from another model is refused unless
+        ``check_model=False`` (for :meth:`reembed`).
         """
         if not isinstance(max_content_bytes, int) or max_content_bytes < 1:
             raise InvalidInputError("max_content_bytes must be a positive integer")
         if not isinstance(scratchpad_limit, int) or scratchpad_limit < 1:
             raise InvalidInputError("scratchpad_limit must be a positive integer")
-        return cls(Database(path_or_url, read_only=read_only), max_content_bytes=max_content_bytes, scratchpad_limit=scratchpad_limit)
+        indexer = Indexer(make_embedder(embedder))
+        db = Database(path_or_url, read_only=read_only)
+        try:
+            if check_model:
+                with db.read() as conn:
+                    check_model_of(conn, indexer.embedder, db.path)
+        except BaseException:
+            db.close()
+            raise
+        return cls(db, indexer, max_content_bytes=max_content_bytes, scratchpad_limit=scratchpad_limit)
 
     @property
     def path(self) -> Path:
@@ -201,16 +226,29 @@ class MemoryStore:
         rows = [self._episode_row(item, index, now) for index, item in enumerate(items)]
         if not rows:
             return []
+        hashes = [r["content_hash"] for r in rows]
+        vectors = self._vectors(tenant, "episode", [episodes.embed_text(r["input"], r["output"]) for r in rows], hashes)
         with self._db.write() as conn:
             touch_tenant(conn, tenant, now)
             for session_id in {r["session_id"] for r in rows if r["session_id"] is not None}:
                 ensure_session(conn, tenant, session_id, now)
             pks = episodes.insert_episodes(conn, tenant, rows)
-            self._after_insert_episodes(conn, tenant, pks, rows)
+            self._store_vectors(conn, tenant, "episode", pks, hashes, vectors)
         return [episodes.to_model(_RowView(tenant.stamp(row))) for row in rows]
 
-    def _after_insert_episodes(self, conn, tenant: Tenant, pks: list[int], rows: list[dict]) -> None:
-        """Hook for indexes kept beside the episodes (recall); nothing to do in the bare store."""
+    def _vectors(self, tenant: Tenant, kind: str, texts: list[str], hashes: list[str]) -> list[bytes] | None:
+        """Embeddings for new rows, computed before the write transaction so it stays short."""
+        if not self._indexer.enabled or self.read_only:
+            return None
+        with self._db.read() as conn:
+            return self._indexer.vectors_for(conn, tenant, kind, texts, hashes)
+
+    def _store_vectors(self, conn, tenant: Tenant, kind: str, pks, hashes, vectors) -> None:
+        if vectors is None:
+            return
+        if recorded_model(conn)[0] is None:
+            record_model(conn, self._indexer.embedder)
+        self._indexer.insert(conn, tenant, kind, pks, hashes, vectors)
 
     def _episode_row(self, item: Mapping[str, Any], index: int, now: datetime) -> dict[str, Any]:
         if not isinstance(item, Mapping):
@@ -302,17 +340,17 @@ class MemoryStore:
         now = utcnow()
         valid_from = now if valid_from is None else check_datetime(valid_from, "valid_from")
         sources = [check_name(s, "source_episode_ids") for s in source_episode_ids]
+        fact_text = f"{subject} {predicate.replace('_', ' ')} {object}"
+        digest = content_hash(fact_text)
+        vectors = self._vectors(tenant, "fact", [fact_text], [digest])
         with self._db.write() as conn:
             touch_tenant(conn, tenant, now)
             fact, pk = facts.add_fact(
                 conn, tenant, subject=subject, predicate=predicate, object=object, confidence=float(confidence),
                 valid_from=valid_from, recorded_at=now, source_episode_ids=sources,
             )
-            self._after_insert_fact(conn, tenant, pk, fact)
+            self._store_vectors(conn, tenant, "fact", [pk], [digest], vectors)
         return fact
-
-    def _after_insert_fact(self, conn, tenant: Tenant, pk: int, fact: Fact) -> None:
-        """Hook for indexes kept beside the facts (recall)."""
 
     def facts(
         self,
@@ -361,6 +399,146 @@ class MemoryStore:
         kv = schema.kv_t
         with self._db.write() as conn:
             return conn.execute(kv.delete().where(kv.c.expires_at.is_not(None), kv.c.expires_at <= now)).rowcount
+
+    # --- recall ------------------------------------------------------------------------------
+
+    def recall(
+        self,
+        query: str,
+        *,
+        user_id: str | None = UNSET,
+        limit: int = 5,
+        session_id: str | None = None,
+        time_range: tuple[datetime | None, datetime | None] | None = None,
+        kind: RecallScope = "episodic",
+        mode: Mode = "hybrid",
+        prefix: bool = False,
+    ) -> list[RecallHit]:
+        """Search the tenant's memories; every hit carries its score breakdown.
+
+        ``kind``: ``"episodic"``, ``"facts"`` (current ones), ``"working"`` (blocks),
+        ``"scratchpad"`` or ``"all"``. ``mode``: ``"hybrid"`` (vector + BM25 keyword,
+        fused by reciprocal rank), ``"keyword"`` or ``"vector"``; without an embedder
+        hybrid is keyword-only. ``prefix=True`` treats the last word as a prefix, for
+        search as you type. An empty query returns the most recent episodes.
+        """
+        tenant = self._tenant(user_id)
+        query = check_text(query, "query", limit=10_000)
+        since, until = self._time_range(time_range)
+        check_optional_name(session_id, "session_id")
+        if not isinstance(limit, int) or not 1 <= limit <= 1000:
+            raise InvalidInputError("limit must be an integer from 1 to 1,000")
+        if kind not in RECALL_SCOPES:
+            raise InvalidInputError(f"kind must be one of {', '.join(RECALL_SCOPES)}")
+        if mode not in ("hybrid", "keyword", "vector"):
+            raise InvalidInputError("mode must be 'hybrid', 'keyword' or 'vector'")
+        if search.query_terms(query) and mode != "keyword" and self._indexer.enabled:
+            # Blocks and notes are embedded on first search (and after edits); do it before the
+            # read snapshot below is taken, so the search sees the vectors.
+            for small, scopes in (("block", ("working", "all")), ("scratchpad", ("scratchpad", "all"))):
+                if kind in scopes:
+                    self._ensure_vectors(tenant, small)
+        with self._db.read() as conn:
+            if not search.query_terms(query):
+                return recall.recency(self, conn, tenant, limit, session_id, since, until) if kind in ("episodic", "all") else []
+            run = recall.Recall(self, conn, tenant, query, mode, prefix)
+            lists = []
+            if kind in ("episodic", "all"):
+                lists.append(run.episodes(limit, session_id, since, until))
+            if kind in ("facts", "all"):
+                lists.append(run.facts(limit, None))
+            if kind in ("working", "all"):
+                lists.append(run.blocks(limit))
+            if kind in ("scratchpad", "all"):
+                lists.append(run.scratchpad(limit, session_id))
+        return recall.merge(lists, limit)
+
+    def recall_facts(
+        self, query: str, *, user_id: str | None = UNSET, limit: int = 5, valid_at: datetime | None = None, mode: Mode = "hybrid"
+    ) -> list[RecallHit]:
+        """Search the facts believed at ``valid_at`` (default: the current ones)."""
+        tenant = self._tenant(user_id)
+        query = check_text(query, "query", limit=10_000)
+        valid_at = check_optional_datetime(valid_at, "valid_at")
+        if not isinstance(limit, int) or not 1 <= limit <= 1000:
+            raise InvalidInputError("limit must be an integer from 1 to 1,000")
+        with self._db.read() as conn:
+            if not search.query_terms(query):
+                return []
+            return recall.Recall(self, conn, tenant, query, mode, False).facts(limit, valid_at)
+
+    @staticmethod
+    def _time_range(time_range) -> tuple[datetime | None, datetime | None]:
+        if time_range is None:
+            return None, None
+        if not isinstance(time_range, (tuple, list)) or len(time_range) != 2:
+            raise InvalidInputError("time_range must be a (since, until) pair; either may be None")
+        return check_optional_datetime(time_range[0], "time_range[0]"), check_optional_datetime(time_range[1], "time_range[1]")
+
+    def _ensure_vectors(self, tenant: Tenant, kind: str) -> None:
+        """Embed the tenant's blocks or notes whose vector is missing or stale (text changed since)."""
+        with self._db.read() as conn:
+            documents = recall.small_corpus(conn, tenant, kind)
+            hashes = {pk: content_hash(text) for pk, text in documents.items()}
+            have = dict(conn.execute(
+                tenant.select(schema.vectors_t, schema.vectors_t.c.item_pk, schema.vectors_t.c.content_hash)
+                .where(schema.vectors_t.c.kind == kind, schema.vectors_t.c.item_pk.in_(list(documents)))
+            ).all())
+        stale = [pk for pk in documents if have.get(pk) != hashes[pk]]
+        if not stale or self.read_only:
+            return
+        vectors = self._vectors(tenant, kind, [documents[pk] for pk in stale], [hashes[pk] for pk in stale])
+        with self._db.write() as conn:
+            self._store_vectors(conn, tenant, kind, stale, [hashes[pk] for pk in stale], vectors)
+
+    @property
+    def embedder(self):
+        """The embedding model (None: keyword recall only)."""
+        return self._indexer.embedder
+
+    @property
+    def model_ready(self) -> bool:
+        """True once the embedding model is loaded: semantic recall costs milliseconds from then on."""
+        return self._indexer.enabled and self._indexer.embedder.is_warm
+
+    def warm_model(self) -> None:
+        """Load the embedding model now (blocking); call it from a worker thread to warm in the background."""
+        if self._indexer.enabled:
+            self._indexer.embedder.warm()
+
+    def reembed(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Re-embed every episode and fact of every tenant with the current model.
+
+        Blocks and scratchpad notes are re-embedded on their next search. ``progress(done, total)``
+        is called as batches finish. Returns the number of items embedded.
+        """
+        if not self._indexer.enabled:
+            raise InvalidInputError("this store was opened with embedder=None; there is nothing to re-embed with")
+        e, f, v = schema.episodes_t, schema.facts_t, schema.vectors_t
+        items: list[tuple[str, int, Tenant, str]] = []
+        with self._db.read() as conn:
+            for tenant in all_tenants(conn, schema.tenants_t):
+                items += [("episode", r.pk, tenant, episodes.embed_text(r.input, r.output))
+                          for r in conn.execute(tenant.select(e, e.c.pk, e.c.input, e.c.output))]
+                items += [("fact", r.pk, tenant, recall.fact_text(r)) for r in conn.execute(tenant.select(f))]
+        done = 0
+
+        def advance(n: int) -> None:
+            nonlocal done
+            done += n
+            if progress:
+                progress(done, len(items))
+
+        if progress:
+            progress(0, len(items))
+        vectors = self._indexer.embed([text for *_, text in items], advance)
+        with self._db.write() as conn:
+            conn.execute(v.delete())
+            record_model(conn, self._indexer.embedder)
+            for (kind, pk, tenant, text), vector in zip(items, vectors):
+                self._indexer.insert(conn, tenant, kind, [pk], [content_hash(text)], [vector])
+        self._indexer.cache.clear()
+        return len(items)
 
     # --- overviews ------------------------------------------------------------------------
 
@@ -416,7 +594,8 @@ class MemoryStore:
         )
 
     def _embedding_model_name(self) -> str | None:
-        return None
+        with self._db.read() as conn:
+            return recorded_model(conn)[0]
 
     def _files(self) -> list[Path]:
         """The database file and the SQLite side files that can hold its pages."""

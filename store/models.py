@@ -176,3 +176,34 @@ class StoreStats(_Model):
     counts: TierCounts
     file_bytes: int
     embedding_model: str | None
+
+
+class ScoreBreakdown(_Model):
+    """Why a memory came back: its place and score in each ranked list, and the fused score.
+
+    ``vector`` is cosine similarity (-1..1); ``keyword`` is BM25 with higher meaning better;
+    ``fused`` is reciprocal rank fusion, the sum of 1/(60 + rank) over the lists it is in.
+    """
+
+    vector: float | None = None
+    keyword: float | None = None
+    fused: float = 0.0
+    vector_rank: int | None = None
+    keyword_rank: int | None = None
+
+
+RecallKind = Literal["episode", "fact", "block", "scratchpad"]
+
+
+class RecallHit(_Model):
+    kind: RecallKind
+    id: str
+    text: str
+    session_id: str | None = None
+    occurred_at: datetime | None = None
+    episode: Episode | None = None
+    fact: Fact | None = None
+    block: Block | None = None
+    note: ScratchpadEntry | None = None
+    scores: ScoreBreakdown
+    matched_terms: list[str] = Field(default_factory=list)

@@ -78,3 +78,8 @@ def count_by_tenant(conn, table: Table) -> dict[str, int]:
 def named_tenants_exist(conn, tenants_table: Table) -> bool:
     stmt = select(tenants_table.c.user_id).where(tenants_table.c.user_id != ANONYMOUS_KEY).limit(1)
     return conn.execute(stmt).first() is not None
+
+
+def all_tenants(conn, tenants_table: Table) -> list[Tenant]:
+    """Every tenant that has written anything, for store-wide maintenance (re-embedding)."""
+    return [Tenant(key) for key in conn.execute(select(tenants_table.c.user_id)).scalars()]

@@ -21,6 +21,18 @@ def dump(path: Path) -> list[str]:
         conn.close()
 
 
+@pytest.fixture(autouse=True)
+def fake_default_embedder(request, monkeypatch):
+    """Unit tests embed with a fast deterministic fake; tests marked `model` get the real model."""
+    if request.node.get_closest_marker("model"):
+        return
+    import store.indexing
+    from store.embedding import FakeEmbedder
+
+    real = store.indexing.make_embedder
+    monkeypatch.setattr(store.indexing, "make_embedder", lambda spec: FakeEmbedder() if spec == "default" else real(spec))
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "memory.db"

@@ -7,7 +7,7 @@ from store import MemoryStore
 
 
 def _writer(path: str, count: int, ready) -> None:
-    with MemoryStore.open(path) as s:
+    with MemoryStore.open(path, embedder=None) as s:
         ready.set()
         for i in range(count):
             s.remember(f"turn {i}", f"reply {i}", user_id="agent", session_id="live")
@@ -15,7 +15,7 @@ def _writer(path: str, count: int, ready) -> None:
 
 
 def _reader(path: str, rounds: int, ready, results) -> None:
-    with MemoryStore.open(path, read_only=True) as s:
+    with MemoryStore.open(path, read_only=True, embedder=None) as s:
         ready.wait(30)
         seen = 0
         for _ in range(rounds):

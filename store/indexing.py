@@ -1,0 +1,102 @@
+"""Embedding what the store holds: batched, deduplicated by content hash within the tenant,
+computed outside write transactions, and stamped with the model that made them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from sqlalchemy import Connection, select, text
+
+from .embedding import Embedder, LocalModelEmbedder
+from .errors import InvalidInputError, ModelMismatchError
+from .schema import meta_t, vectors_t
+from .tenancy import Tenant
+from .vectors import VectorCache
+
+EMBED_BATCH = 64
+
+
+def make_embedder(spec: Any) -> Embedder | None:
+    """``"default"`` (the packaged all-MiniLM-L6-v2), None (keyword recall only), a model
+    directory path, or any object with the :class:`~store.embedding.Embedder` methods."""
+    if spec is None:
+        return None
+    if isinstance(spec, str) and spec == "default":
+        return LocalModelEmbedder()
+    if isinstance(spec, (str, Path)):
+        return LocalModelEmbedder(spec)
+    if all(hasattr(spec, attr) for attr in ("name", "embed", "dim")):
+        return spec
+    raise InvalidInputError("embedder must be 'default', None, a model directory, or an Embedder")
+
+
+def recorded_model(conn: Connection) -> tuple[str | None, int | None]:
+    rows = dict(conn.execute(select(meta_t.c.key, meta_t.c.value).where(meta_t.c.key.in_(["embedding_model", "embedding_dim"]))).all())
+    dim = rows.get("embedding_dim")
+    return rows.get("embedding_model"), int(dim) if dim else None
+
+
+def record_model(conn: Connection, embedder: Embedder) -> None:
+    for key, value in (("embedding_model", embedder.name), ("embedding_dim", str(embedder.dim))):
+        conn.execute(text("INSERT OR REPLACE INTO memlens_meta (key, value) VALUES (:k, :v)"), {"k": key, "v": value})
+
+
+def check_model(conn: Connection, embedder: Embedder | None, path: Path) -> None:
+    name, _ = recorded_model(conn)
+    if embedder is not None and name is not None and name != embedder.name:
+        raise ModelMismatchError(
+            f"{path} holds vectors made with {name!r}, not {embedder.name!r}; open it with that model, "
+            f"or re-embed everything with `memlens reembed {path}`"
+        )
+
+
+class Indexer:
+    """The store's embedder plus its in-memory vector matrices."""
+
+    def __init__(self, embedder: Embedder | None):
+        self.embedder = embedder
+        self.cache = VectorCache()
+
+    @property
+    def enabled(self) -> bool:
+        return self.embedder is not None
+
+    def embed(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> list[bytes]:
+        """float32 bytes per text, in order, computed in batches."""
+        out: list[bytes] = []
+        for start in range(0, len(texts), EMBED_BATCH):
+            batch = self.embedder.embed(list(texts[start : start + EMBED_BATCH]))
+            out.extend(row.tobytes() for row in batch)
+            if progress:
+                progress(len(batch))
+        return out
+
+    def vectors_for(self, conn: Connection, tenant: Tenant, kind: str, texts: Sequence[str], hashes: Sequence[str]) -> list[bytes]:
+        """Vectors for ``texts``, reusing any this tenant already has for the same content."""
+        known = self.known_vectors(conn, tenant, kind, set(hashes))
+        missing = list(dict.fromkeys(h for h in hashes if h not in known))
+        if missing:
+            first_text = {h: t for t, h in zip(reversed(texts), reversed(hashes))}
+            known.update(zip(missing, self.embed([first_text[h] for h in missing])))
+        return [known[h] for h in hashes]
+
+    @staticmethod
+    def known_vectors(conn: Connection, tenant: Tenant, kind: str, hashes: set[str]) -> dict[str, bytes]:
+        found: dict[str, bytes] = {}
+        wanted = list(hashes)
+        for start in range(0, len(wanted), 500):
+            stmt = tenant.select(vectors_t, vectors_t.c.content_hash, vectors_t.c.vector).where(
+                vectors_t.c.kind == kind, vectors_t.c.content_hash.in_(wanted[start : start + 500])
+            )
+            found.update(conn.execute(stmt).all())
+        return found
+
+    @staticmethod
+    def insert(conn: Connection, tenant: Tenant, kind: str, pks: Sequence[int], hashes: Sequence[str], vectors: Sequence[bytes]) -> None:
+        rows = [
+            tenant.stamp({"kind": kind, "item_pk": pk, "content_hash": h, "vector": v})
+            for pk, h, v in zip(pks, hashes, vectors)
+        ]
+        if rows:
+            conn.execute(vectors_t.insert().prefix_with("OR REPLACE"), rows)

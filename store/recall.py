@@ -1,0 +1,174 @@
+"""Recall over each tier: candidates from both lists, fused, then turned into hits."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+from sqlalchemy import Connection
+
+from . import search
+from .models import RecallHit, ScoreBreakdown
+from .schema import blocks_t, episodes_t, facts_t, scratch_t, sessions_t
+from .tenancy import Tenant
+from .tiers import blocks as block_tier
+from .tiers import episodes as episode_tier
+from .tiers import facts as fact_tier
+from .tiers.common import content_hash
+from .vectors import top_k
+
+if TYPE_CHECKING:
+    from .memory import MemoryStore
+
+Mode = Literal["hybrid", "keyword", "vector"]
+
+
+def candidate_depth(limit: int) -> int:
+    return max(50, limit * 5)
+
+
+class Recall:
+    def __init__(self, store: "MemoryStore", conn: Connection, tenant: Tenant, query: str, mode: Mode, prefix: bool):
+        self.store, self.conn, self.tenant, self.query = store, conn, tenant, query
+        self.mode = mode
+        self.use_vectors = mode in ("hybrid", "vector") and store._indexer.enabled and bool(query.strip())
+        self.use_keywords = mode in ("hybrid", "keyword")
+        self.expression = search.fts_expression(query, prefix_last=prefix)
+        self.prefix = prefix
+        self._query_vector: np.ndarray | None = None
+
+    @property
+    def query_vector(self) -> np.ndarray:
+        if self._query_vector is None:
+            self._query_vector = self.store._indexer.embedder.embed([self.query])[0]
+        return self._query_vector
+
+    def vector_hits(self, kind: str, limit: int, allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
+        if not self.use_vectors:
+            return []
+        pks, matrix = self.store._indexer.cache.get(self.conn, self.tenant, kind, self.store._indexer.embedder.dim)
+        mask = None if allowed is None else np.isin(pks, allowed)
+        best, scores = top_k(matrix, self.query_vector, limit, mask)
+        return [(int(pks[i]), float(s)) for i, s in zip(best, scores)]
+
+    # --- tiers ---------------------------------------------------------------------
+
+    def episodes(self, limit: int, session_id: str | None, since: datetime | None, until: datetime | None) -> list[RecallHit]:
+        depth = candidate_depth(limit)
+        allowed = None
+        if self.use_vectors and (session_id is not None or since is not None or until is not None):
+            stmt = self.tenant.select(episodes_t, episodes_t.c.pk)
+            if session_id is not None:
+                stmt = stmt.where(episodes_t.c.session_id == session_id)
+            if since is not None:
+                stmt = stmt.where(episodes_t.c.occurred_at >= since)
+            if until is not None:
+                stmt = stmt.where(episodes_t.c.occurred_at < until)
+            allowed = np.fromiter(self.conn.execute(stmt).scalars(), dtype=np.int64)
+        vector = self.vector_hits("episode", depth, allowed)
+        keyword = []
+        if self.use_keywords and self.expression:
+            keyword = search.keyword_episodes(self.conn, self.tenant, self.expression, depth, session_id, since, until)
+        ranked = search.fuse(vector, keyword)[:limit]
+        rows = {r.pk: r for r in self.conn.execute(self.tenant.select(episodes_t).where(episodes_t.c.pk.in_([c.pk for c in ranked])))}
+        hits = []
+        for c in ranked:
+            episode = episode_tier.to_model(rows[c.pk])
+            hits.append(
+                RecallHit(
+                    kind="episode", id=episode.id, text=episode_tier.embed_text(episode.input, episode.output),
+                    session_id=episode.session_id, occurred_at=episode.occurred_at, episode=episode,
+                    scores=_scores(c), matched_terms=c.matched,
+                )
+            )
+        return hits
+
+    def facts(self, limit: int, valid_at: datetime | None) -> list[RecallHit]:
+        depth = candidate_depth(limit)
+        stmt = self.tenant.select(facts_t)
+        stmt = stmt.where(fact_tier.valid_at_clause(valid_at)) if valid_at is not None else stmt.where(facts_t.c.valid_until.is_(None))
+        rows = {r.pk: r for r in self.conn.execute(stmt)}
+        allowed = np.fromiter(rows, dtype=np.int64)
+        vector = self.vector_hits("fact", depth, allowed)
+        keyword = []
+        if self.use_keywords and self.expression:
+            keyword = search.keyword_facts(self.conn, self.tenant, self.expression, depth, set(rows))
+        hits = []
+        for c in search.fuse(vector, keyword)[:limit]:
+            fact = fact_tier.to_model(rows[c.pk])
+            hits.append(
+                RecallHit(kind="fact", id=fact.id, text=fact_text(rows[c.pk]), occurred_at=fact.valid_from, fact=fact,
+                          scores=_scores(c), matched_terms=c.matched)
+            )
+        return hits
+
+    def blocks(self, limit: int) -> list[RecallHit]:
+        rows = {r.pk: r for r in self.conn.execute(self.tenant.select(blocks_t))}
+        ranked = self._small_corpus("block", {pk: block_text(r) for pk, r in rows.items()}, limit)
+        hits = []
+        for c in ranked:
+            row = rows[c.pk]
+            block = block_tier._to_model(row)
+            hits.append(RecallHit(kind="block", id=block.name, text=block.content, occurred_at=block.updated_at,
+                                  block=block, scores=_scores(c), matched_terms=c.matched))
+        return hits
+
+    def scratchpad(self, limit: int, session_id: str | None) -> list[RecallHit]:
+        from .models import ScratchpadEntry
+
+        stmt = self.tenant.select(scratch_t, scratch_t, sessions_t.c.session_id).join(sessions_t, sessions_t.c.pk == scratch_t.c.session_pk)
+        if session_id is not None:
+            stmt = stmt.where(sessions_t.c.session_id == session_id)
+        rows = {r.pk: r for r in self.conn.execute(stmt)}
+        ranked = self._small_corpus("scratchpad", {pk: r.content for pk, r in rows.items()}, limit)
+        hits = []
+        for c in ranked:
+            row = rows[c.pk]
+            note = ScratchpadEntry(id=row.pk, created_at=row.created_at, content=row.content)
+            hits.append(RecallHit(kind="scratchpad", id=str(row.pk), text=row.content, session_id=row.session_id,
+                                  occurred_at=row.created_at, note=note, scores=_scores(c), matched_terms=c.matched))
+        return hits
+
+    def _small_corpus(self, kind: str, documents: dict[int, str], limit: int) -> list[search.Ranked]:
+        vector = self.vector_hits(kind, candidate_depth(limit), np.fromiter(documents, dtype=np.int64))
+        keyword = search.bm25_small(self.query, documents, prefix_last=self.prefix) if self.use_keywords else []
+        return search.fuse(vector, keyword)[:limit]
+
+
+def small_corpus(conn: Connection, tenant: Tenant, kind: str) -> dict[int, str]:
+    """The searchable text of every block or scratchpad note of the tenant, by row key."""
+    if kind == "block":
+        return {r.pk: block_text(r) for r in conn.execute(tenant.select(blocks_t))}
+    return {r.pk: r.content for r in conn.execute(tenant.select(scratch_t))}
+
+
+def block_text(row) -> str:
+    return f"{row.name}\n{row.content}"
+
+
+def fact_text(row) -> str:
+    return f"{row.subject} {row.predicate.replace('_', ' ')} {row.object}"
+
+
+def _scores(c: search.Ranked) -> ScoreBreakdown:
+    return ScoreBreakdown(vector=c.vector, keyword=c.keyword, fused=c.fused, vector_rank=c.vector_rank, keyword_rank=c.keyword_rank)
+
+
+def merge(hit_lists: list[list[RecallHit]], limit: int) -> list[RecallHit]:
+    """Results of several tiers, best fused score first."""
+    merged = [hit for hits in hit_lists for hit in hits]
+    return sorted(merged, key=lambda h: -h.scores.fused)[:limit]
+
+
+def recency(store: "MemoryStore", conn: Connection, tenant: Tenant, limit: int, session_id, since, until) -> list[RecallHit]:
+    page = episode_tier.page_episodes(conn, tenant, session_id=session_id, since=since, until=until, limit=limit, cursor=None)
+    return [
+        RecallHit(kind="episode", id=e.id, text=episode_tier.embed_text(e.input, e.output), session_id=e.session_id,
+                  occurred_at=e.occurred_at, episode=e, scores=ScoreBreakdown())
+        for e in page.items
+    ]
+
+
+def text_hash(text: str) -> str:
+    return content_hash(text)

@@ -1,0 +1,149 @@
+"""Hybrid recall: exact vector search and SQLite FTS5 keyword search, fused by reciprocal rank.
+
+The tenant partition is part of every candidate query (the vector matrix is the tenant's
+own, the FTS join filters on the tenant before LIMIT), so ranking never sees another
+tenant's rows. BM25's document statistics are index-wide, as FTS5 keeps them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Iterable
+
+from sqlalchemy import Connection, column, func, literal_column, table
+
+from .schema import episodes_t, facts_t
+from .tenancy import Tenant
+
+RRF_K = 60
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+_MARK = re.compile("\x02(.*?)\x03", re.DOTALL)
+# Words so common they only make FTS slow (tens of thousands of matches) and rankings noisy.
+STOPWORDS = frozenset(
+    "a an and are as at be but by can could did do does for from had has have he her him his how i if in into is it "
+    "its me my no not of on or our she so than that the their them then there these they this to too us was we were "
+    "what when where which who why will with would you your".split()
+)
+
+
+def query_terms(query: str) -> list[str]:
+    words = [w.lower() for w in _TOKEN.findall(query)]
+    kept = [w for w in words if w not in STOPWORDS]
+    return kept or words
+
+
+def fts_expression(query: str, *, prefix_last: bool) -> str | None:
+    """An FTS5 MATCH expression: any of the query's words; the last one as a prefix while typing."""
+    terms = query_terms(query)
+    if not terms:
+        return None
+    parts = [f'"{t}"' for t in dict.fromkeys(terms)]
+    if prefix_last and len(terms[-1]) >= 2 and not query.endswith((" ", "\t")):
+        parts[-1] = f'"{terms[-1]}"*'
+    return " OR ".join(parts)
+
+
+@dataclass
+class Ranked:
+    """One candidate's standing in each list."""
+
+    pk: int
+    vector: float | None = None
+    vector_rank: int | None = None
+    keyword: float | None = None
+    keyword_rank: int | None = None
+    matched: list[str] = field(default_factory=list)
+
+    @property
+    def fused(self) -> float:
+        return sum(1.0 / (RRF_K + r) for r in (self.vector_rank, self.keyword_rank) if r is not None)
+
+
+def fuse(vector_hits: Iterable[tuple[int, float]], keyword_hits: Iterable[tuple[int, float, list[str]]]) -> list[Ranked]:
+    """Reciprocal rank fusion of two best-first lists; ties keep the vector order."""
+    ranked: dict[int, Ranked] = {}
+    for rank, (pk, score) in enumerate(vector_hits, start=1):
+        ranked[pk] = Ranked(pk=pk, vector=float(score), vector_rank=rank)
+    for rank, (pk, score, matched) in enumerate(keyword_hits, start=1):
+        entry = ranked.setdefault(pk, Ranked(pk=pk))
+        entry.keyword, entry.keyword_rank, entry.matched = float(score), rank, matched
+    return sorted(ranked.values(), key=lambda r: -r.fused)
+
+
+def marked_terms(*highlighted: str) -> list[str]:
+    seen: dict[str, None] = {}
+    for value in highlighted:
+        for term in _MARK.findall(value or ""):
+            seen.setdefault(term.lower(), None)
+    return list(seen)
+
+
+def _fts(name: str, match: str, columns: int):
+    """The FTS5 table as a selectable, its MATCH condition, its rank and its highlights."""
+    fts = table(name, column("rowid"))
+    ref = literal_column(name)
+    marks = [func.highlight(ref, i, "\x02", "\x03") for i in range(columns)]
+    return fts, ref.op("MATCH")(match), func.bm25(ref).label("rank"), marks
+
+
+def keyword_episodes(
+    conn: Connection,
+    tenant: Tenant,
+    expression: str,
+    limit: int,
+    session_id: str | None,
+    since: datetime | None,
+    until: datetime | None,
+) -> list[tuple[int, float, list[str]]]:
+    e = episodes_t
+    fts, match, rank, marks = _fts("episodes_fts", expression, 2)
+    stmt = tenant.select(e, e.c.pk, rank, *marks).select_from(fts.join(e, e.c.pk == fts.c.rowid)).where(match)
+    if session_id is not None:
+        stmt = stmt.where(e.c.session_id == session_id)
+    if since is not None:
+        stmt = stmt.where(e.c.occurred_at >= since)
+    if until is not None:
+        stmt = stmt.where(e.c.occurred_at < until)
+    rows = conn.execute(stmt.order_by(rank).limit(limit))
+    return [(pk, -score, marked_terms(*marked)) for pk, score, *marked in rows]
+
+
+def keyword_facts(conn: Connection, tenant: Tenant, expression: str, limit: int, allowed: set[int] | None):
+    f = facts_t
+    fts, match, rank, marks = _fts("facts_fts", expression, 3)
+    stmt = tenant.select(f, f.c.pk, rank, *marks).select_from(fts.join(f, f.c.pk == fts.c.rowid)).where(match)
+    if allowed is not None:
+        stmt = stmt.where(f.c.pk.in_(allowed))
+    rows = conn.execute(stmt.order_by(rank).limit(limit))
+    return [(pk, -score, marked_terms(*marked)) for pk, score, *marked in rows]
+
+
+def bm25_small(query: str, documents: dict[int, str], *, prefix_last: bool) -> list[tuple[int, float, list[str]]]:
+    """BM25 over a handful of documents (blocks, scratchpad notes) that have no FTS index."""
+    terms = list(dict.fromkeys(query_terms(query)))
+    if not terms or not documents:
+        return []
+    prefix = terms[-1] if prefix_last and not query.endswith(" ") else None
+    tokenised = {pk: [w.lower() for w in _TOKEN.findall(doc)] for pk, doc in documents.items()}
+    average = sum(len(t) for t in tokenised.values()) / len(tokenised) or 1.0
+
+    def hits(term: str, words: list[str]) -> int:
+        return sum(1 for w in words if w == term or (term == prefix and w.startswith(term)))
+
+    scored = []
+    for pk, words in tokenised.items():
+        score, matched = 0.0, []
+        for term in terms:
+            tf = hits(term, words)
+            if not tf:
+                continue
+            df = sum(1 for other in tokenised.values() if hits(term, other))
+            idf = math.log(1 + (len(tokenised) - df + 0.5) / (df + 0.5))
+            score += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * len(words) / average))
+            matched += [w for w in dict.fromkeys(words) if w == term or (term == prefix and w.startswith(term))]
+        if score > 0:
+            scored.append((pk, score, list(dict.fromkeys(matched))))
+    return sorted(scored, key=lambda item: -item[1])
