@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 from datetime import datetime
 from pathlib import Path
@@ -234,7 +235,14 @@ class MemoryStore:
                 ensure_session(conn, tenant, session_id, now)
             pks = episodes.insert_episodes(conn, tenant, rows)
             self._store_vectors(conn, tenant, "episode", pks, hashes, vectors)
-        return [episodes.to_model(_RowView(tenant.stamp(row))) for row in rows]
+        return [
+            Episode.model_construct(
+                id=row["id"], user_id=tenant.user_id, session_id=row["session_id"], occurred_at=row["occurred_at"],
+                input=row["input"], output=row["output"], tool_calls=json.loads(row["tool_calls"]),
+                metadata=json.loads(row["metadata"]),
+            )
+            for row in rows
+        ]
 
     def _vectors(self, tenant: Tenant, kind: str, texts: list[str], hashes: list[str]) -> list[bytes] | None:
         """Embeddings for new rows, computed before the write transaction so it stays short."""
@@ -600,10 +608,3 @@ class MemoryStore:
     def _files(self) -> list[Path]:
         """The database file and the SQLite side files that can hold its pages."""
         return [self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm"), Path(f"{self.path}-journal")]
-
-
-class _RowView:
-    """Attribute access over an insert dict, so freshly written rows share the row->model converter."""
-
-    def __init__(self, values: dict[str, Any]):
-        self.__dict__.update(values)

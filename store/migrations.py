@@ -35,7 +35,7 @@ _FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 # keep them in step. Deleting a row also deletes its vector, so nothing derived outlives it.
 _SEARCH_DDL = f"""
 CREATE VIRTUAL TABLE episodes_fts USING fts5(
-    input, output, content='episodes', content_rowid='pk', tokenize='{_FTS_TOKENIZER}', prefix='2 3');
+    input, output, content='episodes', content_rowid='pk', tokenize='{_FTS_TOKENIZER}');
 CREATE TRIGGER episodes_fts_ai AFTER INSERT ON episodes BEGIN
     INSERT INTO episodes_fts(rowid, input, output) VALUES (new.pk, new.input, new.output);
 END;
@@ -49,7 +49,7 @@ CREATE TRIGGER episodes_fts_au AFTER UPDATE OF input, output ON episodes BEGIN
     DELETE FROM vectors WHERE kind = 'episode' AND item_pk = old.pk;
 END;
 CREATE VIRTUAL TABLE facts_fts USING fts5(
-    subject, predicate, object, content='facts', content_rowid='pk', tokenize='{_FTS_TOKENIZER}', prefix='2 3');
+    subject, predicate, object, content='facts', content_rowid='pk', tokenize='{_FTS_TOKENIZER}');
 CREATE TRIGGER facts_fts_ai AFTER INSERT ON facts BEGIN
     INSERT INTO facts_fts(rowid, subject, predicate, object) VALUES (new.pk, new.subject, new.predicate, new.object);
 END;

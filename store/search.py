@@ -19,6 +19,9 @@ from .schema import episodes_t, facts_t
 from .tenancy import Tenant
 
 RRF_K = 60
+# Shorter prefixes expand to thousands of terms (a 3-letter prefix took 605 ms p95 at 100k rows,
+# MEASUREMENTS.md); from four letters the expansion is small and needs no prefix index.
+MIN_PREFIX = 4
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 _MARK = re.compile("\x02(.*?)\x03", re.DOTALL)
 # Words so common they only make FTS slow (tens of thousands of matches) and rankings noisy.
@@ -41,7 +44,7 @@ def fts_expression(query: str, *, prefix_last: bool) -> str | None:
     if not terms:
         return None
     parts = [f'"{t}"' for t in dict.fromkeys(terms)]
-    if prefix_last and len(terms[-1]) >= 2 and not query.endswith((" ", "\t")):
+    if prefix_last and len(terms[-1]) >= MIN_PREFIX and not query.endswith((" ", "\t")):
         parts[-1] = f'"{terms[-1]}"*'
     return " OR ".join(parts)
 
@@ -126,7 +129,7 @@ def bm25_small(query: str, documents: dict[int, str], *, prefix_last: bool) -> l
     terms = list(dict.fromkeys(query_terms(query)))
     if not terms or not documents:
         return []
-    prefix = terms[-1] if prefix_last and not query.endswith(" ") else None
+    prefix = terms[-1] if prefix_last and len(terms[-1]) >= MIN_PREFIX and not query.endswith(" ") else None
     tokenised = {pk: [w.lower() for w in _TOKEN.findall(doc)] for pk, doc in documents.items()}
     average = sum(len(t) for t in tokenised.values()) / len(tokenised) or 1.0
 

@@ -59,6 +59,8 @@ def check_optional_datetime(value: Any, field: str) -> datetime | None:
 
 def check_json(value: Any, field: str, *, limit: int) -> str:
     """Serialise ``value`` to JSON text, applying the same text rules to the result."""
+    if value == [] or value == {}:
+        return "[]" if isinstance(value, list) else "{}"
     try:
         text = json.dumps(value, ensure_ascii=False, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as exc:
