@@ -54,9 +54,9 @@ def check_model(conn: Connection, embedder: Embedder | None, path: Path) -> None
 class Indexer:
     """The store's embedder plus its in-memory vector matrices."""
 
-    def __init__(self, embedder: Embedder | None):
+    def __init__(self, embedder: Embedder | None, path: Path | None = None):
         self.embedder = embedder
-        self.cache = VectorCache()
+        self.cache = VectorCache(path)
 
     @property
     def enabled(self) -> bool:

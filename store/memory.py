@@ -108,16 +108,16 @@ class MemoryStore:
             raise InvalidInputError("max_content_bytes must be a positive integer")
         if not isinstance(scratchpad_limit, int) or scratchpad_limit < 1:
             raise InvalidInputError("scratchpad_limit must be a positive integer")
-        indexer = Indexer(make_embedder(embedder))
+        embedder = make_embedder(embedder)
         db = Database(path_or_url, read_only=read_only)
         try:
             if check_model:
                 with db.read() as conn:
-                    check_model_of(conn, indexer.embedder, db.path)
+                    check_model_of(conn, embedder, db.path)
         except BaseException:
             db.close()
             raise
-        return cls(db, indexer, max_content_bytes=max_content_bytes, scratchpad_limit=scratchpad_limit)
+        return cls(db, Indexer(embedder, db.path), max_content_bytes=max_content_bytes, scratchpad_limit=scratchpad_limit)
 
     @property
     def path(self) -> Path:
@@ -128,6 +128,7 @@ class MemoryStore:
         return self._db.read_only
 
     def close(self) -> None:
+        self._indexer.cache.close()
         self._db.close()
 
     def __enter__(self) -> "MemoryStore":

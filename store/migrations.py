@@ -36,6 +36,7 @@ _FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 _SEARCH_DDL = f"""
 CREATE VIRTUAL TABLE episodes_fts USING fts5(
     input, output, content='episodes', content_rowid='pk', tokenize='{_FTS_TOKENIZER}');
+CREATE VIRTUAL TABLE episodes_fts_vocab USING fts5vocab(episodes_fts, 'row');
 CREATE TRIGGER episodes_fts_ai AFTER INSERT ON episodes BEGIN
     INSERT INTO episodes_fts(rowid, input, output) VALUES (new.pk, new.input, new.output);
 END;

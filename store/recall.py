@@ -34,7 +34,8 @@ class Recall:
         self.mode = mode
         self.use_vectors = mode in ("hybrid", "vector") and store._indexer.enabled and bool(query.strip())
         self.use_keywords = mode in ("hybrid", "keyword")
-        self.expression = search.fts_expression(query, prefix_last=prefix)
+        common = search.common_terms(conn, query) if self.use_keywords else set()
+        self.expression = search.fts_expression(query, prefix_last=prefix, too_common=common)
         self.prefix = prefix
         self._query_vector: np.ndarray | None = None
 
@@ -71,6 +72,10 @@ class Recall:
         if self.use_keywords and self.expression:
             keyword = search.keyword_episodes(self.conn, self.tenant, self.expression, depth, session_id, since, until)
         ranked = search.fuse(vector, keyword)[:limit]
+        if self.expression:
+            marked = search.episode_highlights(self.conn, self.tenant, self.expression, [c.pk for c in ranked if c.keyword_rank])
+            for c in ranked:
+                c.matched = marked.get(c.pk, [])
         rows = {r.pk: r for r in self.conn.execute(self.tenant.select(episodes_t).where(episodes_t.c.pk.in_([c.pk for c in ranked])))}
         hits = []
         for c in ranked:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Iterable
 
-from sqlalchemy import Connection, column, func, literal_column, table
+from sqlalchemy import Connection, column, func, literal_column, select, table
 
 from .schema import episodes_t, facts_t
 from .tenancy import Tenant
@@ -38,11 +38,17 @@ def query_terms(query: str) -> list[str]:
     return kept or words
 
 
-def fts_expression(query: str, *, prefix_last: bool) -> str | None:
-    """An FTS5 MATCH expression: any of the query's words; the last one as a prefix while typing."""
+def fts_expression(query: str, *, prefix_last: bool, too_common: set[str] = frozenset()) -> str | None:
+    """An FTS5 MATCH expression: any of the query's words; the last one as a prefix while typing.
+
+    Words in ``too_common`` are left out while rarer ones remain: ranking every document that
+    holds a very common word is what makes keyword search slow, and its IDF is near zero.
+    """
     terms = query_terms(query)
     if not terms:
         return None
+    rarer = [t for t in terms if t not in too_common]
+    terms = rarer or terms
     parts = [f'"{t}"' for t in dict.fromkeys(terms)]
     if prefix_last and len(terms[-1]) >= MIN_PREFIX and not query.endswith((" ", "\t")):
         parts[-1] = f'"{terms[-1]}"*'
@@ -92,6 +98,23 @@ def _fts(name: str, match: str, columns: int):
     return fts, ref.op("MATCH")(match), func.bm25(ref).label("rank"), marks
 
 
+COMMON_SHARE = 0.2
+
+
+def common_terms(conn: Connection, query: str) -> set[str]:
+    """Query words that occur in more than COMMON_SHARE of all indexed episodes (all tenants:
+    document frequencies are index-wide in FTS5)."""
+    terms = list(dict.fromkeys(query_terms(query)))
+    if len(terms) < 2:
+        return set()
+    total = conn.execute(select(func.coalesce(func.max(episodes_t.c.pk), 0))).scalar()
+    if total < 1000:
+        return set()
+    vocab = table("episodes_fts_vocab", column("term"), column("doc"))
+    counts = conn.execute(select(vocab.c.term, vocab.c.doc).where(vocab.c.term.in_(terms))).all()
+    return {term for term, docs in counts if docs > COMMON_SHARE * total}
+
+
 def keyword_episodes(
     conn: Connection,
     tenant: Tenant,
@@ -102,16 +125,25 @@ def keyword_episodes(
     until: datetime | None,
 ) -> list[tuple[int, float, list[str]]]:
     e = episodes_t
-    fts, match, rank, marks = _fts("episodes_fts", expression, 2)
-    stmt = tenant.select(e, e.c.pk, rank, *marks).select_from(fts.join(e, e.c.pk == fts.c.rowid)).where(match)
+    fts, match, rank, _ = _fts("episodes_fts", expression, 2)
+    stmt = tenant.select(e, e.c.pk, rank).select_from(fts.join(e, e.c.pk == fts.c.rowid)).where(match)
     if session_id is not None:
         stmt = stmt.where(e.c.session_id == session_id)
     if since is not None:
         stmt = stmt.where(e.c.occurred_at >= since)
     if until is not None:
         stmt = stmt.where(e.c.occurred_at < until)
-    rows = conn.execute(stmt.order_by(rank).limit(limit))
-    return [(pk, -score, marked_terms(*marked)) for pk, score, *marked in rows]
+    return [(pk, -score, []) for pk, score in conn.execute(stmt.order_by(rank).limit(limit))]
+
+
+def episode_highlights(conn: Connection, tenant: Tenant, expression: str, pks: list[int]) -> dict[int, list[str]]:
+    """Matched terms of the chosen hits only: highlight() re-tokenises each document it marks."""
+    if not pks:
+        return {}
+    e = episodes_t
+    fts, match, _, marks = _fts("episodes_fts", expression, 2)
+    stmt = tenant.select(e, e.c.pk, *marks).select_from(fts.join(e, e.c.pk == fts.c.rowid)).where(match, e.c.pk.in_(pks))
+    return {pk: marked_terms(*marked) for pk, *marked in conn.execute(stmt)}
 
 
 def keyword_facts(conn: Connection, tenant: Tenant, expression: str, limit: int, allowed: set[int] | None):

@@ -8,8 +8,12 @@ between nothing to do, appending the new rows, and reloading after deletes or re
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from dataclasses import dataclass, field
+
+from pathlib import Path
+from urllib.parse import quote
 
 import numpy as np
 from sqlalchemy import Connection, func, literal_column
@@ -25,6 +29,7 @@ class TenantMatrix:
     dim: int
     signature: tuple[int, int, int, int] = (0, 0, 0, 0)
     rowid_sum: int = 0
+    data_version: int | None = None
     pks: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     matrix: np.ndarray | None = None
     size: int = 0
@@ -88,11 +93,29 @@ def load_rows(conn: Connection, tenant: Tenant, kind: str, dim: int, after_pk: i
 
 
 class VectorCache:
-    """Per-(tenant, kind) matrices for one store; thread-safe."""
+    """Per-(tenant, kind) matrices for one store; thread-safe.
 
-    def __init__(self) -> None:
+    A connection of its own that never writes watches ``PRAGMA data_version``, which changes
+    whenever any other connection (this process's pool or another process) commits; only
+    then is a matrix's signature read again. A search on an unchanged store costs one pragma.
+    """
+
+    def __init__(self, path: Path | None = None) -> None:
         self._lock = threading.Lock()
         self._matrices: dict[tuple[str, str], TenantMatrix] = {}
+        self._watch = None
+        if path is not None:
+            self._watch = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, check_same_thread=False)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._watch is not None:
+                self._watch.close()
+                self._watch = None
+            self._matrices.clear()
+
+    def _data_version(self) -> int | None:
+        return None if self._watch is None else self._watch.execute("PRAGMA data_version").fetchone()[0]
 
     def clear(self, tenant: Tenant | None = None) -> None:
         with self._lock:
@@ -106,8 +129,11 @@ class VectorCache:
         """(item pks, matrix) for the tenant, brought up to date with the table."""
         with self._lock:
             key = (tenant.key, kind)
-            fresh = signature(conn, tenant, kind)
+            version = self._data_version()
             current = self._matrices.get(key)
+            if current is not None and current.dim == dim and version is not None and version == current.data_version:
+                return current.view()
+            fresh = signature(conn, tenant, kind)
             if current is not None and current.dim == dim and fresh != current.signature:
                 # Most changes are appends: load the rows above the old maximum, and keep the
                 # result only if it accounts for every row (a delete anywhere forces a reload).
@@ -118,6 +144,7 @@ class VectorCache:
                 current = self._matrices[key] = TenantMatrix(dim=dim)
                 load_rows(conn, tenant, kind, dim, 0, current)
             current.signature = fresh
+            current.data_version = version
             return current.view()
 
     def memory_bytes(self) -> int:
