@@ -31,8 +31,9 @@ from .models import (
 )
 from . import recall, search
 from .recall import Mode
+from .gdpr import GdprMixin
 from .session import SessionMemory
-from .tenancy import Tenant, all_tenants, count_by_tenant, named_tenants_exist, user_id_of
+from .tenancy import UNSET, Tenant, all_tenants, count_by_tenant, named_tenants_exist, user_id_of
 from .tiers import blocks, episodes, facts
 from .tiers.common import content_hash, ensure_session, new_id, touch_tenant
 from .validation import (
@@ -46,15 +47,6 @@ from .validation import (
     utcnow,
 )
 
-
-class _Unset:
-    def __repr__(self) -> str:
-        return "<anonymous>"
-
-
-UNSET: Any = _Unset()
-"""Default of every ``user_id`` parameter: the anonymous bucket, with an :class:`IsolationWarning`
-when the store holds named users. Pass ``user_id=None`` to mean the anonymous bucket on purpose."""
 
 RecallScope = Literal["episodic", "facts", "working", "scratchpad", "all"]
 RECALL_SCOPES = ("episodic", "facts", "working", "scratchpad", "all")
@@ -70,7 +62,7 @@ TIER_TABLES = {
 }
 
 
-class MemoryStore:
+class MemoryStore(GdprMixin):
     """An agent-memory store in one SQLite file.
 
     Open it with :meth:`open`. Every method takes ``user_id``; ``None`` is the anonymous

@@ -207,3 +207,39 @@ class RecallHit(_Model):
     note: ScratchpadEntry | None = None
     scores: ScoreBreakdown
     matched_terms: list[str] = Field(default_factory=list)
+
+
+class ForgetReceipt(_Model):
+    """Proof of an erasure: what was asked, how much went, and a digest that identifies the
+    request. It never holds erased content."""
+
+    user_id: str | None
+    session_id: str | None
+    before: datetime | None
+    dry_run: bool
+    counts: dict[str, int]
+    at: datetime
+    actor: str
+    digest: str
+    disk_scrubbed: bool = False
+
+    @property
+    def total(self) -> int:
+        return sum(v for k, v in self.counts.items() if k != "vectors")
+
+
+class AuditEntry(_Model):
+    at: datetime
+    actor: str
+    action: Literal["forget", "export", "import"]
+    user_id: str | None
+    scope: dict[str, Any]
+    counts: dict[str, int]
+    digest: str
+
+
+class ImportReport(_Model):
+    tenants: list[str | None]
+    counts: dict[str, int]
+    reembedded: int
+    manifest: dict[str, Any]

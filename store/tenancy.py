@@ -19,6 +19,16 @@ from .errors import InvalidInputError
 ANONYMOUS_KEY = ""
 
 
+class _Unset:
+    def __repr__(self) -> str:
+        return "<anonymous>"
+
+
+UNSET: Any = _Unset()
+"""Default of every ``user_id`` parameter: the anonymous bucket, with an IsolationWarning when
+the store holds named users. Pass ``user_id=None`` to mean the anonymous bucket on purpose."""
+
+
 @dataclass(frozen=True, slots=True)
 class Tenant:
     key: str
@@ -83,3 +93,10 @@ def named_tenants_exist(conn, tenants_table: Table) -> bool:
 def all_tenants(conn, tenants_table: Table) -> list[Tenant]:
     """Every tenant that has written anything, for store-wide maintenance (re-embedding)."""
     return [Tenant(key) for key in conn.execute(select(tenants_table.c.user_id)).scalars()]
+
+
+def owner_of(conn, table: Table, key_column, value) -> "Tenant | None":
+    """The tenant owning the row whose globally unique ``key_column`` is ``value``, if any:
+    imports use it to refuse ids that belong to someone else."""
+    row = conn.execute(select(table.c.user_id).where(key_column == value)).first()
+    return None if row is None else Tenant(row[0])

@@ -33,12 +33,15 @@ def touch_tenant(conn: Connection, tenant: Tenant, now: datetime) -> None:
     conn.execute(stmt.on_conflict_do_update(index_elements=["user_id"], set_={"last_activity": now}))
 
 
-def ensure_session(conn: Connection, tenant: Tenant, session_id: str, now: datetime) -> int:
-    """The session's row key, creating the session if this is its first write."""
+def ensure_session(conn: Connection, tenant: Tenant, session_id: str, now: datetime, *, touch: bool = True) -> int:
+    """The session's row key, creating the session if this is its first write; ``touch``
+    moves its updated_at on (imports keep the time they carry)."""
     stmt = insert(sessions_t).values(tenant.stamp({"session_id": session_id, "created_at": now, "updated_at": now}))
-    conn.execute(
-        stmt.on_conflict_do_update(index_elements=["user_id", "session_id"], set_={"updated_at": now})
-    )
+    if touch:
+        stmt = stmt.on_conflict_do_update(index_elements=["user_id", "session_id"], set_={"updated_at": now})
+    else:
+        stmt = stmt.on_conflict_do_nothing(index_elements=["user_id", "session_id"])
+    conn.execute(stmt)
     return find_session(conn, tenant, session_id)  # type: ignore[return-value]
 
 

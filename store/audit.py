@@ -1,0 +1,44 @@
+"""The audit log: who exported, imported or erased what, and when. Counts and digests only,
+so it can outlive the erasures it records."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection
+
+from .models import AuditEntry
+from .schema import audit_t, to_micros
+from .tenancy import Tenant
+
+
+def digest(action: str, tenant: Tenant, scope: dict[str, Any], counts: dict[str, int], at: datetime) -> str:
+    """Identifies one request; built from its scope, counts and time, never from content."""
+    payload = json.dumps(
+        {"action": action, "user_id": tenant.user_id, "scope": scope, "counts": counts, "at": to_micros(at)},
+        sort_keys=True,
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def record(conn: Connection, tenant: Tenant, *, action: str, actor: str, scope: dict, counts: dict, at: datetime) -> str:
+    value = digest(action, tenant, scope, counts, at)
+    conn.execute(
+        audit_t.insert().values(
+            tenant.stamp(
+                {"at": at, "actor": actor, "action": action, "scope": json.dumps(scope, sort_keys=True),
+                 "counts": json.dumps(counts, sort_keys=True), "digest": value}
+            )
+        )
+    )
+    return value
+
+
+def to_model(row) -> AuditEntry:
+    return AuditEntry(
+        at=row.at, actor=row.actor, action=row.action, user_id=Tenant(row.user_id).user_id,
+        scope=json.loads(row.scope), counts=json.loads(row.counts), digest=row.digest,
+    )

@@ -1,0 +1,187 @@
+"""Forget leaves nothing behind, in rows or in bytes, and touches no one else."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import uuid
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from store import MemoryStore
+from store.embedding import FakeEmbedder
+from store.errors import UnknownSessionError
+
+from .conftest import T0
+
+
+def secret() -> str:
+    return "zq" + uuid.uuid4().hex[:12]  # one FTS token, unmistakable in a byte scan
+
+
+def file_bytes(path: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")) if p.exists())
+
+
+def plant(s: MemoryStore, user, n: int = 40) -> list[str]:
+    """Fill every tier of ``user`` with unique tokens; return them."""
+    tokens = [secret() for _ in range(8)]
+    eps = s.remember_many(
+        [{"input": f"{tokens[0]} question {i} " + "padding " * 50, "output": f"{tokens[1]} answer {i}", "session_id": "s1",
+          "occurred_at": T0 + timedelta(minutes=i), "metadata": {"m": tokens[2]}} for i in range(n)],
+        user_id=user,
+    )
+    s.update_block("persona", f"{tokens[3]} persona", user_id=user)
+    s.add_fact(tokens[4], "likes", "tea", user_id=user, source_episode_ids=[eps[0].id])
+    mem = s.session("s1", user_id=user)
+    mem.set("k", tokens[5])
+    mem.append_scratchpad(f"{tokens[6]} note")
+    mem.create_checkpoint(f"{tokens[7]} checkpoint")
+    s.recall(tokens[3], user_id=user, kind="all")  # embeds blocks and notes too
+    return tokens
+
+
+def vector_blobs(s: MemoryStore, user) -> list[bytes]:
+    with s._db.read() as conn:
+        return [v for (v,) in conn.exec_driver_sql("SELECT vector FROM vectors WHERE user_id = ?", ("" if user is None else user,))]
+
+
+@pytest.fixture
+def two_tenants(db_path):
+    s = MemoryStore.open(db_path, embedder=FakeEmbedder(dim=96))
+    mine, theirs = plant(s, "alice"), plant(s, "bob")
+    yield s, mine, theirs
+    s.close()
+
+
+def test_forget_leaves_no_byte_of_the_tenant_on_disk(two_tenants, db_path):
+    s, mine, theirs = two_tenants
+    blobs = vector_blobs(s, "alice")
+    assert blobs and all(t.encode() in file_bytes(db_path) for t in mine)
+    bob_before = s.export(user_id="bob")
+    receipt = s.forget(user_id="alice", actor="dpo")
+    assert receipt.disk_scrubbed
+    raw = file_bytes(db_path)
+    leaked = [t for t in mine if t.encode() in raw]
+    assert leaked == []
+    assert not any(blob in raw for blob in blobs)
+    assert all(t.encode() in raw for t in theirs[:2])
+    bob_after = s.export(user_id="bob")
+    sections = ["blocks", "episodes", "facts", "sessions", "kv_entries", "task_states", "scratchpad", "checkpoints"]
+    assert {k: bob_after[k] for k in sections} == {k: bob_before[k] for k in sections}
+
+
+def test_nothing_is_left_to_read_or_search(two_tenants):
+    s, mine, _ = two_tenants
+    s.forget(user_id="alice")
+    assert s.profile(user_id="alice").counts.model_dump() == dict.fromkeys(s.profile(user_id="alice").counts.model_dump(), 0)
+    for mode in ("hybrid", "keyword", "vector"):
+        assert s.recall(mine[0], user_id="alice", mode=mode, kind="all") == []
+    assert "alice" not in [t.user_id for t in s.tenants()]
+    with s._db.read() as conn:
+        assert conn.exec_driver_sql("SELECT count(*) FROM vectors WHERE user_id = 'alice'").scalar() == 0
+
+
+def test_receipt_counts_every_tier_and_holds_no_content(two_tenants):
+    s, mine, _ = two_tenants
+    dry = s.forget(user_id="alice", dry_run=True)
+    real = s.forget(user_id="alice")
+    assert dry.counts == real.counts
+    assert real.counts["episodes"] == 40 and real.counts["blocks"] == 1 and real.counts["checkpoints"] == 1
+    assert real.counts["facts"] == 1 and real.counts["scratchpad_entries"] == 1 and real.counts["vectors"] >= 43
+    assert not any(t in real.model_dump_json() for t in mine)
+    assert len(real.digest) == 64
+
+
+def test_dry_run_changes_nothing(two_tenants, db_path):
+    s, _, _ = two_tenants
+    from .conftest import dump
+
+    before = dump(db_path)
+    s.forget(user_id="alice", dry_run=True)
+    assert dump(db_path) == before
+
+
+def test_anonymous_and_named_tenants_never_touch_each_other(db_path):
+    with MemoryStore.open(db_path, embedder=FakeEmbedder()) as s:
+        named, anonymous = plant(s, "alice"), plant(s, None)
+        s.forget(user_id=None)
+        raw = file_bytes(db_path)
+        assert not any(t.encode() in raw for t in anonymous)
+        assert s.profile(user_id="alice").counts.episodes == 40
+        s.forget(user_id="alice")
+        assert s.tenants() == []
+
+
+def test_forget_one_session_takes_its_derived_facts_and_checkpoints(db_path):
+    with MemoryStore.open(db_path, embedder=FakeEmbedder()) as s:
+        keep = s.remember("keep me", user_id="u", session_id="other")
+        gone = s.remember("forget me", user_id="u", session_id="s1")
+        s.add_fact("u", "said", "something", user_id="u", source_episode_ids=[gone.id])
+        s.add_fact("u", "kept", "this", user_id="u", source_episode_ids=[keep.id])
+        mem = s.session("s1", user_id="u")
+        mem.set("k", "v")
+        mem.create_checkpoint("c")
+        receipt = s.forget(user_id="u", session_id="s1")
+        assert (receipt.counts["episodes"], receipt.counts["facts"], receipt.counts["checkpoints"], receipt.counts["sessions"]) == (1, 1, 1, 1)
+        assert [e.input for e in s.episodes(user_id="u").items] == ["keep me"]
+        assert [f.predicate for f in s.facts(user_id="u")] == ["kept"]
+        assert s.session("s1", user_id="u").get_all() == {}
+        with pytest.raises(UnknownSessionError):
+            s.forget(user_id="u", session_id="never")
+
+
+def test_forget_before_a_date(db_path):
+    with MemoryStore.open(db_path, embedder=FakeEmbedder()) as s:
+        s.remember_many([{"input": f"e{i}", "occurred_at": T0 + timedelta(days=i), "session_id": "s"} for i in range(5)], user_id="u")
+        s.update_block("persona", "kept", user_id="u")
+        receipt = s.forget(user_id="u", before=T0 + timedelta(days=2))
+        assert receipt.counts["episodes"] == 2 and receipt.counts["blocks"] == 0
+        assert sorted(e.input for e in s.episodes(user_id="u").items) == ["e2", "e3", "e4"]
+        assert s.working(user_id="u")[0].content == "kept"
+
+
+def test_audit_log_records_the_erasure_and_survives_it(two_tenants):
+    s, mine, _ = two_tenants
+    receipt = s.forget(user_id="alice", actor="dpo@example.com")
+    entries = s.audit_log(user_id="alice")
+    assert [(e.action, e.actor, e.digest) for e in entries] == [("forget", "dpo@example.com", receipt.digest)]
+    assert entries[0].counts == receipt.counts
+    assert not any(t in entries[0].model_dump_json() for t in mine)
+    assert any(e.user_id == "alice" for e in s.audit_log(all_tenants=True))
+
+
+CRASHER = textwrap.dedent(
+    """
+    import os, signal, sys
+    sys.path.insert(0, {root!r})
+    import store.forget as forget
+    from store import MemoryStore
+    real_delete = forget.delete
+
+    def delete_then_die(conn, scope):
+        real_delete(conn, scope)          # every row deleted inside the transaction...
+        os.kill(os.getpid(), signal.SIGKILL)  # ...and the process dies before COMMIT
+
+    forget.delete = delete_then_die
+    s = MemoryStore.open({path!r}, embedder=None)
+    s.forget(user_id="alice")
+    """
+)
+
+
+def test_a_crash_during_forget_leaves_all_of_the_tenant_or_none(db_path):
+    with MemoryStore.open(db_path, embedder=FakeEmbedder()) as s:
+        plant(s, "alice", n=400)
+        before = s.profile(user_id="alice").counts
+    root = str(Path(__file__).resolve().parent.parent)
+    proc = subprocess.run([sys.executable, "-c", CRASHER.format(root=root, path=str(db_path))])
+    assert proc.returncode == -signal.SIGKILL
+    with MemoryStore.open(db_path, embedder=FakeEmbedder()) as s:
+        assert s.profile(user_id="alice").counts == before
+        assert len(s.recall("question", user_id="alice", mode="keyword", limit=500)) == 400
+        s.forget(user_id="alice")
+        assert s.profile(user_id="alice").counts.episodes == 0
