@@ -8,6 +8,7 @@ mode fail with SQLITE_BUSY_SNAPSHOT despite the busy timeout (see MEASUREMENTS.m
 from __future__ import annotations
 
 import sqlite3
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -102,6 +103,8 @@ class Database:
     def __init__(self, path: str | Path, *, read_only: bool = False):
         self.path = resolve_path(path)
         self.read_only = read_only
+        self._watch: sqlite3.Connection | None = None
+        self._watch_lock = threading.Lock()
         exists = self.path.exists()
         if read_only and not exists:
             raise StoreOpenError(f"{self.path} does not exist; a read-only store cannot be created")
@@ -181,5 +184,17 @@ class Database:
                 raise
             raise typed from error
 
+    def data_version(self) -> int:
+        """A number that changes whenever any other connection, in any process, commits.
+        Read on a connection of its own that never writes, so this store's writes count too."""
+        with self._watch_lock:
+            if self._watch is None:
+                self._watch = sqlite3.connect(f"file:{quote(str(self.path))}?mode=ro", uri=True, check_same_thread=False)
+            return self._watch.execute("PRAGMA data_version").fetchone()[0]
+
     def close(self) -> None:
+        with self._watch_lock:
+            if self._watch is not None:
+                self._watch.close()
+                self._watch = None
         self.engine.dispose()

@@ -119,6 +119,10 @@ class MemoryStore(GdprMixin):
     def read_only(self) -> bool:
         return self._db.read_only
 
+    def data_version(self) -> int:
+        """Changes whenever anyone commits to the store: poll it to know when to refresh a view."""
+        return self._db.data_version()
+
     def close(self) -> None:
         self._indexer.cache.close()
         self._db.close()

@@ -1,0 +1,547 @@
+"""The memlens inspector. The App owns the store: every store call runs in a thread worker
+that posts a message back; handlers update the widgets."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable
+
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import Footer, Header, Input, OptionList, Static, TabbedContent, TabPane
+from textual.widgets.option_list import Option
+from textual.worker import get_current_worker
+
+from . import detail, messages as msg
+from .commands import system_commands
+from .formatting import tenant_label, when
+from .screens import ConfirmScreen, DiffScreen, ExportScreen, ForgetScreen, HelpScreen, ReceiptScreen
+from .views import AuditView, BlocksView, EpisodesView, FactsView, SearchView, SessionsView, ShowDetail, session_rows
+
+VIEWS = ["search", "blocks", "episodes", "facts", "sessions", "audit"]
+NO_TENANT = object()
+
+
+class MemlensApp(App):
+    CSS_PATH = "app.tcss"
+    TITLE = "memlens"
+    AUTO_FOCUS = "#tenants"
+    BINDINGS = [
+        Binding("slash", "focus_search", "Search"),
+        Binding("t", "focus_tenants", "Tenants"),
+        Binding("e", "export", "Export"),
+        Binding("f", "forget", "Forget"),
+        Binding("d", "diff", "Diff"),
+        Binding("m", "mark", "Mark", show=False),
+        Binding("r", "restore", "Restore"),
+        Binding("question_mark", "help", "Help"),
+        Binding("q", "quit", "Quit"),
+        Binding("ctrl+r", "reload", "Reload", show=False),
+        *[Binding(str(i + 1), f"show_view('{name}')", name.title(), show=False) for i, name in enumerate(VIEWS)],
+    ]
+
+    def __init__(self, path: str | Path, *, embedder: Any = "default", warm_model: bool = True, poll_seconds: float = 1.0):
+        super().__init__()
+        self.path = Path(path)
+        self.embedder_spec = embedder
+        self.warm_on_start = warm_model
+        self.poll_seconds = poll_seconds
+        self.store = None
+        self.tenants: list[Any] = []
+        self.user_id: Any = NO_TENANT
+        self.search_seq = 0
+        self.search_mode = "keyword"
+        self.marked_checkpoint: Any = None
+        self.seen_version: int | None = None
+        self.session_names: list[str] = []
+
+    # --- layout ----------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="main"):
+            with Vertical(id="sidebar"):
+                yield Input(placeholder="filter tenants", id="tenant-filter")
+                yield OptionList(id="tenants")
+            with Vertical(id="content"):
+                with TabbedContent(initial="search", id="tabs"):
+                    with TabPane("Search", id="search"):
+                        yield SearchView(id="search-view")
+                    with TabPane("Blocks", id="blocks"):
+                        yield BlocksView(id="blocks-view")
+                    with TabPane("Episodes", id="episodes"):
+                        yield EpisodesView(id="episodes-view")
+                    with TabPane("Facts", id="facts"):
+                        yield FactsView(id="facts-view")
+                    with TabPane("Sessions", id="sessions"):
+                        yield SessionsView(id="sessions-view")
+                    with TabPane("Audit", id="audit"):
+                        yield AuditView(id="audit-view")
+                with VerticalScroll(id="detail"):
+                    yield Static("Select a record to see it whole.", id="detail-body")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = f"{self.path.name} · opening…"
+        self.query_one("#detail").border_title = "detail"
+        self.query_one("#sidebar").border_title = "tenants"
+        self.open_store()
+
+    def now(self) -> datetime:
+        from store.validation import utcnow
+
+        return utcnow()
+
+    def get_system_commands(self, screen):
+        yield from super().get_system_commands(screen)
+        yield from system_commands(self)
+
+    # --- store lifecycle --------------------------------------------------------------------
+
+    @work(thread=True, group="open", exit_on_error=False)
+    def open_store(self) -> None:
+        # Imported here, in the worker, so the first paint waits for neither SQLAlchemy nor numpy.
+        from store import MemoryStore
+        from store.errors import MemlensError
+
+        try:
+            store = MemoryStore.open(self.path, embedder=self.embedder_spec)
+        except MemlensError as error:
+            self.post_message(msg.StoreFailed(str(error)))
+            return
+        self.store = store
+        self.seen_version = store.data_version()
+        self.post_message(msg.StoreOpened(str(store.path)))
+
+    @on(msg.StoreOpened)
+    def _opened(self, message: msg.StoreOpened) -> None:
+        self.update_subtitle()
+        self.load_tenants()
+        if self.warm_on_start and self.store.embedder is not None:
+            self.warm_model()
+        if self.poll_seconds:
+            self.set_interval(self.poll_seconds, self.poll_changes)
+
+    @on(msg.StoreFailed)
+    def _failed(self, message: msg.StoreFailed) -> None:
+        self.query_one("#main").display = False
+        self.mount(Static(f"memlens cannot open {self.path}\n\n{message.error}\n\nPress q to quit.", id="fatal"), before=self.query_one(Footer))
+        self.sub_title = "not opened"
+
+    @work(thread=True, group="model", exit_on_error=False)
+    def warm_model(self) -> None:
+        try:
+            self.store.warm_model()
+        except Exception as error:  # a missing or broken model leaves keyword search working
+            self.post_message(msg.ModelFailed(str(error)))
+            return
+        self.post_message(msg.ModelReady(getattr(self.store.embedder, "active_backend", None) or "model"))
+
+    @on(msg.ModelReady)
+    def _model_ready(self) -> None:
+        self.update_subtitle()
+        self.query_one(SearchView).request()
+
+    @on(msg.ModelFailed)
+    def _model_failed(self, message: msg.ModelFailed) -> None:
+        self.notify(f"semantic search unavailable: {message.error}", severity="warning", timeout=8)
+
+    def update_subtitle(self) -> None:
+        if self.store is None:
+            return
+        mode = "semantic + keyword search" if self.store.model_ready else (
+            "keyword search (model warming…)" if self.store.embedder is not None else "keyword search")
+        self.sub_title = f"{self.path.name} · {mode}"
+
+    def poll_changes(self) -> None:
+        self.run_worker(self._check_version, thread=True, group="poll", exclusive=True, exit_on_error=False)
+
+    def _check_version(self) -> None:
+        version = self.store.data_version()
+        if version != self.seen_version:
+            self.seen_version = version
+            self.post_message(msg.StoreChanged(version))
+
+    @on(msg.StoreChanged)
+    def _store_changed(self) -> None:
+        self.load_tenants()
+        self.load_tenant_views(keep_detail=True)
+
+    # --- generic loading -------------------------------------------------------------------------
+
+    def fetch(self, view: str, call: Callable[[], Any], *, append: bool = False) -> None:
+        """Run ``call`` in a worker; its result arrives as ViewLoaded for ``view`` and this tenant."""
+        from store.errors import MemlensError
+
+        tenant = self.user_id
+
+        def job() -> None:
+            try:
+                data = call()
+            except MemlensError as error:
+                self.post_message(msg.ActionFailed(view, str(error)))
+                return
+            if not get_current_worker().is_cancelled:
+                self.post_message(msg.ViewLoaded(view, tenant, data, append))
+
+        self.run_worker(job, thread=True, group=f"view-{view}", exclusive=True, exit_on_error=False)
+
+    def load_tenants(self) -> None:
+        self.run_worker(lambda: self.post_message(msg.TenantsLoaded(self.store.tenants())), thread=True, group="tenants",
+                        exclusive=True, exit_on_error=False)
+
+    @on(msg.TenantsLoaded)
+    def _tenants_loaded(self, message: msg.TenantsLoaded) -> None:
+        self.tenants = message.tenants
+        self.show_tenants()
+
+    def show_tenants(self) -> None:
+        options = self.query_one("#tenants", OptionList)
+        wanted = self.query_one("#tenant-filter", Input).value.strip().lower()
+        shown = [t for t in self.tenants if wanted in tenant_label(t.user_id).lower()]
+        options.clear_options()
+        for t in shown:
+            c = t.counts
+            label = Text(tenant_label(t.user_id), style="italic" if t.user_id is None else "bold")
+            label.append(f"\n{c.episodes} ep · {c.facts} facts · {c.sessions} sess\n{c.blocks} blocks · {c.kv_entries} keys · {c.checkpoints} ckpt", style="dim")
+            label.append(f"\nactive {when(t.last_activity)}\n", style="dim italic")
+            options.add_option(Option(label, id=self.tenant_option_id(t.user_id)))
+        keys = [self.tenant_option_id(t.user_id) for t in shown]
+        current = self.tenant_option_id(self.user_id) if self.user_id is not NO_TENANT else None
+        if current in keys:
+            options.highlighted = keys.index(current)
+        elif keys and self.user_id is NO_TENANT:
+            options.highlighted = 0
+        elif self.user_id is not NO_TENANT and current not in [self.tenant_option_id(t.user_id) for t in self.tenants]:
+            self.select_tenant(NO_TENANT)  # it was erased, or another process removed it
+            if keys:
+                options.highlighted = 0
+
+    @staticmethod
+    def tenant_option_id(user_id: Any) -> str:
+        return "anonymous" if user_id is None else f"user:{user_id}"
+
+    @on(Input.Changed, "#tenant-filter")
+    def _filter_tenants(self, event: Input.Changed) -> None:
+        event.stop()
+        self.show_tenants()
+
+    @on(OptionList.OptionHighlighted, "#tenants")
+    def _tenant_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        option_id = event.option.id or ""
+        user_id = None if option_id == "anonymous" else option_id.removeprefix("user:")
+        if user_id != self.user_id:
+            self.select_tenant(user_id)
+
+    def select_tenant(self, user_id: Any) -> None:
+        self.user_id = user_id
+        self.marked_checkpoint = None
+        label = "no tenant" if user_id is NO_TENANT else tenant_label(user_id)
+        self.query_one("#content").border_title = label
+        self.query_one("#detail-body", Static).update("Select a record to see it whole.")
+        self.load_tenant_views()
+
+    def load_tenant_views(self, keep_detail: bool = False) -> None:
+        if self.store is None or self.user_id is NO_TENANT:
+            return
+        user, store = self.user_id, self.store
+        self.fetch("blocks", lambda: store.working(user_id=user))
+        self.fetch("sessions", lambda: store.sessions(user_id=user))
+        self.fetch("audit", lambda: store.audit_log(user_id=user))
+        self.query_one(EpisodesView).request(None)
+        self.query_one(FactsView).request()
+        self.query_one(SearchView).request()
+
+    # --- view requests ----------------------------------------------------------------------------
+
+    @on(EpisodesView.Wanted)
+    def _episodes_wanted(self, m: EpisodesView.Wanted) -> None:
+        if self.store is None or self.user_id is NO_TENANT:
+            return
+        user, store = self.user_id, self.store
+        self.fetch("episodes", lambda: store.episodes(user_id=user, session_id=m.session_id, since=m.since, until=m.until,
+                                                      limit=100, cursor=m.cursor), append=m.cursor is not None)
+
+    @on(FactsView.Wanted)
+    def _facts_wanted(self, m: FactsView.Wanted) -> None:
+        if self.store is None or self.user_id is NO_TENANT:
+            return
+        user, store = self.user_id, self.store
+        self.fetch("facts", lambda: (store.facts(user_id=user, valid_at=m.valid_at, include_history=m.history and m.valid_at is None), m.valid_at))
+
+    @on(SessionsView.Picked)
+    def _session_picked(self, m: SessionsView.Picked) -> None:
+        self.load_session(m.session_id)
+
+    def load_session(self, session_id: str) -> None:
+        user, store = self.user_id, self.store
+
+        def call():
+            memory = store.session(session_id, user_id=user)
+            return {"session_id": session_id, "task": memory.get_task_state(), "entries": memory.entries(),
+                    "notes": memory.get_scratchpad(), "checkpoints": memory.list_checkpoints()}
+
+        self.fetch("session", call)
+
+    @on(SearchView.Changed)
+    def _search(self, m: SearchView.Changed) -> None:
+        if self.store is None or self.user_id is NO_TENANT:
+            return
+        self.search_seq += 1
+        seq, user, store = self.search_seq, self.user_id, self.store
+        mode = "hybrid" if store.model_ready else "keyword"
+
+        def job() -> None:
+            from store.errors import MemlensError
+
+            start = time.perf_counter()
+            try:
+                hits = store.recall(m.query, user_id=user, limit=50, kind=m.kind, session_id=m.session_id,
+                                    time_range=(m.since, m.until), mode=mode, prefix=True)
+            except MemlensError as error:
+                self.post_message(msg.ActionFailed("search", str(error)))
+                return
+            if seq == self.search_seq:  # a newer keystroke has started its own search
+                self.post_message(msg.SearchResults(seq, m.query, mode, hits, (time.perf_counter() - start) * 1000))
+
+        self.run_worker(job, thread=True, group="search", exclusive=True, exit_on_error=False)
+
+    @on(msg.SearchResults)
+    def _search_results(self, m: msg.SearchResults) -> None:
+        if m.seq != self.search_seq:
+            return  # stale: never paint over newer results
+        what = "most recent" if not m.query.strip() else f"{len(m.hits)} results"
+        mode = "semantic + keyword" if m.mode == "hybrid" else "keyword only (model warming)" if self.store.embedder else "keyword only"
+        self.query_one(SearchView).show(m.hits, f"{what} · {mode} · {m.elapsed_ms:.1f} ms")
+
+    @on(msg.ViewLoaded)
+    def _view_loaded(self, m: msg.ViewLoaded) -> None:
+        if m.tenant_key != self.user_id:
+            return  # for a tenant no longer selected
+        if m.view == "blocks":
+            self.query_one(BlocksView).show(m.data)
+        elif m.view == "episodes":
+            self.query_one(EpisodesView).show(m.data, m.append)
+        elif m.view == "facts":
+            self.query_one(FactsView).show(*m.data)
+        elif m.view == "audit":
+            self.query_one(AuditView).show(m.data)
+        elif m.view == "sessions":
+            self.session_names = [s.session_id for s in m.data]
+            view = self.query_one(SessionsView)
+            view.show_sessions(m.data)
+            for target in (self.query_one(SearchView), self.query_one(EpisodesView)):
+                target.set_sessions(self.session_names)
+            chosen = view.selected_session()
+            if chosen:
+                self.load_session(chosen)
+        elif m.view == "session":
+            d = m.data
+            rows = session_rows(d["entries"], d["notes"], d["checkpoints"], self.now())
+            self.query_one(SessionsView).show_session({"task": d["task"], **rows}, self.now())
+
+    @on(ShowDetail)
+    def _show_detail(self, m: ShowDetail) -> None:
+        self.query_one("#detail").border_title = m.title
+        self.query_one("#detail-body", Static).update(m.body)
+
+    @on(msg.ActionFailed)
+    def _action_failed(self, m: msg.ActionFailed) -> None:
+        self.notify(f"{m.what}: {m.error}", severity="error", timeout=8)
+
+    # --- actions -------------------------------------------------------------------------------------
+
+    def action_show_view(self, name: str) -> None:
+        self.query_one("#tabs", TabbedContent).active = name
+
+    def action_focus_search(self) -> None:
+        self.action_show_view("search")
+        self.query_one("#query", Input).focus()
+
+    def action_focus_tenants(self) -> None:
+        self.query_one("#tenants", OptionList).focus()
+
+    def action_reload(self) -> None:
+        if self.store is not None:
+            self.load_tenants()
+            self.load_tenant_views()
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def has_tenant(self) -> bool:
+        if self.store is None or self.user_id is NO_TENANT:
+            self.notify("select a tenant first", severity="warning")
+            return False
+        return True
+
+    def action_export(self) -> None:
+        if not self.has_tenant():
+            return
+        stamp = self.now().strftime("%Y%m%d-%H%M%S")
+        name = "anonymous" if self.user_id is None else "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in self.user_id)
+        default = str(Path.cwd() / f"memlens-export-{name}-{stamp}.jsonl")
+        user = self.user_id
+
+        def chosen(path: str | None) -> None:
+            if path:
+                self.export_tenant(user, path)
+
+        self.push_screen(ExportScreen(user, default), chosen)
+
+    def export_tenant(self, user_id: Any, path: str) -> None:
+        store = self.store
+
+        def job() -> None:
+            from store.errors import MemlensError
+
+            target = Path(path).expanduser()
+            try:
+                manifest = store.export_to(target, user_ids=[user_id], fmt="json" if target.suffix == ".json" else "jsonl", actor="inspector")
+            except (MemlensError, OSError) as error:
+                self.post_message(msg.ActionFailed("export", str(error)))
+                return
+            self.post_message(msg.ExportDone(str(target.resolve()), manifest))
+
+        self.run_worker(job, thread=True, group="export", exit_on_error=False)
+
+    @on(msg.ExportDone)
+    def _exported(self, m: msg.ExportDone) -> None:
+        total = sum(m.manifest["counts"].values())
+        self.notify(f"exported {total} records to {m.path}", title="export", timeout=10)
+
+    def action_forget(self) -> None:
+        if not self.has_tenant():
+            return
+        user = self.user_id
+
+        def chosen(scope) -> None:
+            if scope is not None:
+                self.forget(user, *scope)
+
+        self.push_screen(ForgetScreen(user, self.session_names), chosen)
+
+    def preview_forget(self, user_id: Any, session_id: str | None, before: datetime | None) -> None:
+        store = self.store
+
+        def job() -> None:
+            from store.errors import MemlensError
+
+            try:
+                receipt = store.forget(user_id=user_id, session_id=session_id, before=before, dry_run=True, actor="inspector")
+            except MemlensError as error:
+                self.post_message(msg.ActionFailed("forget", str(error)))
+                return
+            self.post_message(msg.ForgetPreview(receipt))
+
+        self.run_worker(job, thread=True, group="forget-preview", exclusive=True, exit_on_error=False)
+
+    @on(msg.ForgetPreview)
+    def _forget_preview(self, m: msg.ForgetPreview) -> None:
+        if isinstance(self.screen, ForgetScreen):
+            self.screen.show_preview(m.receipt)
+
+    def forget(self, user_id: Any, session_id: str | None, before: datetime | None) -> None:
+        store = self.store
+
+        def job() -> None:
+            from store.errors import MemlensError
+
+            try:
+                receipt = store.forget(user_id=user_id, session_id=session_id, before=before, actor="inspector")
+            except MemlensError as error:
+                self.post_message(msg.ActionFailed("forget", str(error)))
+                return
+            self.post_message(msg.ForgetDone(receipt))
+
+        self.run_worker(job, thread=True, group="forget", exit_on_error=False)
+
+    @on(msg.ForgetDone)
+    def _forgotten(self, m: msg.ForgetDone) -> None:
+        self.push_screen(ReceiptScreen(m.receipt))
+        self.load_tenants()
+        self.load_tenant_views()
+
+    def selected_checkpoint(self) -> Any:
+        if not self.has_tenant():
+            return None
+        if self.query_one("#tabs", TabbedContent).active != "sessions":
+            self.action_show_view("sessions")
+        checkpoint = self.query_one(SessionsView).selected_checkpoint()
+        if checkpoint is None:
+            self.notify("select a checkpoint in the Sessions view", severity="warning")
+        return checkpoint
+
+    def action_mark(self) -> None:
+        checkpoint = self.selected_checkpoint()
+        if checkpoint is not None:
+            self.marked_checkpoint = checkpoint
+            self.notify(f"marked checkpoint {checkpoint.description or checkpoint.id[:12]}; select another and press d")
+
+    def action_diff(self) -> None:
+        checkpoint = self.selected_checkpoint()
+        if checkpoint is None:
+            return
+        marked = self.marked_checkpoint if self.marked_checkpoint and self.marked_checkpoint.session_id == checkpoint.session_id else None
+        if marked is not None and marked.id == checkpoint.id:
+            marked = None
+        first, second = (marked, checkpoint) if marked else (checkpoint, None)
+        store, user = self.store, self.user_id
+
+        def job() -> None:
+            from store.errors import MemlensError
+
+            try:
+                diff = store.session(first.session_id, user_id=user).diff_checkpoint(first.id, None if second is None else second.id)
+            except MemlensError as error:
+                self.post_message(msg.ActionFailed("diff", str(error)))
+                return
+            target = "the current state" if second is None else f"“{second.description or second.id[:12]}”"
+            self.post_message(msg.CheckpointDiffed(f"“{first.description or first.id[:12]}” → {target}", diff))
+
+        self.marked_checkpoint = None
+        self.run_worker(job, thread=True, group="diff", exclusive=True, exit_on_error=False)
+
+    @on(msg.CheckpointDiffed)
+    def _diffed(self, m: msg.CheckpointDiffed) -> None:
+        self.push_screen(DiffScreen(m.title, detail.diff(m.diff)))
+
+    def action_restore(self) -> None:
+        checkpoint = self.selected_checkpoint()
+        if checkpoint is None:
+            return
+        store, user = self.store, self.user_id
+
+        def confirmed(yes: bool) -> None:
+            if not yes:
+                return
+
+            def job() -> None:
+                from store.errors import MemlensError
+
+                try:
+                    store.session(checkpoint.session_id, user_id=user).restore_checkpoint(checkpoint.id)
+                except MemlensError as error:
+                    self.post_message(msg.ActionFailed("restore", str(error)))
+                    return
+                self.call_from_thread(self.notify, f"restored session {checkpoint.session_id} to “{checkpoint.description or checkpoint.id[:12]}”")
+                self.call_from_thread(self.load_session, checkpoint.session_id)
+
+            self.run_worker(job, thread=True, group="restore", exit_on_error=False)
+
+        question = f"Restore session {checkpoint.session_id} to checkpoint “{checkpoint.description or checkpoint.id[:12]}”?\nIts current keys, task state and notes are replaced."
+        self.push_screen(ConfirmScreen(question, "Restore"), confirmed)
+
+    async def on_unmount(self) -> None:
+        if self.store is not None:
+            self.store.close()
+
+
+def make_app(path: str | Path, **options: Any) -> MemlensApp:
+    """The one factory the CLI, the tests and the screenshot script use."""
+    return MemlensApp(path, **options)

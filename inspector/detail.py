@@ -1,0 +1,117 @@
+"""Full views of single records for the detail pane: every field, JSON pretty-printed."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from rich.console import Group
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+
+from .formatting import highlighted, pretty_json, rank, remaining, score, tenant_label, when
+
+
+def _fields(*rows: tuple[str, Any]) -> Table:
+    table = Table.grid(padding=(0, 1))
+    table.add_column(style="bold cyan", no_wrap=True)
+    table.add_column(overflow="fold")
+    for name, value in rows:
+        table.add_row(name, value if isinstance(value, Text) else Text(str(value)))
+    return table
+
+
+def _json(value: Any) -> Syntax:
+    return Syntax(pretty_json(value), "json", theme="ansi_dark", word_wrap=True, background_color="default")
+
+
+def episode(e, terms: list[str] | None = None) -> Group:
+    parts: list[Any] = [
+        _fields(("id", e.id), ("tenant", tenant_label(e.user_id)), ("session", e.session_id or "-"), ("when", when(e.occurred_at))),
+        Text("\ninput", style="bold"),
+        highlighted(e.input, terms or []),
+        Text("\noutput", style="bold"),
+        highlighted(e.output, terms or []),
+    ]
+    if e.tool_calls:
+        parts += [Text("\ntool calls", style="bold"), _json(e.tool_calls)]
+    if e.metadata:
+        parts += [Text("\nmetadata", style="bold"), _json(e.metadata)]
+    return Group(*parts)
+
+
+def fact(f) -> Group:
+    status = Text("current", style="green") if f.valid_until is None else Text(f"superseded {when(f.valid_until)}", style="yellow")
+    return Group(
+        _fields(
+            ("subject", f.subject), ("predicate", f.predicate), ("object", f.object), ("confidence", f"{f.confidence:.2f}"),
+            ("valid from", when(f.valid_from)), ("valid until", when(f.valid_until)), ("status", status),
+            ("recorded", when(f.recorded_at)), ("id", f.id),
+        ),
+        Text("\nsource episodes", style="bold"),
+        Text("\n".join(f.source_episode_ids) or "-"),
+    )
+
+
+def block(b) -> Group:
+    return Group(_fields(("name", b.name), ("slot", str(b.pinned_order)), ("updated", when(b.updated_at))), Text(""), Text(b.content))
+
+
+def kv(entry, now: datetime) -> Group:
+    return Group(
+        _fields(("key", entry.key), ("expires", when(entry.expires_at)), ("remaining", remaining(entry.expires_at, now)),
+                ("updated", when(entry.updated_at))),
+        Text("\nvalue", style="bold"),
+        _json(entry.value),
+    )
+
+
+def note(n) -> Group:
+    return Group(_fields(("written", when(n.created_at)), ("id", str(n.id))), Text(""), Text(n.content))
+
+
+def checkpoint(c) -> Group:
+    return Group(_fields(("id", c.id), ("session", c.session_id), ("created", when(c.created_at)), ("description", c.description or "-")),
+                 Text("\nd: diff against the current state · r: restore", style="dim"))
+
+
+def audit_entry(a) -> Group:
+    return Group(
+        _fields(("when", when(a.at)), ("action", a.action), ("tenant", tenant_label(a.user_id)), ("actor", a.actor), ("digest", a.digest)),
+        Text("\nscope", style="bold"), _json(a.scope), Text("\ncounts", style="bold"), _json(a.counts),
+    )
+
+
+def hit(h) -> Group:
+    s = h.scores
+    why = _fields(
+        ("kind", h.kind), ("fused", score(s.fused, 4)),
+        ("vector", f"{score(s.vector)} ({rank(s.vector_rank)})"), ("keyword", f"{score(s.keyword)} ({rank(s.keyword_rank)})"),
+        ("matched", ", ".join(h.matched_terms) or "-"),
+    )
+    body = {"episode": lambda: episode(h.episode, h.matched_terms), "fact": lambda: fact(h.fact),
+            "block": lambda: block(h.block), "scratchpad": lambda: note(h.note)}[h.kind]()
+    return Group(Text("why it came back", style="bold underline"), why, Text(""), body)
+
+
+def diff(d) -> Group:
+    table = Table("", "key", "before", "after", expand=True)
+    for key, value in d.added_keys.items():
+        table.add_row(Text("+", style="green"), key, "", pretty_json(value))
+    for key, value in d.removed_keys.items():
+        table.add_row(Text("-", style="red"), key, pretty_json(value), "")
+    for key, (old, new) in d.changed_keys.items():
+        table.add_row(Text("~", style="yellow"), key, pretty_json(old), pretty_json(new))
+    parts: list[Any] = [table if table.row_count else Text("key-value entries: no change", style="dim")]
+    before, after = d.task_state_before, d.task_state_after
+    if before != after:
+        def describe(t):
+            return "none" if t is None else f"{t.task}: step {t.current_step}/{t.total_steps or '?'} ({t.progress_percent:.0f}%), {t.status}"
+        parts += [Text("\ntask state", style="bold"), Text(f"before: {describe(before)}\nafter:  {describe(after)}")]
+    for label, notes, style in (("notes added", d.scratchpad_added, "green"), ("notes removed", d.scratchpad_removed, "red")):
+        if notes:
+            parts += [Text(f"\n{label}", style="bold"), Text("\n".join(f"• {n}" for n in notes), style=style)]
+    if d.is_empty:
+        parts = [Text("No difference.", style="dim")]
+    return Group(*parts)

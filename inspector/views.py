@@ -1,0 +1,342 @@
+"""One view per memory tier. Views show what the App hands them and post messages when the
+user asks for something; they never touch the store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.widgets import DataTable, Input, Label, ProgressBar, Select, Static, Switch
+
+from . import detail
+from .formatting import highlighted, one_line, rank, remaining, score, tenant_label, when
+
+
+@dataclass
+class ShowDetail(Message):
+    title: str
+    body: Any
+
+
+def parse_day(text: str, *, end: bool = False) -> datetime | None:
+    """'2026-03-01' or a full ISO time, read as UTC; None when empty. Raises ValueError."""
+    text = text.strip()
+    if not text:
+        return None
+    value = datetime.fromisoformat(text)
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    if end and len(text) == 10:
+        from datetime import timedelta
+
+        value += timedelta(days=1)
+    return value
+
+
+class RecordTable(DataTable):
+    """A DataTable that remembers the record behind each row and shows it in the detail pane."""
+
+    DEFAULT_CSS = "RecordTable { height: 1fr; }"
+
+    def __init__(self, *columns: str, render=None, **kwargs: Any):
+        super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
+        self._columns = columns
+        self.records: dict[str, Any] = {}
+        self.render_detail = render
+
+    def on_mount(self) -> None:
+        self.add_columns(*self._columns)
+
+    def reset(self) -> None:
+        self.clear()
+        self.records.clear()
+
+    def add_record(self, key: str, record: Any, *cells: Any) -> None:
+        self.records[key] = record
+        self.add_row(*cells, key=key)
+
+    def selected(self) -> Any:
+        if not self.row_count:
+            return None
+        key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+        return self.records.get(key)
+
+    def select_key(self, key: str | None) -> None:
+        """Put the cursor back on ``key`` after a reload, if it is still there."""
+        if key is not None and key in self.records:
+            self.move_cursor(row=self.get_row_index(key))
+
+    def selected_key(self) -> str | None:
+        if not self.row_count:
+            return None
+        return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+
+    @on(DataTable.RowHighlighted)
+    def _show(self, event: DataTable.RowHighlighted) -> None:
+        record = self.records.get(event.row_key.value)
+        if record is not None and self.render_detail is not None:
+            title, body = self.render_detail(record)
+            self.post_message(ShowDetail(title, body))
+
+
+class SearchView(Vertical):
+    @dataclass
+    class Changed(Message):
+        query: str
+        kind: str
+        session_id: str | None
+        since: datetime | None
+        until: datetime | None
+
+    def compose(self) -> ComposeResult:
+        yield Input(placeholder="search this tenant's memory…  (/ to focus)", id="query")
+        with Horizontal(classes="filters"):
+            yield Select([(k, k) for k in ("episodic", "facts", "working", "scratchpad", "all")], value="all", allow_blank=False, id="search-kind", prompt="kind")
+            yield Select([], prompt="any session", id="search-session")
+            yield Input(placeholder="since YYYY-MM-DD", id="search-since", classes="date")
+            yield Input(placeholder="until YYYY-MM-DD", id="search-until", classes="date")
+        yield Label("", id="search-status")
+        yield RecordTable("kind", "memory", "fused", "vector", "keyword", "when", id="results",
+                          render=lambda h: (f"{h.kind} {h.id[:12]}", detail.hit(h)))
+
+    def set_sessions(self, sessions: list[str]) -> None:
+        self.query_one("#search-session", Select).set_options([(s, s) for s in sessions])
+
+    @on(Input.Changed)
+    @on(Select.Changed)
+    def _changed(self, event) -> None:
+        event.stop()
+        self.request()
+
+    def request(self) -> None:
+        try:
+            since = parse_day(self.query_one("#search-since", Input).value)
+            until = parse_day(self.query_one("#search-until", Input).value, end=True)
+        except ValueError:
+            self.query_one("#search-status", Label).update("dates look like 2026-03-01")
+            return
+        session = self.query_one("#search-session", Select).value
+        self.post_message(
+            self.Changed(self.query_one("#query", Input).value, str(self.query_one("#search-kind", Select).value),
+                         None if session is Select.NULL else str(session), since, until)
+        )
+
+    def show(self, hits: list[Any], status: str) -> None:
+        table = self.query_one(RecordTable)
+        table.reset()
+        for h in hits:
+            s = h.scores
+            table.add_record(
+                f"{h.kind}:{h.id}", h, h.kind, highlighted(h.text, h.matched_terms, 52), score(s.fused, 4),
+                f"{score(s.vector)} {rank(s.vector_rank)}", f"{score(s.keyword, 2)} {rank(s.keyword_rank)}", when(h.occurred_at),
+            )
+        self.query_one("#search-status", Label).update(status)
+
+
+class BlocksView(Vertical):
+    def compose(self) -> ComposeResult:
+        yield RecordTable("slot", "name", "content", "updated", id="blocks-table", render=lambda b: (f"block {b.name}", detail.block(b)))
+
+    def show(self, blocks: list[Any]) -> None:
+        table = self.query_one(RecordTable)
+        keep = table.selected_key()
+        table.reset()
+        for b in blocks:
+            table.add_record(b.name, b, str(b.pinned_order), b.name, one_line(b.content, 70), when(b.updated_at))
+        table.select_key(keep)
+
+
+class EpisodesView(Vertical):
+    @dataclass
+    class Wanted(Message):
+        """The App should load episodes: the first page (``cursor`` None) or the next one."""
+
+        session_id: str | None
+        since: datetime | None
+        until: datetime | None
+        cursor: str | None
+
+    def __init__(self, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.next_cursor: str | None = None
+        self.loading = False
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(classes="filters"):
+            yield Select([], prompt="any session", id="episodes-session")
+            yield Input(placeholder="since YYYY-MM-DD", id="episodes-since", classes="date")
+            yield Input(placeholder="until YYYY-MM-DD", id="episodes-until", classes="date")
+        yield Label("", id="episodes-status")
+        yield RecordTable("when", "session", "input", "output", id="episodes-table",
+                          render=lambda e: (f"episode {e.id[:12]}", detail.episode(e)))
+
+    def filters(self) -> tuple[str | None, datetime | None, datetime | None]:
+        session = self.query_one("#episodes-session", Select).value
+        since = parse_day(self.query_one("#episodes-since", Input).value)
+        until = parse_day(self.query_one("#episodes-until", Input).value, end=True)
+        return (None if session is Select.NULL else str(session)), since, until
+
+    def set_sessions(self, sessions: list[str]) -> None:
+        self.query_one("#episodes-session", Select).set_options([(s, s) for s in sessions])
+
+    @on(Input.Changed)
+    @on(Select.Changed)
+    def _filters_changed(self, event) -> None:
+        event.stop()
+        self.request(None)
+
+    def request(self, cursor: str | None) -> None:
+        try:
+            session, since, until = self.filters()
+        except ValueError:
+            self.query_one("#episodes-status", Label).update("dates look like 2026-03-01")
+            return
+        self.loading = True
+        self.post_message(self.Wanted(session, since, until, cursor))
+
+    def show(self, page: Any, append: bool) -> None:
+        table = self.query_one(RecordTable)
+        keep = None if append else table.selected_key()
+        if not append:
+            table.reset()
+        for e in page.items:
+            table.add_record(e.id, e, when(e.occurred_at), e.session_id or "-", one_line(e.input, 50), one_line(e.output, 50))
+        self.next_cursor = page.next_cursor
+        self.loading = False
+        more = " (scroll for more)" if page.next_cursor else ""
+        self.query_one("#episodes-status", Label).update(f"{table.row_count} episodes shown, newest first{more}")
+        table.select_key(keep)
+
+    @on(DataTable.RowHighlighted, "#episodes-table")
+    def _near_end(self, event: DataTable.RowHighlighted) -> None:
+        table = self.query_one(RecordTable)
+        if self.next_cursor and not self.loading and event.cursor_row >= table.row_count - 10:
+            self.request(self.next_cursor)
+
+
+class FactsView(Vertical):
+    @dataclass
+    class Wanted(Message):
+        valid_at: datetime | None
+        history: bool
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(classes="filters"):
+            yield Input(placeholder="as of YYYY-MM-DD (empty: now)", id="facts-as-of", classes="date")
+            yield Label("history", classes="switch-label")
+            yield Switch(value=False, id="facts-history")
+        yield Label("", id="facts-status")
+        yield RecordTable("subject", "predicate", "object", "conf.", "valid from", "valid until", "status", id="facts-table",
+                          render=lambda f: (f"fact {f.subject} {f.predicate}", detail.fact(f)))
+
+    @on(Input.Changed)
+    @on(Switch.Changed)
+    def _changed(self, event) -> None:
+        event.stop()
+        self.request()
+
+    def request(self) -> None:
+        try:
+            valid_at = parse_day(self.query_one("#facts-as-of", Input).value)
+        except ValueError:
+            self.query_one("#facts-status", Label).update("dates look like 2026-03-01")
+            return
+        self.post_message(self.Wanted(valid_at, self.query_one("#facts-history", Switch).value))
+
+    def show(self, facts: list[Any], valid_at: datetime | None) -> None:
+        table = self.query_one(RecordTable)
+        keep = table.selected_key()
+        table.reset()
+        for f in facts:
+            status = Text("current", style="green") if f.valid_until is None else Text("superseded", style="dim yellow")
+            style = "" if f.valid_until is None else "dim"
+            table.add_record(
+                f.id, f, Text(f.subject, style=style), Text(f.predicate, style=style), Text(f.object, style=style),
+                f"{f.confidence:.2f}", when(f.valid_from), when(f.valid_until), status,
+            )
+        label = f"believed on {when(valid_at)}" if valid_at else "believed now"
+        self.query_one("#facts-status", Label).update(f"{len(facts)} facts {label}")
+        table.select_key(keep)
+
+
+class SessionsView(Horizontal):
+    @dataclass
+    class Picked(Message):
+        session_id: str
+
+    def compose(self) -> ComposeResult:
+        yield RecordTable("session", "episodes", "updated", id="sessions-table", classes="sessions-list")
+        with Vertical(classes="session-detail"):
+            yield Static("", id="task-state")
+            yield ProgressBar(total=100, show_eta=False, id="task-progress")
+            yield Label("keys", classes="section")
+            yield RecordTable("key", "value", "TTL", id="kv-table", render=self._kv_detail)
+            yield Label("scratchpad", classes="section")
+            yield RecordTable("written", "note", id="notes-table", render=lambda n: ("note", detail.note(n)))
+            yield Label("checkpoints  (d: diff with now, m then d: diff two, r: restore)", classes="section")
+            yield RecordTable("created", "description", "id", id="checkpoints-table", render=lambda c: (f"checkpoint {c.id[:12]}", detail.checkpoint(c)))
+
+    def _kv_detail(self, entry):
+        return f"key {entry.key}", detail.kv(entry, self.app.now())
+
+    def show_sessions(self, sessions: list[Any]) -> None:
+        table = self.query_one("#sessions-table", RecordTable)
+        keep = table.selected_key()
+        table.reset()
+        for s in sessions:
+            table.add_record(s.session_id, s, s.session_id, str(s.episodes), when(s.updated_at))
+        table.select_key(keep)
+
+    @on(DataTable.RowHighlighted, "#sessions-table")
+    def _picked(self, event: DataTable.RowHighlighted) -> None:
+        self.post_message(self.Picked(event.row_key.value))
+
+    def selected_session(self) -> str | None:
+        return self.query_one("#sessions-table", RecordTable).selected_key()
+
+    def show_session(self, data: dict[str, Any], now: datetime) -> None:
+        task = data["task"]
+        if task is None:
+            self.query_one("#task-state", Static).update(Text("no task state", style="dim"))
+            self.query_one("#task-progress", ProgressBar).update(progress=0)
+        else:
+            steps = f"step {task.current_step}/{task.total_steps}" if task.total_steps else f"step {task.current_step}"
+            self.query_one("#task-state", Static).update(Text.assemble((task.task or "(task)", "bold"), f"  {steps} · {task.status}"))
+            self.query_one("#task-progress", ProgressBar).update(progress=task.progress_percent)
+        for table_id, rows in (("#kv-table", data["kv"]), ("#notes-table", data["notes"]), ("#checkpoints-table", data["checkpoints"])):
+            table = self.query_one(table_id, RecordTable)
+            keep = table.selected_key()
+            table.reset()
+            for key, record, cells in rows(now) if callable(rows) else rows:
+                table.add_record(key, record, *cells)
+            table.select_key(keep)
+
+    def selected_checkpoint(self) -> Any:
+        return self.query_one("#checkpoints-table", RecordTable).selected()
+
+
+def session_rows(entries, notes, checkpoints, now: datetime) -> dict[str, Any]:
+    return {
+        "kv": [(e.key, e, (e.key, one_line(str(e.value), 40), remaining(e.expires_at, now))) for e in entries],
+        "notes": [(str(n.id), n, (when(n.created_at), one_line(n.content, 50))) for n in notes],
+        "checkpoints": [(c.id, c, (when(c.created_at), c.description or "-", c.id[:12])) for c in checkpoints],
+    }
+
+
+class AuditView(Vertical):
+    def compose(self) -> ComposeResult:
+        yield RecordTable("when", "action", "actor", "records", "digest", id="audit-table",
+                          render=lambda a: (f"{a.action} {when(a.at)}", detail.audit_entry(a)))
+
+    def show(self, entries: list[Any]) -> None:
+        table = self.query_one(RecordTable)
+        table.reset()
+        for i, a in enumerate(entries):
+            total = sum(v for k, v in a.counts.items() if k != "vectors")
+            table.add_record(f"{i}:{a.digest}", a, when(a.at), a.action, a.actor, str(total), a.digest[:16])

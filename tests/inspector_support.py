@@ -1,0 +1,60 @@
+"""Shared pieces for the inspector tests: a frozen clock, a demo store, and waiting helpers."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Callable
+
+from store.demo import DEMO_NOW, build_demo_store
+from store.embedding import FakeEmbedder
+
+FROZEN = DEMO_NOW + timedelta(hours=1)
+
+
+def frozen_clock() -> datetime:
+    return FROZEN
+
+
+def make_demo(path: Path, embedder=None) -> Path:
+    build_demo_store(path, embedder=embedder or FakeEmbedder()).close()
+    return path
+
+
+async def wait_for(pilot, condition: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
+    """Let workers run until ``condition`` holds; fail loudly if it never does."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await pilot.pause(0.05)
+    await pilot.pause(0.05)
+
+
+async def settle(pilot, app) -> None:
+    """Wait until the store is open, a tenant selected, and no worker is still running."""
+    await wait_for(pilot, lambda: app.tenants and app.user_id is not None and app.user_id != "", what="tenants")
+    await wait_for(pilot, lambda: not any(w.is_running for w in app.workers if w.group not in ("poll", "model")), what="workers")
+
+
+class GatedEmbedder(FakeEmbedder):
+    """Not warm until the test opens the gate: to watch keyword-first, semantic-later search."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self._warm = False
+
+    @property
+    def is_warm(self) -> bool:
+        return self._warm
+
+    def warm(self) -> None:
+        self.gate.wait(30)
+        self._warm = True
+
+
+__all__ = ["FROZEN", "GatedEmbedder", "frozen_clock", "make_demo", "settle", "timezone", "wait_for"]

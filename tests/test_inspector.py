@@ -1,0 +1,338 @@
+"""Pilot tests: every view and action of the inspector, against a real store file."""
+
+from __future__ import annotations
+
+import pytest
+
+from inspector.app import NO_TENANT, make_app
+from inspector.screens import ConfirmScreen, DiffScreen, ExportScreen, ForgetScreen, HelpScreen, ReceiptScreen
+from inspector.views import RecordTable
+from store import MemoryStore
+from store.embedding import FakeEmbedder
+from store.validation import set_clock
+
+from .inspector_support import GatedEmbedder, frozen_clock, make_demo, settle, wait_for
+
+SIZE = (150, 48)
+
+
+@pytest.fixture(autouse=True)
+def frozen():
+    set_clock(frozen_clock)
+    yield
+    set_clock(None)
+
+
+@pytest.fixture
+def demo(tmp_path):
+    return make_demo(tmp_path / "demo.db")
+
+
+def app_for(path, **options):
+    options.setdefault("embedder", FakeEmbedder())
+    options.setdefault("poll_seconds", 0)
+    return make_app(path, **options)
+
+
+def plain(renderable) -> str:
+    from rich.console import Console
+
+    console = Console(width=200, record=True, file=open("/dev/null", "w"))
+    console.print(renderable)
+    return console.export_text()
+
+
+def table(app, selector) -> RecordTable:
+    return app.query_one(selector, RecordTable)
+
+
+async def choose_tenant(pilot, app, user_id):
+    app.query_one("#tenants").focus()
+    key = app.tenant_option_id(user_id)
+    options = app.query_one("#tenants")
+    options.highlighted = next(i for i in range(options.option_count) if options.get_option_at_index(i).id == key)
+    await wait_for(pilot, lambda: app.user_id == user_id, what=f"tenant {user_id}")
+    await settle(pilot, app)
+
+
+async def test_tenants_are_listed_with_the_anonymous_bucket_and_filterable(demo):
+    app = app_for(demo)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        options = app.query_one("#tenants")
+        assert options.option_count == 4
+        labels = [str(options.get_option_at_index(i).prompt) for i in range(4)]
+        assert any(label.startswith("(anonymous)") for label in labels)
+        assert all("ep ·" in label and "active" in label for label in labels)
+        app.query_one("#tenant-filter").focus()
+        await pilot.press(*"bo")
+        await wait_for(pilot, lambda: options.option_count == 1, what="filter")
+        assert options.get_option_at_index(0).id == "user:bob"
+
+
+async def test_every_tier_view_shows_the_tenant(demo):
+    app = app_for(demo)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await choose_tenant(pilot, app, "alice")
+        blocks = table(app, "#blocks-table")
+        assert [blocks.get_row_at(i)[1] for i in range(blocks.row_count)] == ["persona", "human", "goals"]
+        assert table(app, "#episodes-table").row_count == 15
+        assert table(app, "#facts-table").row_count == 4  # current facts only
+        assert table(app, "#sessions-table").row_count == 4
+        assert table(app, "#audit-table").row_count == 0
+        app.action_show_view("sessions")
+        sessions = table(app, "#sessions-table")
+        sessions.focus()
+        sessions.move_cursor(row=sessions.get_row_index("trip-lisbon"))
+        await wait_for(pilot, lambda: table(app, "#kv-table").row_count == 4, what="session detail")
+        assert table(app, "#notes-table").row_count == 3 and table(app, "#checkpoints-table").row_count == 2
+        assert app.query_one("#task-progress").percentage == pytest.approx(0.6)
+        ttl = [table(app, "#kv-table").get_row_at(i)[2] for i in range(4)]
+        assert "no expiry" in ttl and any("h" in t for t in ttl if t != "no expiry")
+
+
+async def test_selecting_a_record_shows_it_whole(demo):
+    app = app_for(demo)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await choose_tenant(pilot, app, "alice")
+        app.action_show_view("episodes")
+        episodes = table(app, "#episodes-table")
+        episodes.focus()
+        booking = next(k for k, e in episodes.records.items() if e.tool_calls)
+        episodes.move_cursor(row=episodes.get_row_index(booking))
+        episode = episodes.records[booking]
+        await wait_for(pilot, lambda: episode.id in plain(app.query_one("#detail-body").content), what="detail")
+        shown = plain(app.query_one("#detail-body").content)
+        assert episode.input in shown and episode.output in shown
+        assert '"name": "hotel_search"' in shown and '"turn":' in shown  # tool calls and metadata as JSON
+
+
+async def test_facts_as_of_a_date_and_history(demo):
+    app = app_for(demo)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await choose_tenant(pilot, app, "alice")
+        app.action_show_view("facts")
+        facts = table(app, "#facts-table")
+        objects = lambda: {facts.get_row_at(i)[2].plain for i in range(facts.row_count)}
+        assert "Porto" in objects() and "Lisbon" not in objects()
+        app.query_one("#facts-as-of").value = "2026-01-01"
+        await wait_for(pilot, lambda: "Lisbon" in objects(), what="facts as of January")
+        assert "Porto" not in objects()
+        app.query_one("#facts-as-of").value = ""
+        app.query_one("#facts-history").value = True
+        await wait_for(pilot, lambda: facts.row_count == 6, what="history")
+        statuses = [facts.get_row_at(i)[6].plain for i in range(facts.row_count)]
+        assert statuses.count("superseded") == 2
+
+
+async def test_live_search_is_keyword_first_then_semantic(demo):
+    gated = GatedEmbedder()
+    app = app_for(demo, embedder=gated)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await choose_tenant(pilot, app, "alice")
+        assert "keyword search (model warming" in app.sub_title
+        await pilot.press("slash", *"vegetarian")
+        results = table(app, "#results")
+        await wait_for(pilot, lambda: results.row_count > 0 and "keyword only" in str(app.query_one("#search-status").render()), what="keyword results")
+        assert all(h.scores.vector is None for h in results.records.values())
+        gated.gate.set()
+        await wait_for(pilot, lambda: "semantic" in app.sub_title, what="model ready")
+        await wait_for(pilot, lambda: any(h.scores.vector is not None for h in results.records.values()), what="semantic results")
+        hit = next(iter(results.records.values()))
+        assert "vegetarian" in hit.matched_terms
+
+
+async def test_stale_search_results_are_dropped(demo):
+    from inspector import messages as msg
+
+    app = app_for(demo)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await choose_tenant(pilot, app, "alice")
+        results = table(app, "#results")
+        before = dict(results.records)
+        app.post_message(msg.SearchResults(app.search_seq - 1, "old query", "keyword", [], 1.0))
+        await pilot.pause(0.2)
+        assert results.records == before and results.row_count == len(before) > 0
+
+
+async def test_search_filters_by_kind_and_session(demo):
+    app = app_for(demo)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await choose_tenant(pilot, app, "alice")
+        results = table(app, "#results")
+        app.query_one("#query").value = "Lisbon"
+        app.query_one("#search-kind").value = "episodic"
+        app.query_one("#search-session").value = "trip-day-trips"
+        await wait_for(pilot, lambda: results.row_count and all(h.session_id == "trip-day-trips" for h in results.records.values()), what="filtered")
+        assert {h.kind for h in results.records.values()} == {"episode"}
+
+
+async def test_episodes_page_in_as_you_scroll(tmp_path):
+    path = tmp_path / "big.db"
+    with MemoryStore.open(path, embedder=FakeEmbedder()) as s:
+        s.remember_many([{"input": f"turn {i}"} for i in range(250)], user_id="agent")
+    app = app_for(path)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        app.action_show_view("episodes")
+        episodes = table(app, "#episodes-table")
+        assert episodes.row_count == 100
+        episodes.focus()
+        episodes.move_cursor(row=95)
+        await wait_for(pilot, lambda: episodes.row_count == 200, what="second page")
+        episodes.move_cursor(row=195)
+        await wait_for(pilot, lambda: episodes.row_count == 250, what="last page")
+        assert len(set(episodes.records)) == 250
+
+
+async def test_export_writes_a_reimportable_file(demo, tmp_path):
+    app = app_for(demo)
+    target = tmp_path / "alice-export.jsonl"
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await choose_tenant(pilot, app, "alice")
+        await pilot.press("e")
+        await wait_for(pilot, lambda: isinstance(app.screen, ExportScreen), what="export dialog")
+        path_input = app.screen.query_one("#export-path")
+        assert path_input.value.endswith(".jsonl") and "alice" in path_input.value
+        path_input.value = str(target)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: target.exists(), what="export file")
+    with MemoryStore.open(tmp_path / "fresh.db", embedder=FakeEmbedder()) as fresh:
+        report = fresh.import_(target)
+        assert report.counts["episodes"] == 15 and report.tenants == ["alice"]
+
+
+async def test_forget_dialog_defaults_to_cancel_then_erases_for_real(demo):
+    app = app_for(demo)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await choose_tenant(pilot, app, "bob")
+        await pilot.press("f")
+        await wait_for(pilot, lambda: isinstance(app.screen, ForgetScreen), what="forget dialog")
+        await wait_for(pilot, lambda: not app.screen.query_one("#erase").disabled, what="dry-run counts")
+        assert app.focused.id == "cancel"
+        counts = plain(app.screen.query_one("#forget-counts").content)
+        assert counts.split("episodes")[1].split()[0] == "12"  # bob's episodes, from the dry run
+        await pilot.press("enter")  # a stray Enter: Cancel
+        await wait_for(pilot, lambda: not isinstance(app.screen, ForgetScreen), what="dialog closed")
+        assert any(t.user_id == "bob" for t in app.tenants)
+        await pilot.press("f")
+        await wait_for(pilot, lambda: isinstance(app.screen, ForgetScreen) and not app.screen.query_one("#erase").disabled, what="dialog")
+        await pilot.click("#erase")
+        await wait_for(pilot, lambda: isinstance(app.screen, ReceiptScreen), what="receipt")
+        assert app.screen.receipt.counts["episodes"] == 12
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: all(t.user_id != "bob" for t in app.tenants), what="bob gone from the list")
+        assert app.user_id != "bob"
+    with MemoryStore.open(demo, embedder=FakeEmbedder()) as s:
+        assert s.profile(user_id="bob").counts.episodes == 0
+        assert s.audit_log(user_id="bob")[0].actor == "inspector"
+
+
+async def test_forget_one_session_from_the_dialog(demo):
+    app = app_for(demo)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await choose_tenant(pilot, app, "alice")
+        await pilot.press("f")
+        await wait_for(pilot, lambda: isinstance(app.screen, ForgetScreen), what="dialog")
+        screen = app.screen
+        screen.query_one("#scope-session").value = True
+        await pilot.pause(0.1)
+        screen.query_one("#forget-session").value = "trip-packing"
+        await wait_for(pilot, lambda: not screen.query_one("#erase").disabled, what="session counts")
+        await pilot.click("#erase")
+        await wait_for(pilot, lambda: isinstance(app.screen, ReceiptScreen), what="receipt")
+        assert app.screen.receipt.counts["episodes"] == 2 and app.screen.receipt.session_id == "trip-packing"
+    with MemoryStore.open(demo, embedder=FakeEmbedder()) as s:
+        assert s.profile(user_id="alice").counts.episodes == 13
+
+
+async def test_checkpoint_diff_and_restore_after_confirmation(demo):
+    app = app_for(demo)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await choose_tenant(pilot, app, "alice")
+        app.action_show_view("sessions")
+        sessions = table(app, "#sessions-table")
+        sessions.focus()
+        sessions.move_cursor(row=sessions.get_row_index("trip-lisbon"))
+        checkpoints = table(app, "#checkpoints-table")
+        await wait_for(pilot, lambda: checkpoints.row_count == 2, what="checkpoints")
+        checkpoints.focus()
+        checkpoints.move_cursor(row=0)
+        await pilot.press("d")
+        await wait_for(pilot, lambda: isinstance(app.screen, DiffScreen), what="diff")
+        assert "transport" in plain(app.screen.body) and "+" in plain(app.screen.body)
+        await pilot.press("escape")
+        await pilot.press("r")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm")
+        assert app.focused.id == "no"
+        await pilot.press("enter")  # Cancel: nothing restored
+        await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen), what="closed")
+        with MemoryStore.open(demo, embedder=FakeEmbedder()) as s:
+            assert s.session("trip-lisbon", user_id="alice").get("transport") is not None
+        await pilot.press("r")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm")
+        await pilot.click("#yes")
+        kv = table(app, "#kv-table")
+        await wait_for(pilot, lambda: "transport" not in kv.records and kv.row_count == 3, what="restored view")
+    with MemoryStore.open(demo, embedder=FakeEmbedder()) as s:
+        assert s.session("trip-lisbon", user_id="alice").get("transport") is None
+
+
+async def test_views_refresh_when_another_process_writes(demo):
+    app = app_for(demo, poll_seconds=0.1)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await choose_tenant(pilot, app, "carol")
+        app.action_show_view("episodes")
+        episodes = table(app, "#episodes-table")
+        episodes.focus()
+        episodes.move_cursor(row=3)
+        selected = episodes.selected_key()
+        with MemoryStore.open(demo, embedder=FakeEmbedder()) as agent:
+            agent.remember("new turn from the agent", user_id="carol")
+        await wait_for(pilot, lambda: episodes.row_count == 8, what="refresh")
+        assert app.user_id == "carol" and episodes.selected_key() == selected
+
+
+async def test_help_and_command_palette(demo):
+    app = app_for(demo)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
+        await pilot.press("escape")
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert "tenant: export to a file" in titles and "tenant: forget…" in titles
+        assert any(b.key == "f" and b.show for b in app.BINDINGS)
+
+
+@pytest.mark.parametrize("content,expected", [
+    (b"just some notes\n", "not an SQLite database"),
+    (None, "another application"),
+])
+async def test_a_path_that_is_not_a_store_gives_a_readable_message(tmp_path, content, expected):
+    path = tmp_path / "thing.db"
+    if content is None:
+        import sqlite3
+
+        conn = sqlite3.connect(path)
+        conn.execute("CREATE TABLE invoices (id INTEGER)")
+        conn.commit()
+        conn.close()
+    else:
+        path.write_bytes(content)
+    app = app_for(path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.query("#fatal"), what="message")
+        assert expected in str(app.query_one("#fatal").content)
+        assert app.user_id is NO_TENANT
