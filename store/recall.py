@@ -76,7 +76,7 @@ class Recall:
             marked = search.episode_highlights(self.conn, self.tenant, self.expression, [c.pk for c in ranked if c.keyword_rank])
             for c in ranked:
                 c.matched = marked.get(c.pk, [])
-        rows = {r.pk: r for r in self.conn.execute(self.tenant.select(episodes_t).where(episodes_t.c.pk.in_([c.pk for c in ranked])))}
+        rows = {r.pk: r for r in self.conn.execute(self.tenant.select_keys(episodes_t, episodes_t.c.pk, [c.pk for c in ranked]))}
         hits = []
         for c in ranked:
             episode = episode_tier.to_model(rows[c.pk])
