@@ -34,6 +34,7 @@ class MemlensApp(App):
     BINDINGS = [
         Binding("slash", "focus_search", "Search"),
         Binding("t", "focus_tenants", "Tenants"),
+        Binding("escape", "focus_tenants", "Leave the field", show=False),
         Binding("e", "export", "Export"),
         Binding("f", "forget", "Forget"),
         Binding("d", "diff", "Diff"),
@@ -45,12 +46,14 @@ class MemlensApp(App):
         *[Binding(str(i + 1), f"show_view('{name}')", name.title(), show=False) for i, name in enumerate(VIEWS)],
     ]
 
-    def __init__(self, path: str | Path, *, embedder: Any = "default", warm_model: bool = True, poll_seconds: float = 1.0):
+    def __init__(self, path: str | Path, *, embedder: Any = "default", warm_model: bool = True, poll_seconds: float = 1.0,
+                 show_timings: bool = True):
         super().__init__()
         self.path = Path(path)
         self.embedder_spec = embedder
         self.warm_on_start = warm_model
         self.poll_seconds = poll_seconds
+        self.show_timings = show_timings  # off for snapshots, where a measured time would differ per run
         self.store = None
         self.tenants: list[Any] = []
         self.user_id: Any = NO_TENANT
@@ -317,7 +320,8 @@ class MemlensApp(App):
             return  # stale: never paint over newer results
         what = "most recent" if not m.query.strip() else f"{len(m.hits)} results"
         mode = "semantic + keyword" if m.mode == "hybrid" else "keyword only (model warming)" if self.store.embedder else "keyword only"
-        self.query_one(SearchView).show(m.hits, f"{what} · {mode} · {m.elapsed_ms:.1f} ms")
+        timing = f" · {m.elapsed_ms:.1f} ms" if self.show_timings else ""
+        self.query_one(SearchView).show(m.hits, f"{what} · {mode}{timing}")
 
     @on(msg.ViewLoaded)
     def _view_loaded(self, m: msg.ViewLoaded) -> None:

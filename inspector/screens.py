@@ -47,7 +47,7 @@ class ForgetScreen(ModalScreen[tuple[str | None, datetime | None] | None]):
             yield Select([(s, s) for s in self.sessions], prompt="session", id="forget-session", disabled=True)
             yield Input(placeholder="before YYYY-MM-DD", id="forget-before", disabled=True)
             yield Static("counting…", id="forget-counts")
-            yield Label("This cannot be undone. The erasure is recorded in the audit log.", classes="warning")
+            yield Static("This cannot be undone. The erasure is recorded in the audit log.", classes="warning")
             with Horizontal(classes="buttons"):
                 yield Button("Cancel", id="cancel", variant="primary")
                 yield Button("Erase", id="erase", variant="error", disabled=True)
@@ -226,6 +226,7 @@ Browse what an agent remembers, search it, export it, erase it.
 | `/` | search the selected tenant (results update as you type) |
 | `1`–`6` | search · blocks · episodes · facts · sessions · audit |
 | `t` | focus the tenant list (type in the filter above it) |
+| `escape` | leave a text field |
 | `e` | export the selected tenant to a file |
 | `f` | forget: erase the tenant, a session, or what is older than a date |
 | `d` | diff the selected checkpoint with the current state (after `m`: with the marked one) |

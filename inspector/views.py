@@ -3,6 +3,7 @@ user asks for something; they never touch the store."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -79,7 +80,15 @@ class RecordTable(DataTable):
 
     @on(DataTable.RowHighlighted)
     def _show(self, event: DataTable.RowHighlighted) -> None:
-        record = self.records.get(event.row_key.value)
+        # Only the table the user is in drives the detail pane; tables filling in the
+        # background (other tabs, reloads) must not replace what the user is reading.
+        if self.has_focus:
+            self.show_detail(self.records.get(event.row_key.value))
+
+    def on_focus(self) -> None:
+        self.show_detail(self.selected())
+
+    def show_detail(self, record: Any) -> None:
         if record is not None and self.render_detail is not None:
             title, body = self.render_detail(record)
             self.post_message(ShowDetail(title, body))
@@ -323,7 +332,7 @@ class SessionsView(Horizontal):
 
 def session_rows(entries, notes, checkpoints, now: datetime) -> dict[str, Any]:
     return {
-        "kv": [(e.key, e, (e.key, one_line(str(e.value), 40), remaining(e.expires_at, now))) for e in entries],
+        "kv": [(e.key, e, (e.key, one_line(json.dumps(e.value, ensure_ascii=False), 40), remaining(e.expires_at, now))) for e in entries],
         "notes": [(str(n.id), n, (when(n.created_at), one_line(n.content, 50))) for n in notes],
         "checkpoints": [(c.id, c, (when(c.created_at), c.description or "-", c.id[:12])) for c in checkpoints],
     }

@@ -228,7 +228,7 @@ class MemoryStore(GdprMixin):
         vectors = self._vectors(tenant, "episode", [episodes.embed_text(r["input"], r["output"]) for r in rows], hashes)
         with self._db.write() as conn:
             touch_tenant(conn, tenant, now)
-            for session_id in {r["session_id"] for r in rows if r["session_id"] is not None}:
+            for session_id in dict.fromkeys(r["session_id"] for r in rows if r["session_id"] is not None):
                 ensure_session(conn, tenant, session_id, now)
             pks = episodes.insert_episodes(conn, tenant, rows)
             self._store_vectors(conn, tenant, "episode", pks, hashes, vectors)
@@ -560,6 +560,8 @@ class MemoryStore(GdprMixin):
             )
             for row in rows
         ]
+        # Most recently active first; ties (a frozen clock, one bulk import) by name, anonymous last.
+        summaries.sort(key=lambda s: (s.user_id is None, s.user_id or ""))
         return sorted(summaries, key=lambda s: s.last_activity, reverse=True)
 
     def profile(self, *, user_id: str | None = UNSET) -> Profile:

@@ -18,7 +18,14 @@ def frozen_clock() -> datetime:
     return FROZEN
 
 
+def counting_ids():
+    """Stable ids: 32 hex characters like the real ones, counting up."""
+    counter = iter(range(1, 1 << 30))
+    return lambda: f"{next(counter):032x}"
+
+
 def make_demo(path: Path, embedder=None) -> Path:
+    """The demo store; with the fast fake embedder unless told otherwise ("default": the real model)."""
     build_demo_store(path, embedder=embedder or FakeEmbedder()).close()
     return path
 
@@ -57,4 +64,4 @@ class GatedEmbedder(FakeEmbedder):
         self._warm = True
 
 
-__all__ = ["FROZEN", "GatedEmbedder", "frozen_clock", "make_demo", "settle", "timezone", "wait_for"]
+__all__ = ["FROZEN", "GatedEmbedder", "counting_ids", "frozen_clock", "make_demo", "settle", "timezone", "wait_for"]

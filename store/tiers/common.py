@@ -6,7 +6,7 @@ import hashlib
 import json
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, Callable
 
 from sqlalchemy import Connection
 from sqlalchemy.dialects.sqlite import insert
@@ -15,8 +15,22 @@ from ..schema import sessions_t, tenants_t
 from ..tenancy import Tenant
 
 
-def new_id() -> str:
+def _random_id() -> str:
     return uuid.uuid4().hex
+
+
+_id_source: Callable[[], str] = _random_id
+
+
+def new_id() -> str:
+    """A new globally unique id for an episode, fact or checkpoint."""
+    return _id_source()
+
+
+def set_id_source(source: Callable[[], str] | None) -> None:
+    """Replace the id generator (snapshot tests and screenshots need stable ids); None restores it."""
+    global _id_source
+    _id_source = source or _random_id
 
 
 def content_hash(text: str) -> str:

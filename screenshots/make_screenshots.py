@@ -1,0 +1,110 @@
+"""Regenerate the README's screenshots from the real app on the demo store.
+
+    python screenshots/make_screenshots.py
+
+Uses the real embedding model; the clock and ids are frozen so regenerating without a UI
+change gives the same files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from inspector.app import make_app  # noqa: E402
+from inspector.screens import DiffScreen, ExportScreen, ForgetScreen, HelpScreen  # noqa: E402
+from inspector.views import RecordTable  # noqa: E402
+from store.demo import DEMO_NOW, build_demo_store  # noqa: E402
+from store.tiers.common import set_id_source  # noqa: E402
+from store.validation import set_clock  # noqa: E402
+from textual.widgets import Input  # noqa: E402
+
+SIZE = (150, 46)
+
+
+async def wait(pilot, condition, timeout=60.0):
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        if loop.time() > deadline:
+            raise TimeoutError("the app never reached the state to screenshot")
+        await pilot.pause(0.05)
+    await pilot.pause(0.3)
+
+
+def idle(app) -> bool:
+    return not any(w.is_running for w in app.workers if w.group not in ("poll", "model"))
+
+
+async def shoot(store_path: Path) -> None:
+    app = make_app(store_path, poll_seconds=0, show_timings=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait(pilot, lambda: app.store is not None and app.store.model_ready and app.tenants and idle(app))
+
+        def save(name: str) -> None:
+            for field in app.screen.query(Input):
+                field.cursor_blink = False
+            app.save_screenshot(str(HERE / f"{name}.svg"))
+            print(f"screenshots/{name}.svg")
+
+        app.query_one("#query").value = "where does she live now and what does she eat"
+        results = app.query_one("#results", RecordTable)
+        await wait(pilot, lambda: results.row_count > 0 and idle(app))
+        results.focus()
+        await pilot.pause(0.3)
+        save("search")
+        for view in ("blocks", "episodes", "facts", "audit"):
+            app.action_show_view(view)
+            if view == "facts":
+                app.query_one("#facts-history").value = True
+            await wait(pilot, lambda: idle(app))
+            table = app.query(RecordTable).filter(f"#{view}-table").first()
+            table.focus()
+            if view == "episodes":
+                table.move_cursor(row=3)
+            await pilot.pause(0.3)
+            save(view)
+        app.action_show_view("sessions")
+        sessions = app.query_one("#sessions-table", RecordTable)
+        sessions.focus()
+        sessions.move_cursor(row=sessions.get_row_index("trip-lisbon"))
+        checkpoints = app.query_one("#checkpoints-table", RecordTable)
+        await wait(pilot, lambda: checkpoints.row_count == 2 and idle(app))
+        checkpoints.focus()
+        await pilot.pause(0.3)
+        save("sessions")
+        await pilot.press("d")
+        await wait(pilot, lambda: isinstance(app.screen, DiffScreen))
+        save("checkpoint-diff")
+        await pilot.press("escape")
+        await pilot.press("e")
+        await wait(pilot, lambda: isinstance(app.screen, ExportScreen))
+        app.screen.query_one("#export-path", Input).value = "./memlens-export-alice.jsonl"
+        save("export")
+        await pilot.press("escape")
+        await pilot.press("f")
+        await wait(pilot, lambda: isinstance(app.screen, ForgetScreen) and not app.screen.query_one("#erase").disabled)
+        save("forget")
+        await pilot.press("escape")
+        await pilot.press("question_mark")
+        await wait(pilot, lambda: isinstance(app.screen, HelpScreen))
+        save("help")
+
+
+def main() -> None:
+    counter = iter(range(1, 1 << 30))
+    set_clock(lambda: DEMO_NOW)
+    set_id_source(lambda: f"{next(counter):08x}" + "c0ffee" * 4)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "memlens-demo.db"
+        build_demo_store(path).close()
+        asyncio.run(shoot(path))
+
+
+if __name__ == "__main__":
+    main()

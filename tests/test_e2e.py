@@ -1,0 +1,95 @@
+"""End to end: the real `memlens` command in a real pseudo-terminal, read through a terminal emulator."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+import fcntl
+import pyte
+import pytest
+
+from .inspector_support import make_demo
+
+COLUMNS, LINES = 150, 45
+
+
+class Terminal:
+    def __init__(self, argv: list[str], env: dict[str, str]):
+        self.screen = pyte.Screen(COLUMNS, LINES)
+        self.stream = pyte.ByteStream(self.screen)
+        self.master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", LINES, COLUMNS, 0, 0))
+        self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
+        os.close(slave)
+
+    def pump(self, seconds: float = 0.1) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            ready, _, _ = select.select([self.master], [], [], 0.05)
+            if ready:
+                try:
+                    self.stream.feed(os.read(self.master, 65536))
+                except OSError:
+                    return
+
+    def text(self) -> str:
+        return "\n".join(self.screen.display)
+
+    def wait_for(self, needle: str, timeout: float = 60.0) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.pump(0.2)
+            if needle in self.text():
+                return self.text()
+            if self.proc.poll() is not None:
+                break
+        raise AssertionError(f"{needle!r} never appeared; the screen was:\n{self.text()}")
+
+    def type(self, keys: str) -> None:
+        for key in keys:
+            os.write(self.master, key.encode())
+            self.pump(0.03)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(10)
+        os.close(self.master)
+
+
+def memlens_command() -> list[str]:
+    found = shutil.which("memlens", path=str(Path(sys.executable).parent))
+    return [found] if found else [sys.executable, "-m", "inspector.cli"]
+
+
+@pytest.mark.model
+def test_the_memlens_command_shows_live_search_results_in_a_terminal(tmp_path):
+    """Real command, real model, real terminal: type a query and read the results off the screen."""
+    demo = make_demo(tmp_path / "demo.db", embedder="default")
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": str(COLUMNS), "LINES": str(LINES)}
+    terminal = Terminal([*memlens_command(), str(demo)], env)
+    try:
+        terminal.wait_for("semantic + keyword search")
+        terminal.type("/")
+        terminal.type("vegetarian food")
+        screen = terminal.wait_for("results · semantic + keyword")
+        assert "Ao 26 Vegan" in screen or "vegetarian" in screen.lower()
+        terminal.type("\x1b")  # Escape leaves the search field…
+        terminal.pump(0.5)
+        terminal.type("q")  # …so q quits
+        deadline = time.monotonic() + 10
+        while terminal.proc.poll() is None and time.monotonic() < deadline:
+            terminal.pump(0.1)
+        assert terminal.proc.returncode == 0
+    finally:
+        terminal.close()

@@ -1,0 +1,148 @@
+"""SVG snapshots of the main views and dialogs. Deterministic: fixed size, frozen clock, fake
+embedder, no cursor blink, no notifications. Update on purpose with `pytest --snapshot-update`."""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import Input
+
+from inspector.app import make_app
+from inspector.screens import DiffScreen, ExportScreen, ForgetScreen
+from inspector.views import RecordTable
+from store.embedding import FakeEmbedder
+from store.tiers.common import set_id_source
+from store.validation import set_clock
+
+from .inspector_support import counting_ids, frozen_clock, make_demo, settle, wait_for
+
+SIZE = (150, 48)
+
+
+@pytest.fixture
+def demo(tmp_path):
+    set_clock(frozen_clock)
+    set_id_source(counting_ids())
+    path = make_demo(tmp_path / "demo.db")
+    yield path
+    set_clock(None)
+    set_id_source(None)
+
+
+def app_for(path):
+    return make_app(path, embedder=FakeEmbedder(), poll_seconds=0, show_timings=False)
+
+
+def still(app) -> None:
+    for field in app.screen.query(Input):
+        field.cursor_blink = False
+
+
+async def open_tenant(pilot, app, user_id="alice"):
+    await settle(pilot, app)
+    options = app.query_one("#tenants")
+    key = app.tenant_option_id(user_id)
+    options.highlighted = next(i for i in range(options.option_count) if options.get_option_at_index(i).id == key)
+    await wait_for(pilot, lambda: app.user_id == user_id)
+    await settle(pilot, app)
+
+
+class TestMainViews:
+    def test_search(self, snap_compare, demo):
+        app = app_for(demo)
+
+        async def run_before(pilot):
+            await open_tenant(pilot, app)
+            app.query_one("#query").value = "vegetarian restaurant"
+            results = app.query_one("#results", RecordTable)
+            await wait_for(pilot, lambda: results.row_count > 0 and "vegetarian" in str(app.query_one("#search-status").render()) or results.row_count > 3)
+            await settle(pilot, app)
+            results.focus()
+            await pilot.pause(0.2)
+            still(app)
+
+        assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+    @pytest.mark.parametrize("view", ["blocks", "episodes", "facts", "audit"])
+    def test_tier_view(self, snap_compare, demo, view):
+        app = app_for(demo)
+
+        async def run_before(pilot):
+            await open_tenant(pilot, app)
+            app.action_show_view(view)
+            if view == "facts":
+                app.query_one("#facts-history").value = True
+            await settle(pilot, app)
+            table = app.query(RecordTable).filter(f"#{view}-table").first()
+            table.focus()
+            await pilot.pause(0.2)
+            still(app)
+
+        assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+    def test_sessions(self, snap_compare, demo):
+        app = app_for(demo)
+
+        async def run_before(pilot):
+            await open_tenant(pilot, app)
+            app.action_show_view("sessions")
+            sessions = app.query_one("#sessions-table", RecordTable)
+            sessions.focus()
+            sessions.move_cursor(row=sessions.get_row_index("trip-lisbon"))
+            await wait_for(pilot, lambda: app.query_one("#checkpoints-table", RecordTable).row_count == 2)
+            await settle(pilot, app)
+            still(app)
+
+        assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+class TestDialogs:
+    def test_forget(self, snap_compare, demo):
+        app = app_for(demo)
+
+        async def run_before(pilot):
+            await open_tenant(pilot, app, "bob")
+            await pilot.press("f")
+            await wait_for(pilot, lambda: isinstance(app.screen, ForgetScreen) and not app.screen.query_one("#erase").disabled)
+            still(app)
+
+        assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+    def test_export(self, snap_compare, demo):
+        app = app_for(demo)
+
+        async def run_before(pilot):
+            await open_tenant(pilot, app)
+            await pilot.press("e")
+            await wait_for(pilot, lambda: isinstance(app.screen, ExportScreen))
+            app.screen.query_one("#export-path").value = "/exports/alice.jsonl"
+            still(app)
+
+        assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+    def test_checkpoint_diff(self, snap_compare, demo):
+        app = app_for(demo)
+
+        async def run_before(pilot):
+            await open_tenant(pilot, app)
+            app.action_show_view("sessions")
+            sessions = app.query_one("#sessions-table", RecordTable)
+            sessions.move_cursor(row=sessions.get_row_index("trip-lisbon"))
+            checkpoints = app.query_one("#checkpoints-table", RecordTable)
+            await wait_for(pilot, lambda: checkpoints.row_count == 2)
+            checkpoints.focus()
+            checkpoints.move_cursor(row=0)
+            await pilot.press("d")
+            await wait_for(pilot, lambda: isinstance(app.screen, DiffScreen))
+            still(app)
+
+        assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+    def test_help(self, snap_compare, demo):
+        app = app_for(demo)
+
+        async def run_before(pilot):
+            await settle(pilot, app)
+            await pilot.press("question_mark")
+            await pilot.pause(0.3)
+
+        assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
