@@ -3,6 +3,8 @@ that posts a message back; handlers update the widgets."""
 
 from __future__ import annotations
 
+import sys
+import threading
 import time
 from datetime import datetime
 from pathlib import Path
@@ -12,6 +14,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
+from textual.lazy import Lazy
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Footer, Header, Input, OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
@@ -24,11 +27,91 @@ from .screens import ConfirmScreen, DiffScreen, ExportScreen, ForgetScreen, Help
 from .views import AuditView, BlocksView, EpisodesView, FactsView, SearchView, SessionsView, ShowDetail, session_rows
 
 VIEWS = ["search", "blocks", "episodes", "facts", "sessions", "audit"]
+LONG_LIVED = ("poll", "model", "search", "vectors")  # worker groups that are not one-off loads
+
+
+def is_idle(app: "MemlensApp") -> bool:
+    """No view load, action or search is under way (for tests, screenshots and benchmarks)."""
+    return not app.searcher.busy and not any(w.is_running for w in app.workers if w.group not in LONG_LIVED)
 NO_TENANT = object()
+SEARCH_LIMIT = 25  # about a screenful; more costs time on every keystroke
+
+
+class LatestOnly:
+    """One long-lived thread that runs the newest request, dropping any it never got to.
+
+    Starting a Textual worker (and a thread) per keystroke cost ~7 ms before the search even
+    began; typing faster than searches finish now skips the stale ones instead of queueing them.
+    """
+
+    def __init__(self, handle: Callable[[Any], None]):
+        self.handle = handle
+        self.worker = None
+        self._condition = threading.Condition()
+        self._pending: Any = None
+        self._handling = False
+        self._stopped = False
+
+    @property
+    def busy(self) -> bool:
+        """A request is waiting or being handled."""
+        return self._pending is not None or self._handling
+
+    def submit(self, request: Any) -> None:
+        with self._condition:
+            self._pending = request
+            self._condition.notify()
+
+    def stop(self) -> None:
+        with self._condition:
+            self._stopped = True
+            self._condition.notify()
+
+    def run(self) -> None:
+        while True:
+            with self._condition:
+                while self._pending is None and not self._stopped:
+                    self._condition.wait(0.5)
+                    if get_current_worker().is_cancelled:
+                        return
+                if self._stopped:
+                    return
+                request, self._pending = self._pending, None
+                self._handling = True
+            try:
+                self.handle(request)
+            finally:
+                self._handling = False
+
+
+class ContentArea(Vertical):
+    def __init__(self, on_search: Callable[[Any], None], **kwargs: Any):
+        super().__init__(**kwargs)
+        self.on_search = on_search
+
+    def compose(self) -> ComposeResult:
+        with TabbedContent(initial="search", id="tabs"):
+            with TabPane("Search", id="search"):
+                yield SearchView(id="search-view", on_search=self.on_search)
+            with TabPane("Blocks", id="blocks"):
+                yield BlocksView(id="blocks-view")
+            with TabPane("Episodes", id="episodes"):
+                yield EpisodesView(id="episodes-view")
+            with TabPane("Facts", id="facts"):
+                yield FactsView(id="facts-view")
+            with TabPane("Sessions", id="sessions"):
+                yield SessionsView(id="sessions-view")
+            with TabPane("Audit", id="audit"):
+                yield AuditView(id="audit-view")
+        with VerticalScroll(id="detail"):
+            yield Static("Select a record to see it whole.", id="detail-body")
+
+    def on_mount(self) -> None:
+        self.query_one("#detail").border_title = "detail"
 
 
 class MemlensApp(App):
-    CSS_PATH = "app.tcss"
+    CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute, so subclasses elsewhere find it
     TITLE = "memlens"
     AUTO_FOCUS = "#tenants"
     BINDINGS = [
@@ -62,6 +145,7 @@ class MemlensApp(App):
         self.marked_checkpoint: Any = None
         self.seen_version: int | None = None
         self.session_names: list[str] = []
+        self.searcher = LatestOnly(self.run_search)
 
     # --- layout ----------------------------------------------------------------------------
 
@@ -71,29 +155,20 @@ class MemlensApp(App):
             with Vertical(id="sidebar"):
                 yield Input(placeholder="filter tenants", id="tenant-filter")
                 yield OptionList(id="tenants")
-            with Vertical(id="content"):
-                with TabbedContent(initial="search", id="tabs"):
-                    with TabPane("Search", id="search"):
-                        yield SearchView(id="search-view")
-                    with TabPane("Blocks", id="blocks"):
-                        yield BlocksView(id="blocks-view")
-                    with TabPane("Episodes", id="episodes"):
-                        yield EpisodesView(id="episodes-view")
-                    with TabPane("Facts", id="facts"):
-                        yield FactsView(id="facts-view")
-                    with TabPane("Sessions", id="sessions"):
-                        yield SessionsView(id="sessions-view")
-                    with TabPane("Audit", id="audit"):
-                        yield AuditView(id="audit-view")
-                with VerticalScroll(id="detail"):
-                    yield Static("Select a record to see it whole.", id="detail-body")
+            # The content area mounts just after the first frame: the frame comes sooner, and the
+            # tier views are there long before the store has opened (that waits for the frame too).
+            yield Lazy(ContentArea(self._search, id="content"))
         yield Footer()
 
     def on_mount(self) -> None:
+        # The search thread waits for the GIL while the event loop redraws after a keystroke;
+        # the default 5 ms switch interval put a 5-7 ms floor under every search.
+        sys.setswitchinterval(0.001)
         self.sub_title = f"{self.path.name} · opening…"
-        self.query_one("#detail").border_title = "detail"
         self.query_one("#sidebar").border_title = "tenants"
-        self.open_store()
+        # Open after the first frame: importing SQLAlchemy in a thread would hold the GIL
+        # while the first paint is being computed.
+        self.call_after_refresh(self.open_store)
 
     def now(self) -> datetime:
         from store.validation import utcnow
@@ -140,6 +215,8 @@ class MemlensApp(App):
     def warm_model(self) -> None:
         try:
             self.store.warm_model()
+            if self.user_id is not NO_TENANT:
+                self.store.warm_vectors(user_id=self.user_id)
         except Exception as error:  # a missing or broken model leaves keyword search working
             self.post_message(msg.ModelFailed(str(error)))
             return
@@ -244,15 +321,19 @@ class MemlensApp(App):
     def select_tenant(self, user_id: Any) -> None:
         self.user_id = user_id
         self.marked_checkpoint = None
-        label = "no tenant" if user_id is NO_TENANT else tenant_label(user_id)
-        self.query_one("#content").border_title = label
-        self.query_one("#detail-body", Static).update("Select a record to see it whole.")
+        if self.query("#detail-body"):
+            self.query_one("#detail-body", Static).update("Select a record to see it whole.")
         self.load_tenant_views()
 
     def load_tenant_views(self, keep_detail: bool = False) -> None:
         if self.store is None or self.user_id is NO_TENANT:
             return
+        if not self.query(AuditView):  # the lazily mounted content area is not there yet
+            self.call_after_refresh(self.load_tenant_views, keep_detail)
+            return
         user, store = self.user_id, self.store
+        if store.model_ready:
+            self.run_worker(lambda: store.warm_vectors(user_id=user), thread=True, group="vectors", exclusive=True, exit_on_error=False)
         self.fetch("blocks", lambda: store.working(user_id=user))
         self.fetch("sessions", lambda: store.sessions(user_id=user))
         self.fetch("audit", lambda: store.audit_log(user_id=user))
@@ -291,28 +372,29 @@ class MemlensApp(App):
 
         self.fetch("session", call)
 
-    @on(SearchView.Changed)
     def _search(self, m: SearchView.Changed) -> None:
         if self.store is None or self.user_id is NO_TENANT:
             return
         self.search_seq += 1
-        seq, user, store = self.search_seq, self.user_id, self.store
-        mode = "hybrid" if store.model_ready else "keyword"
+        mode = "hybrid" if self.store.model_ready else "keyword"
+        self.searcher.submit((self.search_seq, self.user_id, mode, m))
+        if self.searcher.worker is None:
+            self.searcher.worker = self.run_worker(self.searcher.run, thread=True, group="search", exit_on_error=False)
 
-        def job() -> None:
-            from store.errors import MemlensError
+    def run_search(self, request) -> None:
+        """Runs on the search thread: one search, its result posted back unless already stale."""
+        from store.errors import MemlensError
 
-            start = time.perf_counter()
-            try:
-                hits = store.recall(m.query, user_id=user, limit=50, kind=m.kind, session_id=m.session_id,
-                                    time_range=(m.since, m.until), mode=mode, prefix=True)
-            except MemlensError as error:
-                self.post_message(msg.ActionFailed("search", str(error)))
-                return
-            if seq == self.search_seq:  # a newer keystroke has started its own search
-                self.post_message(msg.SearchResults(seq, m.query, mode, hits, (time.perf_counter() - start) * 1000))
-
-        self.run_worker(job, thread=True, group="search", exclusive=True, exit_on_error=False)
+        seq, user, mode, m = request
+        start = time.perf_counter()
+        try:
+            hits = self.store.recall(m.query, user_id=user, limit=SEARCH_LIMIT, kind=m.kind, session_id=m.session_id,
+                                     time_range=(m.since, m.until), mode=mode, prefix=True)
+        except MemlensError as error:
+            self.post_message(msg.ActionFailed("search", str(error)))
+            return
+        if seq == self.search_seq:  # a newer keystroke has asked for its own search
+            self.post_message(msg.SearchResults(seq, m.query, mode, hits, (time.perf_counter() - start) * 1000))
 
     @on(msg.SearchResults)
     def _search_results(self, m: msg.SearchResults) -> None:
@@ -542,6 +624,7 @@ class MemlensApp(App):
         self.push_screen(ConfirmScreen(question, "Restore"), confirmed)
 
     async def on_unmount(self) -> None:
+        self.searcher.stop()
         if self.store is not None:
             self.store.close()
 

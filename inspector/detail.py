@@ -6,7 +6,6 @@ from datetime import datetime
 from typing import Any
 
 from rich.console import Group
-from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
@@ -22,7 +21,9 @@ def _fields(*rows: tuple[str, Any]) -> Table:
     return table
 
 
-def _json(value: Any) -> Syntax:
+def _json(value: Any):
+    from rich.syntax import Syntax  # pygments loads on first use, not at start-up
+
     return Syntax(pretty_json(value), "json", theme="ansi_dark", word_wrap=True, background_color="default")
 
 

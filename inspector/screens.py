@@ -12,7 +12,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Markdown, RadioButton, RadioSet, Select, Static
+from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Select, Static
 
 from .formatting import tenant_label, when
 from .views import parse_day
@@ -247,6 +247,8 @@ class HelpScreen(ModalScreen[None]):
     BINDINGS = [("escape", "close", "Close"), ("question_mark", "close", "Close"), ("q", "close", "Close")]
 
     def compose(self) -> ComposeResult:
+        from textual.widgets import Markdown  # markdown-it costs 35 ms at start-up; only help needs it
+
         with Vertical(classes="dialog wide"):
             yield Markdown(HELP)
             with Horizontal(classes="buttons"):

@@ -38,7 +38,9 @@ async def wait(pilot, condition, timeout=60.0):
 
 
 def idle(app) -> bool:
-    return not any(w.is_running for w in app.workers if w.group not in ("poll", "model"))
+    from inspector.app import is_idle
+
+    return is_idle(app)
 
 
 async def shoot(store_path: Path) -> None:

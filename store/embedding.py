@@ -187,6 +187,9 @@ def _onnx_encoder(model_dir: Path, onnx_path: Path, threads: int):
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
+    # Idle ORT threads otherwise spin for a while after each run, starving the numpy scan
+    # that follows a query encode on a 2-core machine.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     session = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
     wanted = {i.name for i in session.get_inputs()}
     tokenizer = _tokenizer(model_dir)

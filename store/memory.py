@@ -74,6 +74,7 @@ class MemoryStore(GdprMixin):
         self._indexer = indexer
         self.max_content_bytes = max_content_bytes
         self.scratchpad_limit = scratchpad_limit
+        self._checked_vectors: dict[tuple[str, str], int] = {}
 
     @classmethod
     def open(
@@ -482,6 +483,9 @@ class MemoryStore(GdprMixin):
 
     def _ensure_vectors(self, tenant: Tenant, kind: str) -> None:
         """Embed the tenant's blocks or notes whose vector is missing or stale (text changed since)."""
+        version = self._db.data_version()
+        if self._checked_vectors.get((tenant.key, kind)) == version:
+            return  # nothing was committed since the last check: search as you type skips it
         with self._db.read() as conn:
             documents = recall.small_corpus(conn, tenant, kind)
             hashes = {pk: content_hash(text) for pk, text in documents.items()}
@@ -491,10 +495,13 @@ class MemoryStore(GdprMixin):
             ).all())
         stale = [pk for pk in documents if have.get(pk) != hashes[pk]]
         if not stale or self.read_only:
+            # Versions are read before the check: a commit that lands meanwhile forces a new one.
+            self._checked_vectors[(tenant.key, kind)] = version
             return
         vectors = self._vectors(tenant, kind, [documents[pk] for pk in stale], [hashes[pk] for pk in stale])
         with self._db.write() as conn:
             self._store_vectors(conn, tenant, kind, stale, [hashes[pk] for pk in stale], vectors)
+        self._checked_vectors[(tenant.key, kind)] = self._db.data_version()
 
     @property
     def embedder(self):
@@ -510,6 +517,16 @@ class MemoryStore(GdprMixin):
         """Load the embedding model now (blocking); call it from a worker thread to warm in the background."""
         if self._indexer.enabled:
             self._indexer.embedder.warm()
+
+    def warm_vectors(self, *, user_id: str | None = UNSET) -> int:
+        """Load the tenant's episode vectors into memory now, so its first search does not wait
+        for them (call it from a worker thread). Returns how many were loaded."""
+        tenant = self._tenant(user_id)
+        if not self._indexer.enabled:
+            return 0
+        with self._db.read() as conn:
+            pks, _ = self._indexer.cache.get(conn, tenant, "episode", self._indexer.embedder.dim)
+        return len(pks)
 
     def reembed(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Re-embed every episode and fact of every tenant with the current model.

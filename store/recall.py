@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from .memory import MemoryStore
 
 Mode = Literal["hybrid", "keyword", "vector"]
+_ENCODER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlens-query-encode")
 
 
 def candidate_depth(limit: int) -> int:
@@ -37,21 +39,31 @@ class Recall:
         common = search.common_terms(conn, query) if self.use_keywords else set()
         self.expression = search.fts_expression(query, prefix_last=prefix, too_common=common)
         self.prefix = prefix
-        self._query_vector: np.ndarray | None = None
+        # Encode the query in the background while the keyword side runs: onnxruntime and
+        # SQLite both release the GIL, so the two overlap on two cores.
+        self._query_vector = _ENCODER.submit(store._indexer.embedder.embed, [query]) if self.use_vectors else None
 
     @property
     def query_vector(self) -> np.ndarray:
-        if self._query_vector is None:
-            self._query_vector = self.store._indexer.embedder.embed([self.query])[0]
-        return self._query_vector
+        return self._query_vector.result()[0]
 
     def vector_hits(self, kind: str, limit: int, allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
+        job = self.vector_job(kind, limit, allowed)
+        return [] if job is None else job.result()
+
+    def vector_job(self, kind: str, limit: int, allowed: np.ndarray | None):
+        """Start the scan of ``kind`` on the encoder thread, queued behind the query's encoding."""
         if not self.use_vectors:
-            return []
+            return None
+        # The matrix is fetched here: the read transaction's connection stays on this thread.
         pks, matrix = self.store._indexer.cache.get(self.conn, self.tenant, kind, self.store._indexer.embedder.dim)
-        mask = None if allowed is None else np.isin(pks, allowed)
-        best, scores = top_k(matrix, self.query_vector, limit, mask)
-        return [(int(pks[i]), float(s)) for i, s in zip(best, scores)]
+
+        def scan() -> list[tuple[int, float]]:
+            mask = None if allowed is None else np.isin(pks, allowed)
+            best, scores = top_k(matrix, self.query_vector, limit, mask)
+            return [(int(pks[i]), float(s)) for i, s in zip(best, scores)]
+
+        return _ENCODER.submit(scan)
 
     # --- tiers ---------------------------------------------------------------------
 
@@ -67,10 +79,13 @@ class Recall:
             if until is not None:
                 stmt = stmt.where(episodes_t.c.occurred_at < until)
             allowed = np.fromiter(self.conn.execute(stmt).scalars(), dtype=np.int64)
-        vector = self.vector_hits("episode", depth, allowed)
+        # The vector side (encode, then scan) runs on the encoder thread while this thread
+        # runs the keyword query: the two halves overlap on two cores.
+        vector_job = self.vector_job("episode", depth, allowed)
         keyword = []
         if self.use_keywords and self.expression:
             keyword = search.keyword_episodes(self.conn, self.tenant, self.expression, depth, session_id, since, until)
+        vector = vector_job.result() if vector_job is not None else []
         ranked = search.fuse(vector, keyword)[:limit]
         if self.expression:
             marked = search.episode_highlights(self.conn, self.tenant, self.expression, [c.pk for c in ranked if c.keyword_rank])

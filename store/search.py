@@ -118,7 +118,7 @@ def common_terms(conn: Connection, query: str) -> set[str]:
 # A query matching more rows than this ranks the most recent this-many of them by BM25: FTS5
 # would otherwise score every match (tens of milliseconds per 10k), and it walks its doclists
 # newest first cheaply. Rare words, the ones that carry a query, match fewer rows than this.
-MAX_KEYWORD_MATCHES = 2000
+MAX_KEYWORD_MATCHES = 1000
 
 
 def keyword_episodes(

@@ -44,7 +44,9 @@ async def wait_for(pilot, condition: Callable[[], bool], timeout: float = 10.0, 
 async def settle(pilot, app) -> None:
     """Wait until the store is open, a tenant selected, and no worker is still running."""
     await wait_for(pilot, lambda: app.tenants and app.user_id is not None and app.user_id != "", what="tenants")
-    await wait_for(pilot, lambda: not any(w.is_running for w in app.workers if w.group not in ("poll", "model")), what="workers")
+    from inspector.app import is_idle
+
+    await wait_for(pilot, lambda: is_idle(app), what="workers")
 
 
 class GatedEmbedder(FakeEmbedder):
