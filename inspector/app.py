@@ -20,10 +20,11 @@ from textual.widgets import Footer, Header, Input, OptionList, Static, TabbedCon
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
-from . import detail, messages as msg
+from . import messages as msg
 from .commands import system_commands
 from .formatting import tenant_label, when
-from .screens import ConfirmScreen, DiffScreen, ExportScreen, ForgetScreen, HelpScreen, ReceiptScreen
+from .actions import NO_TENANT, ActionsMixin
+from .screens import HelpScreen
 from .views import AuditView, BlocksView, EpisodesView, FactsView, SearchView, SessionsView, ShowDetail, session_rows
 
 VIEWS = ["search", "blocks", "episodes", "facts", "sessions", "audit"]
@@ -33,7 +34,6 @@ LONG_LIVED = ("poll", "model", "search", "vectors")  # worker groups that are no
 def is_idle(app: "MemlensApp") -> bool:
     """No view load, action or search is under way (for tests, screenshots and benchmarks)."""
     return not app.searcher.busy and not any(w.is_running for w in app.workers if w.group not in LONG_LIVED)
-NO_TENANT = object()
 SEARCH_LIMIT = 25  # about a screenful; more costs time on every keystroke
 
 
@@ -110,7 +110,7 @@ class ContentArea(Vertical):
         self.query_one("#detail").border_title = "detail"
 
 
-class MemlensApp(App):
+class MemlensApp(ActionsMixin, App):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute, so subclasses elsewhere find it
     TITLE = "memlens"
     AUTO_FOCUS = "#tenants"
@@ -459,169 +459,6 @@ class MemlensApp(App):
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
-
-    def has_tenant(self) -> bool:
-        if self.store is None or self.user_id is NO_TENANT:
-            self.notify("select a tenant first", severity="warning")
-            return False
-        return True
-
-    def action_export(self) -> None:
-        if not self.has_tenant():
-            return
-        stamp = self.now().strftime("%Y%m%d-%H%M%S")
-        name = "anonymous" if self.user_id is None else "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in self.user_id)
-        default = str(Path.cwd() / f"memlens-export-{name}-{stamp}.jsonl")
-        user = self.user_id
-
-        def chosen(path: str | None) -> None:
-            if path:
-                self.export_tenant(user, path)
-
-        self.push_screen(ExportScreen(user, default), chosen)
-
-    def export_tenant(self, user_id: Any, path: str) -> None:
-        store = self.store
-
-        def job() -> None:
-            from store.errors import MemlensError
-
-            target = Path(path).expanduser()
-            try:
-                manifest = store.export_to(target, user_ids=[user_id], fmt="json" if target.suffix == ".json" else "jsonl", actor="inspector")
-            except (MemlensError, OSError) as error:
-                self.post_message(msg.ActionFailed("export", str(error)))
-                return
-            self.post_message(msg.ExportDone(str(target.resolve()), manifest))
-
-        self.run_worker(job, thread=True, group="export", exit_on_error=False)
-
-    @on(msg.ExportDone)
-    def _exported(self, m: msg.ExportDone) -> None:
-        total = sum(m.manifest["counts"].values())
-        self.notify(f"exported {total} records to {m.path}", title="export", timeout=10)
-
-    def action_forget(self) -> None:
-        if not self.has_tenant():
-            return
-        user = self.user_id
-
-        def chosen(scope) -> None:
-            if scope is not None:
-                self.forget(user, *scope)
-
-        self.push_screen(ForgetScreen(user, self.session_names), chosen)
-
-    def preview_forget(self, user_id: Any, session_id: str | None, before: datetime | None) -> None:
-        store = self.store
-
-        def job() -> None:
-            from store.errors import MemlensError
-
-            try:
-                receipt = store.forget(user_id=user_id, session_id=session_id, before=before, dry_run=True, actor="inspector")
-            except MemlensError as error:
-                self.post_message(msg.ActionFailed("forget", str(error)))
-                return
-            self.post_message(msg.ForgetPreview(receipt))
-
-        self.run_worker(job, thread=True, group="forget-preview", exclusive=True, exit_on_error=False)
-
-    @on(msg.ForgetPreview)
-    def _forget_preview(self, m: msg.ForgetPreview) -> None:
-        if isinstance(self.screen, ForgetScreen):
-            self.screen.show_preview(m.receipt)
-
-    def forget(self, user_id: Any, session_id: str | None, before: datetime | None) -> None:
-        store = self.store
-
-        def job() -> None:
-            from store.errors import MemlensError
-
-            try:
-                receipt = store.forget(user_id=user_id, session_id=session_id, before=before, actor="inspector")
-            except MemlensError as error:
-                self.post_message(msg.ActionFailed("forget", str(error)))
-                return
-            self.post_message(msg.ForgetDone(receipt))
-
-        self.run_worker(job, thread=True, group="forget", exit_on_error=False)
-
-    @on(msg.ForgetDone)
-    def _forgotten(self, m: msg.ForgetDone) -> None:
-        self.push_screen(ReceiptScreen(m.receipt))
-        self.load_tenants()
-        self.load_tenant_views()
-
-    def selected_checkpoint(self) -> Any:
-        if not self.has_tenant():
-            return None
-        if self.query_one("#tabs", TabbedContent).active != "sessions":
-            self.action_show_view("sessions")
-        checkpoint = self.query_one(SessionsView).selected_checkpoint()
-        if checkpoint is None:
-            self.notify("select a checkpoint in the Sessions view", severity="warning")
-        return checkpoint
-
-    def action_mark(self) -> None:
-        checkpoint = self.selected_checkpoint()
-        if checkpoint is not None:
-            self.marked_checkpoint = checkpoint
-            self.notify(f"marked checkpoint {checkpoint.description or checkpoint.id[:12]}; select another and press d")
-
-    def action_diff(self) -> None:
-        checkpoint = self.selected_checkpoint()
-        if checkpoint is None:
-            return
-        marked = self.marked_checkpoint if self.marked_checkpoint and self.marked_checkpoint.session_id == checkpoint.session_id else None
-        if marked is not None and marked.id == checkpoint.id:
-            marked = None
-        first, second = (marked, checkpoint) if marked else (checkpoint, None)
-        store, user = self.store, self.user_id
-
-        def job() -> None:
-            from store.errors import MemlensError
-
-            try:
-                diff = store.session(first.session_id, user_id=user).diff_checkpoint(first.id, None if second is None else second.id)
-            except MemlensError as error:
-                self.post_message(msg.ActionFailed("diff", str(error)))
-                return
-            target = "the current state" if second is None else f"“{second.description or second.id[:12]}”"
-            self.post_message(msg.CheckpointDiffed(f"“{first.description or first.id[:12]}” → {target}", diff))
-
-        self.marked_checkpoint = None
-        self.run_worker(job, thread=True, group="diff", exclusive=True, exit_on_error=False)
-
-    @on(msg.CheckpointDiffed)
-    def _diffed(self, m: msg.CheckpointDiffed) -> None:
-        self.push_screen(DiffScreen(m.title, detail.diff(m.diff)))
-
-    def action_restore(self) -> None:
-        checkpoint = self.selected_checkpoint()
-        if checkpoint is None:
-            return
-        store, user = self.store, self.user_id
-
-        def confirmed(yes: bool) -> None:
-            if not yes:
-                return
-
-            def job() -> None:
-                from store.errors import MemlensError
-
-                try:
-                    store.session(checkpoint.session_id, user_id=user).restore_checkpoint(checkpoint.id)
-                except MemlensError as error:
-                    self.post_message(msg.ActionFailed("restore", str(error)))
-                    return
-                self.call_from_thread(self.notify, f"restored session {checkpoint.session_id} to “{checkpoint.description or checkpoint.id[:12]}”")
-                self.call_from_thread(self.load_session, checkpoint.session_id)
-
-            self.run_worker(job, thread=True, group="restore", exit_on_error=False)
-
-        question = f"Restore session {checkpoint.session_id} to checkpoint “{checkpoint.description or checkpoint.id[:12]}”?\nIts current keys, task state and notes are replaced."
-        self.push_screen(ConfirmScreen(question, "Restore"), confirmed)
 
     async def on_unmount(self) -> None:
         self.searcher.stop()

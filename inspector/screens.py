@@ -105,8 +105,24 @@ class ForgetScreen(ModalScreen[tuple[str | None, datetime | None] | None]):
         self.dismiss(None)
 
 
-class ReceiptScreen(ModalScreen[None]):
-    BINDINGS = [("escape", "close", "Close"), ("enter", "close", "Close")]
+class InfoScreen(ModalScreen[None]):
+    """A dialog that only shows something: Escape, q or its Close button (focused) closes it."""
+
+    BINDINGS = [("escape", "close", "Close"), ("q", "close", "Close")]
+
+    def close_row(self) -> ComposeResult:
+        with Horizontal(classes="buttons"):
+            yield Button("Close", id="close", variant="primary")
+
+    def on_mount(self) -> None:
+        self.query_one("#close", Button).focus()
+
+    @on(Button.Pressed, "#close")
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class ReceiptScreen(InfoScreen):
 
     def __init__(self, receipt: Any):
         super().__init__()
@@ -122,15 +138,7 @@ class ReceiptScreen(ModalScreen[None]):
             yield Static(Text.assemble("receipt digest ", (r.digest, "bold"), f"\nat {r.at.isoformat(timespec='seconds')} by {r.actor}"))
             scrubbed = "deleted content is gone from the files" if r.disk_scrubbed else "another process holds the file: run `memlens scrub` later"
             yield Label(scrubbed, classes="ok" if r.disk_scrubbed else "warning")
-            with Horizontal(classes="buttons"):
-                yield Button("Close", id="close", variant="primary")
-
-    def on_mount(self) -> None:
-        self.query_one("#close", Button).focus()
-
-    @on(Button.Pressed, "#close")
-    def action_close(self) -> None:
-        self.dismiss(None)
+            yield from self.close_row()
 
 
 class ExportScreen(ModalScreen[str | None]):
@@ -193,9 +201,7 @@ class ConfirmScreen(ModalScreen[bool]):
         self.dismiss(False)
 
 
-class DiffScreen(ModalScreen[None]):
-    BINDINGS = [("escape", "close", "Close"), ("q", "close", "Close")]
-
+class DiffScreen(InfoScreen):
     def __init__(self, title: str, body: Any):
         super().__init__()
         self.heading, self.body = title, body
@@ -205,15 +211,7 @@ class DiffScreen(ModalScreen[None]):
             yield Label(self.heading, classes="title")
             with VerticalScroll():
                 yield Static(self.body)
-            with Horizontal(classes="buttons"):
-                yield Button("Close", id="close", variant="primary")
-
-    def on_mount(self) -> None:
-        self.query_one("#close", Button).focus()
-
-    @on(Button.Pressed, "#close")
-    def action_close(self) -> None:
-        self.dismiss(None)
+            yield from self.close_row()
 
 
 HELP = """\
@@ -243,20 +241,12 @@ another process writes to the store.
 """
 
 
-class HelpScreen(ModalScreen[None]):
-    BINDINGS = [("escape", "close", "Close"), ("question_mark", "close", "Close"), ("q", "close", "Close")]
+class HelpScreen(InfoScreen):
+    BINDINGS = [("question_mark", "close", "Close")]
 
     def compose(self) -> ComposeResult:
         from textual.widgets import Markdown  # markdown-it costs 35 ms at start-up; only help needs it
 
         with Vertical(classes="dialog wide"):
             yield Markdown(HELP)
-            with Horizontal(classes="buttons"):
-                yield Button("Close", id="close", variant="primary")
-
-    def on_mount(self) -> None:
-        self.query_one("#close", Button).focus()
-
-    @on(Button.Pressed, "#close")
-    def action_close(self) -> None:
-        self.dismiss(None)
+            yield from self.close_row()

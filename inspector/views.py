@@ -16,7 +16,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Input, Label, ProgressBar, Select, Static, Switch
 
 from . import detail
-from .formatting import highlighted, one_line, rank, remaining, score, tenant_label, when
+from .formatting import highlighted, one_line, rank, remaining, score, when
 
 
 @dataclass

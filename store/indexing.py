@@ -54,9 +54,9 @@ def check_model(conn: Connection, embedder: Embedder | None, path: Path) -> None
 class Indexer:
     """The store's embedder plus its in-memory vector matrices."""
 
-    def __init__(self, embedder: Embedder | None, path: Path | None = None):
+    def __init__(self, embedder: Embedder | None, data_version: Callable[[], int] | None = None):
         self.embedder = embedder
-        self.cache = VectorCache(path)
+        self.cache = VectorCache(data_version)
 
     @property
     def enabled(self) -> bool:

@@ -6,9 +6,9 @@ import json
 import warnings
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Iterable, Literal, Mapping
+from typing import Any, Iterable, Mapping
 
-from sqlalchemy import func, select
+from sqlalchemy import func
 
 from . import schema
 from .db import Database
@@ -23,17 +23,15 @@ from .models import (
     Fact,
     Message,
     Profile,
-    RecallHit,
     SessionInfo,
     StoreStats,
     TenantSummary,
     TierCounts,
 )
-from . import recall, search
-from .recall import Mode
 from .gdpr import GdprMixin
+from .recall_api import RecallMixin
 from .session import SessionMemory
-from .tenancy import UNSET, Tenant, all_tenants, count_by_tenant, named_tenants_exist, user_id_of
+from .tenancy import UNSET, Tenant, count_by_tenant, named_tenants_exist, user_id_of
 from .tiers import blocks, episodes, facts
 from .tiers.common import content_hash, ensure_session, new_id, touch_tenant
 from .validation import (
@@ -48,9 +46,6 @@ from .validation import (
 )
 
 
-RecallScope = Literal["episodic", "facts", "working", "scratchpad", "all"]
-RECALL_SCOPES = ("episodic", "facts", "working", "scratchpad", "all")
-
 TIER_TABLES = {
     "blocks": schema.blocks_t,
     "episodes": schema.episodes_t,
@@ -62,7 +57,7 @@ TIER_TABLES = {
 }
 
 
-class MemoryStore(GdprMixin):
+class MemoryStore(RecallMixin, GdprMixin):
     """An agent-memory store in one SQLite file.
 
     Open it with :meth:`open`. Every method takes ``user_id``; ``None`` is the anonymous
@@ -110,7 +105,7 @@ class MemoryStore(GdprMixin):
         except BaseException:
             db.close()
             raise
-        return cls(db, Indexer(embedder, db.path), max_content_bytes=max_content_bytes, scratchpad_limit=scratchpad_limit)
+        return cls(db, Indexer(embedder, db.data_version), max_content_bytes=max_content_bytes, scratchpad_limit=scratchpad_limit)
 
     @property
     def path(self) -> Path:
@@ -405,162 +400,6 @@ class MemoryStore(GdprMixin):
         kv = schema.kv_t
         with self._db.write() as conn:
             return conn.execute(kv.delete().where(kv.c.expires_at.is_not(None), kv.c.expires_at <= now)).rowcount
-
-    # --- recall ------------------------------------------------------------------------------
-
-    def recall(
-        self,
-        query: str,
-        *,
-        user_id: str | None = UNSET,
-        limit: int = 5,
-        session_id: str | None = None,
-        time_range: tuple[datetime | None, datetime | None] | None = None,
-        kind: RecallScope = "episodic",
-        mode: Mode = "hybrid",
-        prefix: bool = False,
-    ) -> list[RecallHit]:
-        """Search the tenant's memories; every hit carries its score breakdown.
-
-        ``kind``: ``"episodic"``, ``"facts"`` (current ones), ``"working"`` (blocks),
-        ``"scratchpad"`` or ``"all"``. ``mode``: ``"hybrid"`` (vector + BM25 keyword,
-        fused by reciprocal rank), ``"keyword"`` or ``"vector"``; without an embedder
-        hybrid is keyword-only. ``prefix=True`` treats the last word as a prefix, for
-        search as you type. An empty query returns the most recent episodes.
-        """
-        tenant = self._tenant(user_id)
-        query = check_text(query, "query", limit=10_000)
-        since, until = self._time_range(time_range)
-        check_optional_name(session_id, "session_id")
-        if not isinstance(limit, int) or not 1 <= limit <= 1000:
-            raise InvalidInputError("limit must be an integer from 1 to 1,000")
-        if kind not in RECALL_SCOPES:
-            raise InvalidInputError(f"kind must be one of {', '.join(RECALL_SCOPES)}")
-        if mode not in ("hybrid", "keyword", "vector"):
-            raise InvalidInputError("mode must be 'hybrid', 'keyword' or 'vector'")
-        if search.query_terms(query) and mode != "keyword" and self._indexer.enabled:
-            # Blocks and notes are embedded on first search (and after edits); do it before the
-            # read snapshot below is taken, so the search sees the vectors.
-            for small, scopes in (("block", ("working", "all")), ("scratchpad", ("scratchpad", "all"))):
-                if kind in scopes:
-                    self._ensure_vectors(tenant, small)
-        with self._db.read() as conn:
-            if not search.query_terms(query):
-                return recall.recency(self, conn, tenant, limit, session_id, since, until) if kind in ("episodic", "all") else []
-            run = recall.Recall(self, conn, tenant, query, mode, prefix)
-            lists = []
-            if kind in ("episodic", "all"):
-                lists.append(run.episodes(limit, session_id, since, until))
-            if kind in ("facts", "all"):
-                lists.append(run.facts(limit, None))
-            if kind in ("working", "all"):
-                lists.append(run.blocks(limit))
-            if kind in ("scratchpad", "all"):
-                lists.append(run.scratchpad(limit, session_id))
-        return recall.merge(lists, limit)
-
-    def recall_facts(
-        self, query: str, *, user_id: str | None = UNSET, limit: int = 5, valid_at: datetime | None = None, mode: Mode = "hybrid"
-    ) -> list[RecallHit]:
-        """Search the facts believed at ``valid_at`` (default: the current ones)."""
-        tenant = self._tenant(user_id)
-        query = check_text(query, "query", limit=10_000)
-        valid_at = check_optional_datetime(valid_at, "valid_at")
-        if not isinstance(limit, int) or not 1 <= limit <= 1000:
-            raise InvalidInputError("limit must be an integer from 1 to 1,000")
-        with self._db.read() as conn:
-            if not search.query_terms(query):
-                return []
-            return recall.Recall(self, conn, tenant, query, mode, False).facts(limit, valid_at)
-
-    @staticmethod
-    def _time_range(time_range) -> tuple[datetime | None, datetime | None]:
-        if time_range is None:
-            return None, None
-        if not isinstance(time_range, (tuple, list)) or len(time_range) != 2:
-            raise InvalidInputError("time_range must be a (since, until) pair; either may be None")
-        return check_optional_datetime(time_range[0], "time_range[0]"), check_optional_datetime(time_range[1], "time_range[1]")
-
-    def _ensure_vectors(self, tenant: Tenant, kind: str) -> None:
-        """Embed the tenant's blocks or notes whose vector is missing or stale (text changed since)."""
-        version = self._db.data_version()
-        if self._checked_vectors.get((tenant.key, kind)) == version:
-            return  # nothing was committed since the last check: search as you type skips it
-        with self._db.read() as conn:
-            documents = recall.small_corpus(conn, tenant, kind)
-            hashes = {pk: content_hash(text) for pk, text in documents.items()}
-            have = dict(conn.execute(
-                tenant.select(schema.vectors_t, schema.vectors_t.c.item_pk, schema.vectors_t.c.content_hash)
-                .where(schema.vectors_t.c.kind == kind, schema.vectors_t.c.item_pk.in_(list(documents)))
-            ).all())
-        stale = [pk for pk in documents if have.get(pk) != hashes[pk]]
-        if not stale or self.read_only:
-            # Versions are read before the check: a commit that lands meanwhile forces a new one.
-            self._checked_vectors[(tenant.key, kind)] = version
-            return
-        vectors = self._vectors(tenant, kind, [documents[pk] for pk in stale], [hashes[pk] for pk in stale])
-        with self._db.write() as conn:
-            self._store_vectors(conn, tenant, kind, stale, [hashes[pk] for pk in stale], vectors)
-        self._checked_vectors[(tenant.key, kind)] = self._db.data_version()
-
-    @property
-    def embedder(self):
-        """The embedding model (None: keyword recall only)."""
-        return self._indexer.embedder
-
-    @property
-    def model_ready(self) -> bool:
-        """True once the embedding model is loaded: semantic recall costs milliseconds from then on."""
-        return self._indexer.enabled and self._indexer.embedder.is_warm
-
-    def warm_model(self) -> None:
-        """Load the embedding model now (blocking); call it from a worker thread to warm in the background."""
-        if self._indexer.enabled:
-            self._indexer.embedder.warm()
-
-    def warm_vectors(self, *, user_id: str | None = UNSET) -> int:
-        """Load the tenant's episode vectors into memory now, so its first search does not wait
-        for them (call it from a worker thread). Returns how many were loaded."""
-        tenant = self._tenant(user_id)
-        if not self._indexer.enabled:
-            return 0
-        with self._db.read() as conn:
-            pks, _ = self._indexer.cache.get(conn, tenant, "episode", self._indexer.embedder.dim)
-        return len(pks)
-
-    def reembed(self, progress: Callable[[int, int], None] | None = None) -> int:
-        """Re-embed every episode and fact of every tenant with the current model.
-
-        Blocks and scratchpad notes are re-embedded on their next search. ``progress(done, total)``
-        is called as batches finish. Returns the number of items embedded.
-        """
-        if not self._indexer.enabled:
-            raise InvalidInputError("this store was opened with embedder=None; there is nothing to re-embed with")
-        e, f, v = schema.episodes_t, schema.facts_t, schema.vectors_t
-        items: list[tuple[str, int, Tenant, str]] = []
-        with self._db.read() as conn:
-            for tenant in all_tenants(conn, schema.tenants_t):
-                items += [("episode", r.pk, tenant, episodes.embed_text(r.input, r.output))
-                          for r in conn.execute(tenant.select(e, e.c.pk, e.c.input, e.c.output))]
-                items += [("fact", r.pk, tenant, recall.fact_text(r)) for r in conn.execute(tenant.select(f))]
-        done = 0
-
-        def advance(n: int) -> None:
-            nonlocal done
-            done += n
-            if progress:
-                progress(done, len(items))
-
-        if progress:
-            progress(0, len(items))
-        vectors = self._indexer.embed([text for *_, text in items], advance)
-        with self._db.write() as conn:
-            conn.execute(v.delete())
-            record_model(conn, self._indexer.embedder)
-            for (kind, pk, tenant, text), vector in zip(items, vectors):
-                self._indexer.insert(conn, tenant, kind, [pk], [content_hash(text)], [vector])
-        self._indexer.cache.clear()
-        return len(items)
 
     # --- overviews ------------------------------------------------------------------------
 

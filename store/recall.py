@@ -71,13 +71,7 @@ class Recall:
         depth = candidate_depth(limit)
         allowed = None
         if self.use_vectors and (session_id is not None or since is not None or until is not None):
-            stmt = self.tenant.select(episodes_t, episodes_t.c.pk)
-            if session_id is not None:
-                stmt = stmt.where(episodes_t.c.session_id == session_id)
-            if since is not None:
-                stmt = stmt.where(episodes_t.c.occurred_at >= since)
-            if until is not None:
-                stmt = stmt.where(episodes_t.c.occurred_at < until)
+            stmt = episode_tier.filtered(self.tenant.select(episodes_t, episodes_t.c.pk), session_id=session_id, since=since, until=until)
             allowed = np.fromiter(self.conn.execute(stmt).scalars(), dtype=np.int64)
         # The vector side (encode, then scan) runs on the encoder thread while this thread
         # runs the keyword query: the two halves overlap on two cores.

@@ -17,6 +17,7 @@ from sqlalchemy import Connection, column, func, literal_column, select, table
 
 from .schema import episodes_t, facts_t
 from .tenancy import Tenant
+from .tiers.episodes import filtered
 
 RRF_K = 60
 # Shorter prefixes expand to thousands of terms (a 3-letter prefix took 605 ms p95 at 100k rows,
@@ -133,12 +134,7 @@ def keyword_episodes(
     e = episodes_t
     fts, match, rank, _ = _fts("episodes_fts", expression, 2)
     newest = tenant.select(e, e.c.pk, rank).select_from(fts.join(e, e.c.pk == fts.c.rowid)).where(match)
-    if session_id is not None:
-        newest = newest.where(e.c.session_id == session_id)
-    if since is not None:
-        newest = newest.where(e.c.occurred_at >= since)
-    if until is not None:
-        newest = newest.where(e.c.occurred_at < until)
+    newest = filtered(newest, session_id=session_id, since=since, until=until)
     newest = newest.order_by(fts.c.rowid.desc()).limit(MAX_KEYWORD_MATCHES).subquery()
     stmt = select(newest.c.pk, newest.c.rank).order_by(newest.c.rank).limit(limit)
     return [(pk, -score, []) for pk, score in conn.execute(stmt)]

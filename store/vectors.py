@@ -8,12 +8,10 @@ between nothing to do, appending the new rows, and reloading after deletes or re
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from dataclasses import dataclass, field
 
-from pathlib import Path
-from urllib.parse import quote
+from typing import Callable
 
 import numpy as np
 from sqlalchemy import Connection, func, literal_column
@@ -95,27 +93,18 @@ def load_rows(conn: Connection, tenant: Tenant, kind: str, dim: int, after_pk: i
 class VectorCache:
     """Per-(tenant, kind) matrices for one store; thread-safe.
 
-    A connection of its own that never writes watches ``PRAGMA data_version``, which changes
-    whenever any other connection (this process's pool or another process) commits; only
-    then is a matrix's signature read again. A search on an unchanged store costs one pragma.
+    ``data_version`` (the store's ``PRAGMA data_version`` watch) changes whenever anyone commits;
+    only then is a matrix's signature read again. A search on an unchanged store costs one pragma.
     """
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, data_version: Callable[[], int] | None = None) -> None:
         self._lock = threading.Lock()
         self._matrices: dict[tuple[str, str], TenantMatrix] = {}
-        self._watch = None
-        if path is not None:
-            self._watch = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True, check_same_thread=False)
+        self._data_version = data_version or (lambda: None)
 
     def close(self) -> None:
         with self._lock:
-            if self._watch is not None:
-                self._watch.close()
-                self._watch = None
             self._matrices.clear()
-
-    def _data_version(self) -> int | None:
-        return None if self._watch is None else self._watch.execute("PRAGMA data_version").fetchone()[0]
 
     def clear(self, tenant: Tenant | None = None) -> None:
         with self._lock:

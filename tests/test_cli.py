@@ -18,3 +18,46 @@ def test_demo_command_builds_a_store_with_every_tier(tmp_path):
         assert alice.blocks and alice.episodes and alice.facts and alice.kv_entries
         assert alice.scratchpad_entries and alice.checkpoints
         assert any(f.valid_until for f in s.facts(user_id="alice", include_history=True))
+
+
+def test_every_command_is_documented_in_the_readme():
+    from pathlib import Path
+
+    from inspector.cli import build_parser
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    commands = build_parser()._subparsers._group_actions[0].choices
+    assert len(commands) >= 9
+    missing = [name for name in commands if f"`memlens {name}" not in readme]
+    assert missing == []
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "inspector.cli", *args], capture_output=True, text=True)
+
+
+def test_the_worked_erasure_example(tmp_path):
+    db, out, restored = tmp_path / "demo.db", tmp_path / "alice.jsonl", tmp_path / "restored.db"
+    assert run("demo", "--db", str(db), "--no-open").returncode == 0
+    exported = run("export", "--db", str(db), "--user", "alice", "-o", str(out), "--actor", "dpo@example.com")
+    assert exported.returncode == 0 and "15 episodes" in exported.stdout and out.exists()
+    dry = run("forget", "--db", str(db), "--user", "alice", "--dry-run")
+    assert "would erase" in dry.stdout and "episodes             15" in dry.stdout
+    assert run("forget", "--db", str(db), "--user", "alice").returncode != 0  # neither --dry-run nor --yes
+    erased = run("forget", "--db", str(db), "--user", "alice", "--yes", "--actor", "dpo@example.com")
+    assert erased.returncode == 0 and "receipt digest" in erased.stdout
+    audit = run("audit", "--db", str(db), "--user", "alice").stdout
+    assert "forget" in audit and "export" in audit and "dpo@example.com" in audit
+    with MemoryStore.open(db, read_only=True, embedder=None, check_model=False) as s:
+        assert "alice" not in [t.user_id for t in s.tenants()]
+    imported = run("import", "--db", str(restored), str(out))
+    assert imported.returncode == 0 and "15 episodes" in imported.stdout
+
+
+def test_errors_are_one_line_not_a_traceback(tmp_path):
+    bad = tmp_path / "notes.txt"
+    bad.write_text("hello")
+    result = run("stats", str(bad))
+    assert result.returncode == 2 and "not an SQLite database" in result.stderr and "Traceback" not in result.stderr
+    missing_session = run("forget", "--db", str(bad), "--user", "x", "--session", "s", "--yes")
+    assert missing_session.returncode == 2

@@ -1,6 +1,5 @@
 """Forget leaves nothing behind, in rows or in bytes, and touches no one else."""
 
-import os
 import signal
 import subprocess
 import sys
@@ -107,7 +106,8 @@ def test_dry_run_changes_nothing(two_tenants, db_path):
 
 def test_anonymous_and_named_tenants_never_touch_each_other(db_path):
     with MemoryStore.open(db_path, embedder=FakeEmbedder()) as s:
-        named, anonymous = plant(s, "alice"), plant(s, None)
+        plant(s, "alice")
+        anonymous = plant(s, None)
         s.forget(user_id=None)
         raw = file_bytes(db_path)
         assert not any(t.encode() in raw for t in anonymous)

@@ -65,6 +65,17 @@ def decode_cursor(cursor: str) -> tuple[datetime, int]:
         raise InvalidInputError(f"cursor {cursor!r} was not returned by episodes()") from None
 
 
+def filtered(stmt, *, session_id: str | None, since: datetime | None, until: datetime | None):
+    """Restrict an episodes query to a session and the time range ``[since, until)``."""
+    if session_id is not None:
+        stmt = stmt.where(episodes_t.c.session_id == session_id)
+    if since is not None:
+        stmt = stmt.where(episodes_t.c.occurred_at >= since)
+    if until is not None:
+        stmt = stmt.where(episodes_t.c.occurred_at < until)
+    return stmt
+
+
 def page_episodes(
     conn: Connection,
     tenant: Tenant,
@@ -75,13 +86,7 @@ def page_episodes(
     limit: int,
     cursor: str | None,
 ) -> EpisodePage:
-    stmt = tenant.select(episodes_t)
-    if session_id is not None:
-        stmt = stmt.where(episodes_t.c.session_id == session_id)
-    if since is not None:
-        stmt = stmt.where(episodes_t.c.occurred_at >= since)
-    if until is not None:
-        stmt = stmt.where(episodes_t.c.occurred_at < until)
+    stmt = filtered(tenant.select(episodes_t), session_id=session_id, since=since, until=until)
     if cursor is not None:
         at, pk = decode_cursor(cursor)
         stmt = stmt.where(tuple_(episodes_t.c.occurred_at, episodes_t.c.pk) < tuple_(to_micros(at), pk))
