@@ -3,7 +3,6 @@ that posts a message back; handlers update the widgets."""
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from datetime import datetime
@@ -161,9 +160,6 @@ class MemlensApp(ActionsMixin, App):
         yield Footer()
 
     def on_mount(self) -> None:
-        # The search thread waits for the GIL while the event loop redraws after a keystroke;
-        # the default 5 ms switch interval put a 5-7 ms floor under every search.
-        sys.setswitchinterval(0.001)
         self.sub_title = f"{self.path.name} · opening…"
         self.query_one("#sidebar").border_title = "tenants"
         # Open after the first frame: importing SQLAlchemy in a thread would hold the GIL

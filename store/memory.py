@@ -6,7 +6,7 @@ import json
 import warnings
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from sqlalchemy import func
 
@@ -368,6 +368,40 @@ class MemoryStore(RecallMixin, GdprMixin):
             check_text(subject, "subject", limit=self.max_content_bytes)
         with self._db.read() as conn:
             return facts.list_facts(conn, tenant, valid_at=valid_at, subject=subject, include_history=include_history)
+
+    def consolidate(
+        self,
+        extract: Callable[[Episode], Iterable[Any]],
+        *,
+        user_id: str | None = UNSET,
+        session_id: str | None = None,
+        limit: int = 1000,
+    ) -> list[Fact]:
+        """Turn episodes into facts with ``extract`` (an LLM call, rules, anything).
+
+        ``extract(episode)`` returns ``(subject, predicate, object)`` or ``(subject, predicate,
+        object, confidence)`` tuples. Each fact is recorded with the episode as its source (so
+        forgetting the episode takes the fact with it), valid from when the episode happened.
+        Episodes already cited by a fact are skipped, so consolidating twice adds nothing. One
+        call looks at the newest 10,000 episodes, at most ``limit`` of them not yet consolidated.
+        Returns the facts added, oldest episode first.
+        """
+        tenant = self._tenant(user_id)
+        check_optional_name(session_id, "session_id")
+        with self._db.read() as conn:
+            cited = {source for f in facts.list_facts(conn, tenant, valid_at=None, subject=None, include_history=True)
+                     for source in f.source_episode_ids}
+            page = episodes.page_episodes(conn, tenant, session_id=session_id, since=None, until=None, limit=10_000, cursor=None)
+        pending = [e for e in reversed(page.items) if e.id not in cited][:limit]
+        added: list[Fact] = []
+        for episode in pending:
+            for item in extract(episode) or ():
+                if not isinstance(item, (tuple, list)) or len(item) not in (3, 4):
+                    raise InvalidInputError("extract must yield (subject, predicate, object[, confidence]) tuples")
+                subject, predicate, obj, *rest = item
+                added.append(self.add_fact(subject, predicate, obj, user_id=tenant.user_id, confidence=rest[0] if rest else 1.0,
+                                           valid_from=episode.occurred_at, source_episode_ids=[episode.id]))
+        return added
 
     # --- sessions ---------------------------------------------------------------------
 

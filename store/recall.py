@@ -79,12 +79,16 @@ class Recall:
         keyword = []
         if self.use_keywords and self.expression:
             keyword = search.keyword_episodes(self.conn, self.tenant, self.expression, depth, session_id, since, until)
+        # Highlight the keyword side's best hits while the vector job finishes; afterwards only
+        # a fused hit from deeper in the keyword list still needs marking.
+        marked = search.episode_highlights(self.conn, self.tenant, self.expression, [pk for pk, _, _ in keyword[:limit]]) if keyword else {}
         vector = vector_job.result() if vector_job is not None else []
         ranked = search.fuse(vector, keyword)[:limit]
-        if self.expression:
-            marked = search.episode_highlights(self.conn, self.tenant, self.expression, [c.pk for c in ranked if c.keyword_rank])
-            for c in ranked:
-                c.matched = marked.get(c.pk, [])
+        late = [c.pk for c in ranked if c.keyword_rank and c.pk not in marked]
+        if late:
+            marked.update(search.episode_highlights(self.conn, self.tenant, self.expression, late))
+        for c in ranked:
+            c.matched = marked.get(c.pk, [])
         rows = {r.pk: r for r in self.conn.execute(self.tenant.select_keys(episodes_t, episodes_t.c.pk, [c.pk for c in ranked]))}
         hits = []
         for c in ranked:

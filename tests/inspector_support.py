@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Callable
 
@@ -66,4 +66,4 @@ class GatedEmbedder(FakeEmbedder):
         self._warm = True
 
 
-__all__ = ["FROZEN", "GatedEmbedder", "counting_ids", "frozen_clock", "make_demo", "settle", "timezone", "wait_for"]
+__all__ = ["FROZEN", "GatedEmbedder", "counting_ids", "frozen_clock", "make_demo", "settle", "wait_for"]

@@ -46,3 +46,29 @@ def test_sources_and_confidence_round_trip(store):
     e = store.remember("I moved", user_id="u")
     f = store.add_fact("u", "moved", "yes", user_id="u", confidence=0.4, source_episode_ids=[e.id])
     assert store.facts(user_id="u")[0] == f and f.source_episode_ids == [e.id] and f.confidence == 0.4
+
+
+def test_consolidate_turns_episodes_into_sourced_facts_once(store):
+    store.remember("I moved to Porto", user_id="u", occurred_at=T0)
+    store.remember("I am vegetarian", user_id="u", occurred_at=T0 + timedelta(hours=1))
+    store.remember("what's the weather?", user_id="u", occurred_at=T0 + timedelta(hours=2))
+
+    def extract(episode):
+        if "moved to" in episode.input:
+            yield ("user", "lives_in", episode.input.split("moved to ")[1])
+        if "vegetarian" in episode.input:
+            yield ("user", "diet", "vegetarian", 0.8)
+
+    added = store.consolidate(extract, user_id="u")
+    assert [(f.predicate, f.object, f.confidence) for f in added] == [("lives_in", "Porto", 1.0), ("diet", "vegetarian", 0.8)]
+    assert added[0].valid_from == T0 and len(added[0].source_episode_ids) == 1
+    assert store.consolidate(extract, user_id="u") == []  # already consolidated
+    episode_id = added[0].source_episode_ids[0]
+    store.forget(user_id="u", before=T0 + timedelta(minutes=30))
+    assert all(episode_id not in f.source_episode_ids for f in store.facts(user_id="u", include_history=True))
+
+
+def test_consolidate_refuses_malformed_extractions(store):
+    store.remember("hello", user_id="u")
+    with pytest.raises(InvalidInputError):
+        store.consolidate(lambda e: [("only", "two")], user_id="u")

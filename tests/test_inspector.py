@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 import pytest
 
 from inspector.app import NO_TENANT, make_app
@@ -37,7 +39,7 @@ def app_for(path, **options):
 def plain(renderable) -> str:
     from rich.console import Console
 
-    console = Console(width=200, record=True, file=open("/dev/null", "w"))
+    console = Console(width=200, record=True, file=io.StringIO())
     console.print(renderable)
     return console.export_text()
 
