@@ -425,7 +425,7 @@ class MemlensApp(ActionsMixin, App):
         elif m.view == "session":
             d = m.data
             rows = session_rows(d["entries"], d["notes"], d["checkpoints"], self.now())
-            self.query_one(SessionsView).show_session({"task": d["task"], **rows}, self.now())
+            self.query_one(SessionsView).show_session(d["session_id"], {"task": d["task"], **rows}, self.now())
 
     @on(ShowDetail)
     def _show_detail(self, m: ShowDetail) -> None:

@@ -287,6 +287,8 @@ class SessionsView(Horizontal):
     class Picked(Message):
         session_id: str
 
+    shown_session: str | None = None
+
     def compose(self) -> ComposeResult:
         yield RecordTable("session", "episodes", "updated", id="sessions-table", classes="sessions-list")
         with Vertical(classes="session-detail"):
@@ -317,7 +319,8 @@ class SessionsView(Horizontal):
     def selected_session(self) -> str | None:
         return self.query_one("#sessions-table", RecordTable).selected_key()
 
-    def show_session(self, data: dict[str, Any], now: datetime) -> None:
+    def show_session(self, session_id: str, data: dict[str, Any], now: datetime) -> None:
+        self.shown_session = session_id
         task = data["task"]
         if task is None:
             self.query_one("#task-state", Static).update(Text("no task state", style="dim"))

@@ -49,6 +49,31 @@ async def settle(pilot, app) -> None:
     await wait_for(pilot, lambda: is_idle(app), what="workers")
 
 
+async def open_tenant(pilot, app, user_id) -> None:
+    """Select a tenant in the list and wait until its views have loaded."""
+    await settle(pilot, app)
+    options = app.query_one("#tenants")
+    options.focus()
+    key = app.tenant_option_id(user_id)
+    options.highlighted = next(i for i in range(options.option_count) if options.get_option_at_index(i).id == key)
+    await wait_for(pilot, lambda: app.user_id == user_id, what=f"tenant {user_id}")
+    await settle(pilot, app)
+
+
+async def open_session(pilot, app, session_id: str):
+    """Show the Sessions view with ``session_id`` selected and its working memory loaded."""
+    from inspector.views import RecordTable, SessionsView
+
+    app.action_show_view("sessions")
+    sessions = app.query_one("#sessions-table", RecordTable)
+    sessions.focus()
+    sessions.move_cursor(row=sessions.get_row_index(session_id))
+    view = app.query_one(SessionsView)
+    await wait_for(pilot, lambda: view.shown_session == session_id, what=f"session {session_id}")
+    await settle(pilot, app)
+    return view
+
+
 class GatedEmbedder(FakeEmbedder):
     """Not warm until the test opens the gate: to watch keyword-first, semantic-later search."""
 
@@ -66,4 +91,4 @@ class GatedEmbedder(FakeEmbedder):
         self._warm = True
 
 
-__all__ = ["FROZEN", "GatedEmbedder", "counting_ids", "frozen_clock", "make_demo", "settle", "wait_for"]
+__all__ = ["FROZEN", "GatedEmbedder", "counting_ids", "frozen_clock", "make_demo", "open_session", "open_tenant", "settle", "wait_for"]

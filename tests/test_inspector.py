@@ -13,7 +13,7 @@ from store import MemoryStore
 from store.embedding import FakeEmbedder
 from store.validation import set_clock
 
-from .inspector_support import GatedEmbedder, frozen_clock, make_demo, settle, wait_for
+from .inspector_support import GatedEmbedder, frozen_clock, make_demo, open_session, open_tenant, settle, wait_for
 
 SIZE = (150, 48)
 
@@ -48,15 +48,6 @@ def table(app, selector) -> RecordTable:
     return app.query_one(selector, RecordTable)
 
 
-async def choose_tenant(pilot, app, user_id):
-    app.query_one("#tenants").focus()
-    key = app.tenant_option_id(user_id)
-    options = app.query_one("#tenants")
-    options.highlighted = next(i for i in range(options.option_count) if options.get_option_at_index(i).id == key)
-    await wait_for(pilot, lambda: app.user_id == user_id, what=f"tenant {user_id}")
-    await settle(pilot, app)
-
-
 async def test_tenants_are_listed_with_the_anonymous_bucket_and_filterable(demo):
     app = app_for(demo)
     async with app.run_test(size=SIZE) as pilot:
@@ -76,18 +67,15 @@ async def test_every_tier_view_shows_the_tenant(demo):
     app = app_for(demo)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
-        await choose_tenant(pilot, app, "alice")
+        await open_tenant(pilot, app, "alice")
         blocks = table(app, "#blocks-table")
         assert [blocks.get_row_at(i)[1] for i in range(blocks.row_count)] == ["persona", "human", "goals"]
         assert table(app, "#episodes-table").row_count == 15
         assert table(app, "#facts-table").row_count == 4  # current facts only
         assert table(app, "#sessions-table").row_count == 4
         assert table(app, "#audit-table").row_count == 0
-        app.action_show_view("sessions")
-        sessions = table(app, "#sessions-table")
-        sessions.focus()
-        sessions.move_cursor(row=sessions.get_row_index("trip-lisbon"))
-        await wait_for(pilot, lambda: table(app, "#kv-table").row_count == 4, what="session detail")
+        await open_session(pilot, app, "trip-lisbon")
+        assert table(app, "#kv-table").row_count == 4
         assert table(app, "#notes-table").row_count == 3 and table(app, "#checkpoints-table").row_count == 2
         assert app.query_one("#task-progress").percentage == pytest.approx(0.6)
         ttl = [table(app, "#kv-table").get_row_at(i)[2] for i in range(4)]
@@ -98,7 +86,7 @@ async def test_selecting_a_record_shows_it_whole(demo):
     app = app_for(demo)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
-        await choose_tenant(pilot, app, "alice")
+        await open_tenant(pilot, app, "alice")
         app.action_show_view("episodes")
         episodes = table(app, "#episodes-table")
         episodes.focus()
@@ -115,7 +103,7 @@ async def test_facts_as_of_a_date_and_history(demo):
     app = app_for(demo)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
-        await choose_tenant(pilot, app, "alice")
+        await open_tenant(pilot, app, "alice")
         app.action_show_view("facts")
         facts = table(app, "#facts-table")
         objects = lambda: {facts.get_row_at(i)[2].plain for i in range(facts.row_count)}
@@ -135,7 +123,7 @@ async def test_live_search_is_keyword_first_then_semantic(demo):
     app = app_for(demo, embedder=gated)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
-        await choose_tenant(pilot, app, "alice")
+        await open_tenant(pilot, app, "alice")
         assert "keyword search (model warming" in app.sub_title
         await pilot.press("slash", *"vegetarian")
         results = table(app, "#results")
@@ -154,7 +142,7 @@ async def test_stale_search_results_are_dropped(demo):
     app = app_for(demo)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
-        await choose_tenant(pilot, app, "alice")
+        await open_tenant(pilot, app, "alice")
         results = table(app, "#results")
         before = dict(results.records)
         app.post_message(msg.SearchResults(app.search_seq - 1, "old query", "keyword", [], 1.0))
@@ -166,7 +154,7 @@ async def test_search_filters_by_kind_and_session(demo):
     app = app_for(demo)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
-        await choose_tenant(pilot, app, "alice")
+        await open_tenant(pilot, app, "alice")
         results = table(app, "#results")
         app.query_one("#query").value = "Lisbon"
         app.query_one("#search-kind").value = "episodic"
@@ -198,7 +186,7 @@ async def test_export_writes_a_reimportable_file(demo, tmp_path):
     target = tmp_path / "alice-export.jsonl"
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
-        await choose_tenant(pilot, app, "alice")
+        await open_tenant(pilot, app, "alice")
         await pilot.press("e")
         await wait_for(pilot, lambda: isinstance(app.screen, ExportScreen), what="export dialog")
         path_input = app.screen.query_one("#export-path")
@@ -215,7 +203,7 @@ async def test_forget_dialog_defaults_to_cancel_then_erases_for_real(demo):
     app = app_for(demo)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
-        await choose_tenant(pilot, app, "bob")
+        await open_tenant(pilot, app, "bob")
         await pilot.press("f")
         await wait_for(pilot, lambda: isinstance(app.screen, ForgetScreen), what="forget dialog")
         await wait_for(pilot, lambda: not app.screen.query_one("#erase").disabled, what="dry-run counts")
@@ -242,7 +230,7 @@ async def test_forget_one_session_from_the_dialog(demo):
     app = app_for(demo)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
-        await choose_tenant(pilot, app, "alice")
+        await open_tenant(pilot, app, "alice")
         await pilot.press("f")
         await wait_for(pilot, lambda: isinstance(app.screen, ForgetScreen), what="dialog")
         screen = app.screen
@@ -261,13 +249,10 @@ async def test_checkpoint_diff_and_restore_after_confirmation(demo):
     app = app_for(demo)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
-        await choose_tenant(pilot, app, "alice")
-        app.action_show_view("sessions")
-        sessions = table(app, "#sessions-table")
-        sessions.focus()
-        sessions.move_cursor(row=sessions.get_row_index("trip-lisbon"))
+        await open_tenant(pilot, app, "alice")
+        await open_session(pilot, app, "trip-lisbon")
         checkpoints = table(app, "#checkpoints-table")
-        await wait_for(pilot, lambda: checkpoints.row_count == 2, what="checkpoints")
+        assert checkpoints.row_count == 2
         checkpoints.focus()
         checkpoints.move_cursor(row=0)
         await pilot.press("d")
@@ -294,7 +279,7 @@ async def test_views_refresh_when_another_process_writes(demo):
     app = app_for(demo, poll_seconds=0.1)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
-        await choose_tenant(pilot, app, "carol")
+        await open_tenant(pilot, app, "carol")
         app.action_show_view("episodes")
         episodes = table(app, "#episodes-table")
         episodes.focus()

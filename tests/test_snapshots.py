@@ -13,7 +13,7 @@ from store.embedding import FakeEmbedder
 from store.tiers.common import set_id_source
 from store.validation import set_clock
 
-from .inspector_support import counting_ids, frozen_clock, make_demo, settle, wait_for
+from .inspector_support import counting_ids, frozen_clock, make_demo, open_session, open_tenant, settle, wait_for
 
 SIZE = (150, 48)
 
@@ -37,21 +37,12 @@ def still(app) -> None:
         field.cursor_blink = False
 
 
-async def open_tenant(pilot, app, user_id="alice"):
-    await settle(pilot, app)
-    options = app.query_one("#tenants")
-    key = app.tenant_option_id(user_id)
-    options.highlighted = next(i for i in range(options.option_count) if options.get_option_at_index(i).id == key)
-    await wait_for(pilot, lambda: app.user_id == user_id)
-    await settle(pilot, app)
-
-
 class TestMainViews:
     def test_search(self, snap_compare, demo):
         app = app_for(demo)
 
         async def run_before(pilot):
-            await open_tenant(pilot, app)
+            await open_tenant(pilot, app, "alice")
             app.query_one("#query").value = "vegetarian restaurant"
             results = app.query_one("#results", RecordTable)
             await wait_for(pilot, lambda: results.row_count > 0 and "vegetarian" in str(app.query_one("#search-status").render()) or results.row_count > 3)
@@ -67,7 +58,7 @@ class TestMainViews:
         app = app_for(demo)
 
         async def run_before(pilot):
-            await open_tenant(pilot, app)
+            await open_tenant(pilot, app, "alice")
             app.action_show_view(view)
             if view == "facts":
                 app.query_one("#facts-history").value = True
@@ -83,13 +74,8 @@ class TestMainViews:
         app = app_for(demo)
 
         async def run_before(pilot):
-            await open_tenant(pilot, app)
-            app.action_show_view("sessions")
-            sessions = app.query_one("#sessions-table", RecordTable)
-            sessions.focus()
-            sessions.move_cursor(row=sessions.get_row_index("trip-lisbon"))
-            await wait_for(pilot, lambda: app.query_one("#checkpoints-table", RecordTable).row_count == 2)
-            await settle(pilot, app)
+            await open_tenant(pilot, app, "alice")
+            await open_session(pilot, app, "trip-lisbon")
             still(app)
 
         assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
@@ -111,7 +97,7 @@ class TestDialogs:
         app = app_for(demo)
 
         async def run_before(pilot):
-            await open_tenant(pilot, app)
+            await open_tenant(pilot, app, "alice")
             await pilot.press("e")
             await wait_for(pilot, lambda: isinstance(app.screen, ExportScreen))
             app.screen.query_one("#export-path").value = "/exports/alice.jsonl"
@@ -123,12 +109,9 @@ class TestDialogs:
         app = app_for(demo)
 
         async def run_before(pilot):
-            await open_tenant(pilot, app)
-            app.action_show_view("sessions")
-            sessions = app.query_one("#sessions-table", RecordTable)
-            sessions.move_cursor(row=sessions.get_row_index("trip-lisbon"))
+            await open_tenant(pilot, app, "alice")
+            await open_session(pilot, app, "trip-lisbon")
             checkpoints = app.query_one("#checkpoints-table", RecordTable)
-            await wait_for(pilot, lambda: checkpoints.row_count == 2)
             checkpoints.focus()
             checkpoints.move_cursor(row=0)
             await pilot.press("d")
