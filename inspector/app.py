@@ -162,8 +162,8 @@ class MemlensApp(ActionsMixin, App):
     def on_mount(self) -> None:
         self.sub_title = f"{self.path.name} · opening…"
         self.query_one("#sidebar").border_title = "tenants"
-        # Open after the first frame: importing SQLAlchemy in a thread would hold the GIL
-        # while the first paint is being computed.
+        # Open after the first frame: the frame needs nothing from the store, and opening it
+        # (SQLAlchemy's import alone is ~0.4 s) would compete with the frame for the GIL.
         self.call_after_refresh(self.open_store)
 
     def now(self) -> datetime:
@@ -246,7 +246,7 @@ class MemlensApp(ActionsMixin, App):
     @on(msg.StoreChanged)
     def _store_changed(self) -> None:
         self.load_tenants()
-        self.load_tenant_views(keep_detail=True)
+        self.load_tenant_views()
 
     # --- generic loading -------------------------------------------------------------------------
 
@@ -321,11 +321,11 @@ class MemlensApp(ActionsMixin, App):
             self.query_one("#detail-body", Static).update("Select a record to see it whole.")
         self.load_tenant_views()
 
-    def load_tenant_views(self, keep_detail: bool = False) -> None:
+    def load_tenant_views(self) -> None:
         if self.store is None or self.user_id is NO_TENANT:
             return
         if not self.query(AuditView):  # the lazily mounted content area is not there yet
-            self.call_after_refresh(self.load_tenant_views, keep_detail)
+            self.call_after_refresh(self.load_tenant_views)
             return
         user, store = self.user_id, self.store
         if store.model_ready:
