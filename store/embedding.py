@@ -112,11 +112,6 @@ class LocalModelEmbedder:
             if self._encode is None:
                 self._encode = self._load()
 
-    def warm_in_background(self) -> threading.Thread:
-        thread = threading.Thread(target=self.warm, name="memlens-model-warm", daemon=True)
-        thread.start()
-        return thread
-
     def embed(self, texts: Sequence[str]) -> "np.ndarray":
         if self._encode is None:
             self.warm()

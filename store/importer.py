@@ -19,6 +19,7 @@ from .schema import audit_t, blocks_t, checkpoints_t, episodes_t, facts_t, kv_t,
 from .tenancy import Tenant, owner_of
 from .tiers.common import content_hash, ensure_session, touch_tenant
 from .tiers.episodes import embed_text
+from .tiers.facts import fact_text
 from .validation import check_text
 
 if TYPE_CHECKING:
@@ -229,9 +230,14 @@ def validate(source: Any, max_bytes: int) -> tuple[list[tuple[int | None, Any]],
 def apply(store: "MemoryStore", conn: Connection, parsed, vectors: dict[tuple[str, str], bytes], actor: str, at: datetime) -> dict[str, int]:
     counts = {s: 0 for s in SECTIONS}
     tenants: dict[str | None, Tenant] = {}
+    per_tenant: dict[str | None, dict[str, int]] = {}
     for number, r in parsed:
-        tenant = tenants.setdefault(r.user_id, Tenant.of(r.user_id))
-        touch_tenant(conn, tenant, at)
+        tenant = tenants.get(r.user_id)
+        if tenant is None:
+            tenant = tenants[r.user_id] = Tenant.of(r.user_id)
+            touch_tenant(conn, tenant, at)
+            per_tenant[r.user_id] = {s: 0 for s in SECTIONS}
+        per_tenant[r.user_id][SECTION_OF[r.type]] += 1
         session_pk = ensure_session(conn, tenant, r.session_id, at, touch=False) if getattr(r, "session_id", None) and r.type != "episode" else None
         added = True
         if r.type == "block":
@@ -258,7 +264,7 @@ def apply(store: "MemoryStore", conn: Connection, parsed, vectors: dict[tuple[st
                        "valid_from": r.valid_from, "valid_until": r.valid_until, "recorded_at": r.recorded_at,
                        "source_episode_ids": json.dumps(r.source_episode_ids)}
                 pk = conn.execute(facts_t.insert().values(tenant.stamp(row))).inserted_primary_key[0]
-                _vector(store, conn, tenant, "fact", pk, fact_text(r), vectors.get(("fact", r.id)))
+                _vector(store, conn, tenant, "fact", pk, fact_text(r.subject, r.predicate, r.object), vectors.get(("fact", r.id)))
             else:
                 conn.execute(checkpoints_t.insert().values(tenant.stamp({
                     "id": r.id, "session_pk": session_pk, "description": r.description, "created_at": r.created_at,
@@ -288,17 +294,9 @@ def apply(store: "MemoryStore", conn: Connection, parsed, vectors: dict[tuple[st
                     "counts": json.dumps(r.counts, sort_keys=True), "digest": r.digest})))
         if added:
             counts[SECTION_OF[r.type]] += 1
-    for tenant in tenants.values():
-        mine = {s: 0 for s in SECTIONS}
-        for _, r in parsed:
-            if r.user_id == tenant.user_id:
-                mine[SECTION_OF[r.type]] += 1
-        audit.record(conn, tenant, action="import", actor=actor, scope={"records": len(parsed)}, counts=mine, at=at)
+    for user_id, tenant in tenants.items():
+        audit.record(conn, tenant, action="import", actor=actor, scope={"records": len(parsed)}, counts=per_tenant[user_id], at=at)
     return counts
-
-
-def fact_text(r) -> str:
-    return f"{r.subject} {r.predicate.replace('_', ' ')} {r.object}"
 
 
 def _vector(store: "MemoryStore", conn: Connection, tenant: Tenant, kind: str, pk: int, text: str, vector: bytes | None) -> None:
@@ -322,7 +320,7 @@ def vectors_needed(store: "MemoryStore", parsed, manifest: dict) -> tuple[dict[t
         if same_model and r.embedding:
             out[key] = base64.b64decode(r.embedding)
         else:
-            todo.append((key, embed_text(r.input, r.output) if r.type == "episode" else fact_text(r)))
+            todo.append((key, embed_text(r.input, r.output) if r.type == "episode" else fact_text(r.subject, r.predicate, r.object)))
     if todo:
         out.update(zip((k for k, _ in todo), store._indexer.embed([t for _, t in todo])))
     return out, len(todo)

@@ -341,9 +341,9 @@ class MemoryStore(RecallMixin, GdprMixin):
         now = utcnow()
         valid_from = now if valid_from is None else check_datetime(valid_from, "valid_from")
         sources = [check_name(s, "source_episode_ids") for s in source_episode_ids]
-        fact_text = f"{subject} {predicate.replace('_', ' ')} {object}"
-        digest = content_hash(fact_text)
-        vectors = self._vectors(tenant, "fact", [fact_text], [digest])
+        text = facts.fact_text(subject, predicate, object)
+        digest = content_hash(text)
+        vectors = self._vectors(tenant, "fact", [text], [digest])
         with self._db.write() as conn:
             touch_tenant(conn, tenant, now)
             fact, pk = facts.add_fact(

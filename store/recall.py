@@ -16,7 +16,6 @@ from .tenancy import Tenant
 from .tiers import blocks as block_tier
 from .tiers import episodes as episode_tier
 from .tiers import facts as fact_tier
-from .tiers.common import content_hash
 from .vectors import top_k
 
 if TYPE_CHECKING:
@@ -33,7 +32,6 @@ def candidate_depth(limit: int) -> int:
 class Recall:
     def __init__(self, store: "MemoryStore", conn: Connection, tenant: Tenant, query: str, mode: Mode, prefix: bool):
         self.store, self.conn, self.tenant, self.query = store, conn, tenant, query
-        self.mode = mode
         self.use_vectors = mode in ("hybrid", "vector") and store._indexer.enabled and bool(query.strip())
         self.use_keywords = mode in ("hybrid", "keyword")
         common = search.common_terms(conn, query) if self.use_keywords else set()
@@ -116,7 +114,7 @@ class Recall:
         for c in search.fuse(vector, keyword)[:limit]:
             fact = fact_tier.to_model(rows[c.pk])
             hits.append(
-                RecallHit(kind="fact", id=fact.id, text=fact_text(rows[c.pk]), occurred_at=fact.valid_from, fact=fact,
+                RecallHit(kind="fact", id=fact.id, text=fact_tier.fact_text(fact.subject, fact.predicate, fact.object), occurred_at=fact.valid_from, fact=fact,
                           scores=_scores(c), matched_terms=c.matched)
             )
         return hits
@@ -165,10 +163,6 @@ def block_text(row) -> str:
     return f"{row.name}\n{row.content}"
 
 
-def fact_text(row) -> str:
-    return f"{row.subject} {row.predicate.replace('_', ' ')} {row.object}"
-
-
 def _scores(c: search.Ranked) -> ScoreBreakdown:
     return ScoreBreakdown(vector=c.vector, keyword=c.keyword, fused=c.fused, vector_rank=c.vector_rank, keyword_rank=c.keyword_rank)
 
@@ -179,14 +173,10 @@ def merge(hit_lists: list[list[RecallHit]], limit: int) -> list[RecallHit]:
     return sorted(merged, key=lambda h: -h.scores.fused)[:limit]
 
 
-def recency(store: "MemoryStore", conn: Connection, tenant: Tenant, limit: int, session_id, since, until) -> list[RecallHit]:
+def recency(conn: Connection, tenant: Tenant, limit: int, session_id, since, until) -> list[RecallHit]:
     page = episode_tier.page_episodes(conn, tenant, session_id=session_id, since=since, until=until, limit=limit, cursor=None)
     return [
         RecallHit(kind="episode", id=e.id, text=episode_tier.embed_text(e.input, e.output), session_id=e.session_id,
                   occurred_at=e.occurred_at, episode=e, scores=ScoreBreakdown())
         for e in page.items
     ]
-
-
-def text_hash(text: str) -> str:
-    return content_hash(text)

@@ -11,7 +11,7 @@ from .indexing import record_model
 from .models import RecallHit
 from .recall import Mode
 from .tenancy import UNSET, Tenant, all_tenants
-from .tiers import episodes
+from .tiers import episodes, facts
 from .tiers.common import content_hash
 from .validation import check_optional_datetime, check_optional_name, check_text
 
@@ -60,7 +60,7 @@ class RecallMixin:
                     self._ensure_vectors(tenant, small)
         with self._db.read() as conn:
             if not search.query_terms(query):
-                return recall.recency(self, conn, tenant, limit, session_id, since, until) if kind in ("episodic", "all") else []
+                return recall.recency(conn, tenant, limit, session_id, since, until) if kind in ("episodic", "all") else []
             run = recall.Recall(self, conn, tenant, query, mode, prefix)
             lists = []
             if kind in ("episodic", "all"):
@@ -156,7 +156,8 @@ class RecallMixin:
             for tenant in all_tenants(conn, schema.tenants_t):
                 items += [("episode", r.pk, tenant, episodes.embed_text(r.input, r.output))
                           for r in conn.execute(tenant.select(e, e.c.pk, e.c.input, e.c.output))]
-                items += [("fact", r.pk, tenant, recall.fact_text(r)) for r in conn.execute(tenant.select(f))]
+                items += [("fact", r.pk, tenant, facts.fact_text(r.subject, r.predicate, r.object))
+                          for r in conn.execute(tenant.select(f))]
         done = 0
 
         def advance(n: int) -> None:

@@ -136,9 +136,6 @@ class VectorCache:
             current.data_version = version
             return current.view()
 
-    def memory_bytes(self) -> int:
-        with self._lock:
-            return sum(m.matrix.nbytes + m.pks.nbytes for m in self._matrices.values() if m.matrix is not None)
 
 
 def top_k(matrix: np.ndarray, query: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:

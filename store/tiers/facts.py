@@ -14,6 +14,11 @@ from ..tenancy import Tenant
 from .common import loads, new_id
 
 
+def fact_text(subject: str, predicate: str, object: str) -> str:
+    """The text a fact is searched and embedded by; writing, importing and re-embedding must agree."""
+    return f"{subject} {predicate.replace('_', ' ')} {object}"
+
+
 def to_model(row) -> Fact:
     return Fact(
         id=row.id,
