@@ -42,20 +42,15 @@ class ActionsMixin:
         self.push_screen(ExportScreen(user, default), chosen)
 
     def export_tenant(self, user_id: Any, path: str) -> None:
-        store = self.store
-
-        def job() -> None:
-            from store.errors import MemlensError
-
-            target = Path(path).expanduser()
-            try:
-                manifest = store.export_to(target, user_ids=[user_id], fmt="json" if target.suffix == ".json" else "jsonl", actor="inspector")
-            except (MemlensError, OSError) as error:
-                self.post_message(msg.ActionFailed("export", str(error)))
-                return
-            self.post_message(msg.ExportDone(str(target.resolve()), manifest))
-
-        self.run_worker(job, thread=True, group="export", exit_on_error=False)
+        store, target = self.store, Path(path).expanduser()
+        fmt = "json" if target.suffix == ".json" else "jsonl"
+        self.call_store(
+            "export",
+            lambda: store.export_to(target, user_ids=[user_id], fmt=fmt, actor="inspector"),
+            lambda manifest: msg.ExportDone(str(target.resolve()), manifest),
+            group="export",
+            errors=(OSError,),
+        )
 
     def on_export_done(self, m: msg.ExportDone) -> None:
         total = sum(m.manifest["counts"].values())
@@ -74,18 +69,13 @@ class ActionsMixin:
 
     def preview_forget(self, user_id: Any, session_id: str | None, before: datetime | None) -> None:
         store = self.store
-
-        def job() -> None:
-            from store.errors import MemlensError
-
-            try:
-                receipt = store.forget(user_id=user_id, session_id=session_id, before=before, dry_run=True, actor="inspector")
-            except MemlensError as error:
-                self.post_message(msg.ActionFailed("forget", str(error)))
-                return
-            self.post_message(msg.ForgetPreview(receipt))
-
-        self.run_worker(job, thread=True, group="forget-preview", exclusive=True, exit_on_error=False)
+        self.call_store(
+            "forget",
+            lambda: store.forget(user_id=user_id, session_id=session_id, before=before, dry_run=True, actor="inspector"),
+            msg.ForgetPreview,
+            group="forget-preview",
+            exclusive=True,
+        )
 
     def on_forget_preview(self, m: msg.ForgetPreview) -> None:
         if isinstance(self.screen, ForgetScreen):
@@ -93,18 +83,12 @@ class ActionsMixin:
 
     def forget(self, user_id: Any, session_id: str | None, before: datetime | None) -> None:
         store = self.store
-
-        def job() -> None:
-            from store.errors import MemlensError
-
-            try:
-                receipt = store.forget(user_id=user_id, session_id=session_id, before=before, actor="inspector")
-            except MemlensError as error:
-                self.post_message(msg.ActionFailed("forget", str(error)))
-                return
-            self.post_message(msg.ForgetDone(receipt))
-
-        self.run_worker(job, thread=True, group="forget", exit_on_error=False)
+        self.call_store(
+            "forget",
+            lambda: store.forget(user_id=user_id, session_id=session_id, before=before, actor="inspector"),
+            msg.ForgetDone,
+            group="forget",
+        )
 
     def on_forget_done(self, m: msg.ForgetDone) -> None:
         self.push_screen(ReceiptScreen(m.receipt))
@@ -136,20 +120,16 @@ class ActionsMixin:
             marked = None
         first, second = (marked, checkpoint) if marked else (checkpoint, None)
         store, user = self.store, self.user_id
-
-        def job() -> None:
-            from store.errors import MemlensError
-
-            try:
-                diff = store.session(first.session_id, user_id=user).diff_checkpoint(first.id, None if second is None else second.id)
-            except MemlensError as error:
-                self.post_message(msg.ActionFailed("diff", str(error)))
-                return
-            target = "the current state" if second is None else f"“{second.description or second.id[:12]}”"
-            self.post_message(msg.CheckpointDiffed(f"“{first.description or first.id[:12]}” → {target}", diff))
-
+        target = "the current state" if second is None else f"“{second.description or second.id[:12]}”"
+        title = f"“{first.description or first.id[:12]}” → {target}"
         self.marked_checkpoint = None
-        self.run_worker(job, thread=True, group="diff", exclusive=True, exit_on_error=False)
+        self.call_store(
+            "diff",
+            lambda: store.session(first.session_id, user_id=user).diff_checkpoint(first.id, None if second is None else second.id),
+            lambda diff: msg.CheckpointDiffed(title, diff),
+            group="diff",
+            exclusive=True,
+        )
 
     def on_checkpoint_diffed(self, m: msg.CheckpointDiffed) -> None:
         self.push_screen(DiffScreen(m.title, detail.diff(m.diff)))
@@ -160,22 +140,18 @@ class ActionsMixin:
             return
         store, user = self.store, self.user_id
 
+        def restored(_: None) -> None:
+            self.call_from_thread(self.notify, f"restored session {checkpoint.session_id} to “{checkpoint.description or checkpoint.id[:12]}”")
+            self.call_from_thread(self.load_session, checkpoint.session_id)
+
         def confirmed(yes: bool) -> None:
-            if not yes:
-                return
-
-            def job() -> None:
-                from store.errors import MemlensError
-
-                try:
-                    store.session(checkpoint.session_id, user_id=user).restore_checkpoint(checkpoint.id)
-                except MemlensError as error:
-                    self.post_message(msg.ActionFailed("restore", str(error)))
-                    return
-                self.call_from_thread(self.notify, f"restored session {checkpoint.session_id} to “{checkpoint.description or checkpoint.id[:12]}”")
-                self.call_from_thread(self.load_session, checkpoint.session_id)
-
-            self.run_worker(job, thread=True, group="restore", exit_on_error=False)
+            if yes:
+                self.call_store(
+                    "restore",
+                    lambda: store.session(checkpoint.session_id, user_id=user).restore_checkpoint(checkpoint.id),
+                    restored,
+                    group="restore",
+                )
 
         question = f"Restore session {checkpoint.session_id} to checkpoint “{checkpoint.description or checkpoint.id[:12]}”?\nIts current keys, task state and notes are replaced."
         self.push_screen(ConfirmScreen(question, "Restore"), confirmed)

@@ -250,26 +250,33 @@ class MemlensApp(ActionsMixin, App):
 
     # --- generic loading -------------------------------------------------------------------------
 
-    def fetch(self, view: str, call: Callable[[], Any], *, append: bool = False) -> None:
-        """Run ``call`` in a worker; its result arrives as ViewLoaded for ``view`` and this tenant."""
+    def call_store(self, what: str, call: Callable[[], Any], then: Callable[[Any], Any], *, group: str,
+                   exclusive: bool = False, errors: tuple[type[BaseException], ...] = ()) -> None:
+        """Run ``call`` in a thread worker, then ``then(result)`` there too; a message it returns
+        is posted back. A store error (or one of ``errors``) becomes an ActionFailed notification;
+        the result of a worker replaced by a newer one in an exclusive group is dropped."""
         from store.errors import MemlensError
-
-        tenant = self.user_id
 
         def job() -> None:
             try:
-                data = call()
-            except MemlensError as error:
-                self.post_message(msg.ActionFailed(view, str(error)))
+                result = call()
+            except (MemlensError, *errors) as error:
+                self.post_message(msg.ActionFailed(what, str(error)))
                 return
             if not get_current_worker().is_cancelled:
-                self.post_message(msg.ViewLoaded(view, tenant, data, append))
+                message = then(result)
+                if message is not None:
+                    self.post_message(message)
 
-        self.run_worker(job, thread=True, group=f"view-{view}", exclusive=True, exit_on_error=False)
+        self.run_worker(job, thread=True, group=group, exclusive=exclusive, exit_on_error=False)
+
+    def fetch(self, view: str, call: Callable[[], Any], *, append: bool = False) -> None:
+        """Run ``call`` in a worker; its result arrives as ViewLoaded for ``view`` and this tenant."""
+        tenant = self.user_id
+        self.call_store(view, call, lambda data: msg.ViewLoaded(view, tenant, data, append), group=f"view-{view}", exclusive=True)
 
     def load_tenants(self) -> None:
-        self.run_worker(lambda: self.post_message(msg.TenantsLoaded(self.store.tenants())), thread=True, group="tenants",
-                        exclusive=True, exit_on_error=False)
+        self.call_store("tenants", self.store.tenants, msg.TenantsLoaded, group="tenants", exclusive=True)
 
     @on(msg.TenantsLoaded)
     def _tenants_loaded(self, message: msg.TenantsLoaded) -> None:
@@ -425,7 +432,7 @@ class MemlensApp(ActionsMixin, App):
         elif m.view == "session":
             d = m.data
             rows = session_rows(d["entries"], d["notes"], d["checkpoints"], self.now())
-            self.query_one(SessionsView).show_session(d["session_id"], {"task": d["task"], **rows}, self.now())
+            self.query_one(SessionsView).show_session(d["session_id"], {"task": d["task"], **rows})
 
     @on(ShowDetail)
     def _show_detail(self, m: ShowDetail) -> None:

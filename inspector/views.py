@@ -319,7 +319,7 @@ class SessionsView(Horizontal):
     def selected_session(self) -> str | None:
         return self.query_one("#sessions-table", RecordTable).selected_key()
 
-    def show_session(self, session_id: str, data: dict[str, Any], now: datetime) -> None:
+    def show_session(self, session_id: str, data: dict[str, Any]) -> None:
         self.shown_session = session_id
         task = data["task"]
         if task is None:
@@ -333,7 +333,7 @@ class SessionsView(Horizontal):
             table = self.query_one(table_id, RecordTable)
             keep = table.selected_key()
             table.reset()
-            for key, record, cells in rows(now) if callable(rows) else rows:
+            for key, record, cells in rows:
                 table.add_record(key, record, *cells)
             table.select_key(keep)
 
