@@ -53,11 +53,32 @@ class UnknownEpisodeError(NotFoundError):
     pass
 
 
+class UnknownTenantError(NotFoundError):
+    """No tenant of that name holds anything in this store. ``close_matches`` lists tenants whose
+    names differ only slightly (``Alice`` for ``alice``), so a typo is caught, not acted on."""
+
+    def __init__(self, message: str, *, close_matches: list[str] | None = None):
+        super().__init__(message)
+        self.close_matches = list(close_matches or [])
+
+
+class DuplicateIdError(InvalidInputError):
+    """An id that this tenant already uses for another record of the same kind."""
+
+
 # --- the database file itself ----------------------------------------------
 
 
 class StoreOpenError(MemlensError):
     """The path could not be opened as a memlens store."""
+
+
+class StoreNotFoundError(StoreOpenError):
+    """No store at that path, and the caller asked not to create one."""
+
+
+class UntrustedSchemaError(StoreOpenError):
+    """The file holds schema objects (triggers, views, tables) that memlens did not create."""
 
 
 class NotADatabaseError(StoreOpenError):
@@ -77,7 +98,11 @@ class SchemaTooNewError(StoreOpenError):
 
 
 class ReadOnlyStoreError(MemlensError):
-    """A write was attempted on a store opened with ``read_only=True``."""
+    """A write was attempted on a store opened with ``read_only=True`` (or on a read-only file)."""
+
+
+class StoreBusyError(MemlensError):
+    """Another connection held the database longer than the busy timeout; nothing was changed, try again."""
 
 
 # --- embeddings --------------------------------------------------------------

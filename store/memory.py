@@ -12,7 +12,8 @@ from sqlalchemy import func
 
 from . import schema
 from .db import Database
-from .indexing import Indexer, make_embedder, record_model, recorded_model
+from . import indexing
+from .indexing import Indexer, record_model, recorded_model
 from .indexing import check_model as check_model_of
 from .errors import InvalidInputError, IsolationWarning
 from .migrations import CURRENT_VERSION
@@ -96,7 +97,7 @@ class MemoryStore(RecallMixin, GdprMixin):
             raise InvalidInputError("max_content_bytes must be a positive integer")
         if not isinstance(scratchpad_limit, int) or scratchpad_limit < 1:
             raise InvalidInputError("scratchpad_limit must be a positive integer")
-        embedder = make_embedder(embedder)
+        embedder = indexing.make_embedder(embedder)  # looked up at call time, so tests can swap it
         db = Database(path_or_url, read_only=read_only)
         try:
             if check_model:

@@ -1,5 +1,10 @@
 """Numbered, additive schema migrations. The version lives in ``memlens_meta`` and
-in ``PRAGMA user_version``; each migration runs inside the caller's transaction."""
+in ``PRAGMA user_version``; each migration runs inside the caller's transaction.
+
+Every step carries its own literal DDL, frozen when it was written: a step must create
+today exactly what it created the day it shipped, whatever the ORM tables in
+:mod:`store.schema` say now. A later change to a table is a new step, never an edit.
+"""
 
 from __future__ import annotations
 
@@ -7,36 +12,147 @@ from typing import Callable
 
 from sqlalchemy import Connection, text
 
-from . import schema
-
 APPLICATION_ID = 0x4D4C4E53  # "MLNS": marks the file as a memlens store for `file(1)` and for us
+
+_CORE_DDL = """
+CREATE TABLE memlens_meta (
+    "key" VARCHAR NOT NULL,
+    value TEXT NOT NULL,
+    CONSTRAINT pk_memlens_meta PRIMARY KEY ("key")
+);
+CREATE TABLE tenants (
+    user_id VARCHAR NOT NULL,
+    created_at INTEGER NOT NULL,
+    last_activity INTEGER NOT NULL,
+    CONSTRAINT pk_tenants PRIMARY KEY (user_id)
+);
+CREATE TABLE blocks (
+    pk INTEGER NOT NULL,
+    user_id VARCHAR NOT NULL,
+    name VARCHAR NOT NULL,
+    content TEXT NOT NULL,
+    pinned_order INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    CONSTRAINT pk_blocks PRIMARY KEY (pk),
+    CONSTRAINT uq_blocks_user_id_name UNIQUE (user_id, name)
+);
+CREATE INDEX ix_blocks_user_id_pinned_order ON blocks (user_id, pinned_order);
+CREATE TABLE episodes (
+    pk INTEGER NOT NULL,
+    id VARCHAR NOT NULL,
+    user_id VARCHAR NOT NULL,
+    session_id VARCHAR,
+    occurred_at INTEGER NOT NULL,
+    input TEXT NOT NULL,
+    output TEXT NOT NULL,
+    tool_calls TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    content_hash VARCHAR NOT NULL,
+    CONSTRAINT pk_episodes PRIMARY KEY (pk),
+    CONSTRAINT uq_episodes_id UNIQUE (id)
+);
+CREATE INDEX ix_episodes_user_id_session_id_occurred_at_pk ON episodes (user_id, session_id, occurred_at, pk);
+CREATE INDEX ix_episodes_user_id_occurred_at_pk ON episodes (user_id, occurred_at, pk);
+CREATE TABLE facts (
+    pk INTEGER NOT NULL,
+    id VARCHAR NOT NULL,
+    user_id VARCHAR NOT NULL,
+    subject TEXT NOT NULL,
+    predicate TEXT NOT NULL,
+    object TEXT NOT NULL,
+    confidence DOUBLE NOT NULL,
+    valid_from INTEGER NOT NULL,
+    valid_until INTEGER,
+    recorded_at INTEGER NOT NULL,
+    source_episode_ids TEXT NOT NULL,
+    CONSTRAINT pk_facts PRIMARY KEY (pk),
+    CONSTRAINT uq_facts_id UNIQUE (id)
+);
+CREATE INDEX ix_facts_user_id_subject_predicate_valid_from ON facts (user_id, subject, predicate, valid_from);
+CREATE TABLE sessions (
+    pk INTEGER NOT NULL,
+    user_id VARCHAR NOT NULL,
+    session_id VARCHAR NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    CONSTRAINT pk_sessions PRIMARY KEY (pk),
+    CONSTRAINT uq_sessions_user_id_session_id UNIQUE (user_id, session_id)
+);
+CREATE TABLE kv_entries (
+    pk INTEGER NOT NULL,
+    session_pk INTEGER NOT NULL,
+    user_id VARCHAR NOT NULL,
+    "key" VARCHAR NOT NULL,
+    value TEXT NOT NULL,
+    expires_at INTEGER,
+    updated_at INTEGER NOT NULL,
+    CONSTRAINT pk_kv_entries PRIMARY KEY (pk),
+    CONSTRAINT uq_kv_entries_session_pk_key UNIQUE (session_pk, "key"),
+    CONSTRAINT fk_kv_entries_session_pk_sessions FOREIGN KEY(session_pk) REFERENCES sessions (pk) ON DELETE CASCADE
+);
+CREATE INDEX ix_kv_entries_user_id ON kv_entries (user_id);
+CREATE TABLE task_states (
+    session_pk INTEGER NOT NULL,
+    user_id VARCHAR NOT NULL,
+    state TEXT NOT NULL,
+    updated_at INTEGER NOT NULL,
+    CONSTRAINT pk_task_states PRIMARY KEY (session_pk),
+    CONSTRAINT fk_task_states_session_pk_sessions FOREIGN KEY(session_pk) REFERENCES sessions (pk) ON DELETE CASCADE
+);
+CREATE INDEX ix_task_states_user_id ON task_states (user_id);
+CREATE TABLE scratchpad (
+    pk INTEGER NOT NULL,
+    session_pk INTEGER NOT NULL,
+    user_id VARCHAR NOT NULL,
+    created_at INTEGER NOT NULL,
+    content TEXT NOT NULL,
+    CONSTRAINT pk_scratchpad PRIMARY KEY (pk),
+    CONSTRAINT fk_scratchpad_session_pk_sessions FOREIGN KEY(session_pk) REFERENCES sessions (pk) ON DELETE CASCADE
+);
+CREATE INDEX ix_scratchpad_session_pk_pk ON scratchpad (session_pk, pk);
+CREATE INDEX ix_scratchpad_user_id ON scratchpad (user_id);
+CREATE TABLE checkpoints (
+    pk INTEGER NOT NULL,
+    id VARCHAR NOT NULL,
+    session_pk INTEGER NOT NULL,
+    user_id VARCHAR NOT NULL,
+    description TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    snapshot TEXT NOT NULL,
+    CONSTRAINT pk_checkpoints PRIMARY KEY (pk),
+    CONSTRAINT uq_checkpoints_id UNIQUE (id),
+    CONSTRAINT fk_checkpoints_session_pk_sessions FOREIGN KEY(session_pk) REFERENCES sessions (pk) ON DELETE CASCADE
+);
+CREATE INDEX ix_checkpoints_session_pk_created_at ON checkpoints (session_pk, created_at);
+CREATE INDEX ix_checkpoints_user_id ON checkpoints (user_id);
+"""
 
 
 def _m001_core(conn: Connection) -> None:
-    tables = [
-        schema.meta_t,
-        schema.tenants_t,
-        schema.blocks_t,
-        schema.episodes_t,
-        schema.facts_t,
-        schema.sessions_t,
-        schema.kv_t,
-        schema.task_t,
-        schema.scratch_t,
-        schema.checkpoints_t,
-    ]
-    schema.Base.metadata.create_all(conn, tables=tables)
+    for statement in _split(_CORE_DDL):
+        conn.exec_driver_sql(statement)
     conn.exec_driver_sql(f"PRAGMA application_id = {APPLICATION_ID}")
 
 
 _FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 
+_VECTORS_DDL = """
+CREATE TABLE vectors (
+    kind VARCHAR NOT NULL,
+    item_pk INTEGER NOT NULL,
+    user_id VARCHAR NOT NULL,
+    content_hash VARCHAR NOT NULL,
+    vector BLOB NOT NULL,
+    CONSTRAINT pk_vectors PRIMARY KEY (kind, item_pk)
+);
+CREATE INDEX ix_vectors_user_id_kind_item_pk ON vectors (user_id, kind, item_pk);
+CREATE INDEX ix_vectors_user_id_content_hash ON vectors (user_id, content_hash);
+"""
+
 # External-content FTS5 indexes hold no copy of the text, only the index; the triggers
 # keep them in step. Deleting a row also deletes its vector, so nothing derived outlives it.
-_SEARCH_DDL = f"""
-CREATE VIRTUAL TABLE episodes_fts USING fts5(
-    input, output, content='episodes', content_rowid='pk', tokenize='{_FTS_TOKENIZER}');
-CREATE VIRTUAL TABLE episodes_fts_vocab USING fts5vocab(episodes_fts, 'row');
+# The trigger texts are frozen too: m004 recreates them verbatim after rebuilding their tables.
+_EPISODE_TRIGGERS = """
 CREATE TRIGGER episodes_fts_ai AFTER INSERT ON episodes BEGIN
     INSERT INTO episodes_fts(rowid, input, output) VALUES (new.pk, new.input, new.output);
 END;
@@ -49,8 +165,8 @@ CREATE TRIGGER episodes_fts_au AFTER UPDATE OF input, output ON episodes BEGIN
     INSERT INTO episodes_fts(rowid, input, output) VALUES (new.pk, new.input, new.output);
     DELETE FROM vectors WHERE kind = 'episode' AND item_pk = old.pk;
 END;
-CREATE VIRTUAL TABLE facts_fts USING fts5(
-    subject, predicate, object, content='facts', content_rowid='pk', tokenize='{_FTS_TOKENIZER}');
+"""
+_FACT_TRIGGERS = """
 CREATE TRIGGER facts_fts_ai AFTER INSERT ON facts BEGIN
     INSERT INTO facts_fts(rowid, subject, predicate, object) VALUES (new.pk, new.subject, new.predicate, new.object);
 END;
@@ -59,6 +175,15 @@ CREATE TRIGGER facts_fts_ad AFTER DELETE ON facts BEGIN
         VALUES ('delete', old.pk, old.subject, old.predicate, old.object);
     DELETE FROM vectors WHERE kind = 'fact' AND item_pk = old.pk;
 END;
+"""
+_SEARCH_DDL = f"""
+CREATE VIRTUAL TABLE episodes_fts USING fts5(
+    input, output, content='episodes', content_rowid='pk', tokenize='{_FTS_TOKENIZER}');
+CREATE VIRTUAL TABLE episodes_fts_vocab USING fts5vocab(episodes_fts, 'row');
+{_EPISODE_TRIGGERS}
+CREATE VIRTUAL TABLE facts_fts USING fts5(
+    subject, predicate, object, content='facts', content_rowid='pk', tokenize='{_FTS_TOKENIZER}');
+{_FACT_TRIGGERS}
 CREATE TRIGGER blocks_vectors_ad AFTER DELETE ON blocks BEGIN
     DELETE FROM vectors WHERE kind = 'block' AND item_pk = old.pk;
 END;
@@ -69,16 +194,109 @@ END;
 
 
 def _m002_search(conn: Connection) -> None:
-    schema.Base.metadata.create_all(conn, tables=[schema.vectors_t])
-    for statement in _split(_SEARCH_DDL):
+    for statement in _split(_VECTORS_DDL + _SEARCH_DDL):
         conn.exec_driver_sql(statement)
     # Rows written before this migration join the keyword indexes now.
     conn.exec_driver_sql("INSERT INTO episodes_fts(episodes_fts) VALUES ('rebuild')")
     conn.exec_driver_sql("INSERT INTO facts_fts(facts_fts) VALUES ('rebuild')")
 
 
+_AUDIT_DDL = """
+CREATE TABLE audit_log (
+    pk INTEGER NOT NULL,
+    at INTEGER NOT NULL,
+    actor TEXT NOT NULL,
+    action VARCHAR NOT NULL,
+    user_id VARCHAR NOT NULL,
+    scope TEXT NOT NULL,
+    counts TEXT NOT NULL,
+    digest VARCHAR NOT NULL,
+    CONSTRAINT pk_audit_log PRIMARY KEY (pk)
+);
+CREATE INDEX ix_audit_log_user_id ON audit_log (user_id);
+"""
+
+
 def _m003_audit(conn: Connection) -> None:
-    schema.Base.metadata.create_all(conn, tables=[schema.audit_t])
+    for statement in _split(_AUDIT_DDL):
+        conn.exec_driver_sql(statement)
+
+
+# Ids are unique per tenant, not store-wide: with a store-wide key, writing an id another
+# tenant already uses fails, and that failure tells the caller the other tenant exists.
+# SQLite cannot drop a constraint, so the three tables are rebuilt (row keys kept, so the
+# keyword indexes and vectors still point at the same rows). Episodes also gain
+# ``consolidated_at``, set when consolidate() has shown the episode to an extractor; audit
+# entries gain ``origin``: 'local' for what happened in this store, 'imported' for history
+# that arrived in an import file.
+_PER_TENANT_IDS_DDL = f"""
+CREATE TABLE episodes_v4 (
+    pk INTEGER NOT NULL,
+    id VARCHAR NOT NULL,
+    user_id VARCHAR NOT NULL,
+    session_id VARCHAR,
+    occurred_at INTEGER NOT NULL,
+    input TEXT NOT NULL,
+    output TEXT NOT NULL,
+    tool_calls TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    content_hash VARCHAR NOT NULL,
+    consolidated_at INTEGER,
+    CONSTRAINT pk_episodes PRIMARY KEY (pk),
+    CONSTRAINT uq_episodes_user_id_id UNIQUE (user_id, id)
+);
+INSERT INTO episodes_v4 (pk, id, user_id, session_id, occurred_at, input, output, tool_calls, metadata, content_hash)
+    SELECT pk, id, user_id, session_id, occurred_at, input, output, tool_calls, metadata, content_hash FROM episodes;
+DROP TABLE episodes;
+ALTER TABLE episodes_v4 RENAME TO episodes;
+CREATE INDEX ix_episodes_user_id_session_id_occurred_at_pk ON episodes (user_id, session_id, occurred_at, pk);
+CREATE INDEX ix_episodes_user_id_occurred_at_pk ON episodes (user_id, occurred_at, pk);
+{_EPISODE_TRIGGERS}
+CREATE TABLE facts_v4 (
+    pk INTEGER NOT NULL,
+    id VARCHAR NOT NULL,
+    user_id VARCHAR NOT NULL,
+    subject TEXT NOT NULL,
+    predicate TEXT NOT NULL,
+    object TEXT NOT NULL,
+    confidence DOUBLE NOT NULL,
+    valid_from INTEGER NOT NULL,
+    valid_until INTEGER,
+    recorded_at INTEGER NOT NULL,
+    source_episode_ids TEXT NOT NULL,
+    CONSTRAINT pk_facts PRIMARY KEY (pk),
+    CONSTRAINT uq_facts_user_id_id UNIQUE (user_id, id)
+);
+INSERT INTO facts_v4 SELECT pk, id, user_id, subject, predicate, object, confidence, valid_from, valid_until,
+    recorded_at, source_episode_ids FROM facts;
+DROP TABLE facts;
+ALTER TABLE facts_v4 RENAME TO facts;
+CREATE INDEX ix_facts_user_id_subject_predicate_valid_from ON facts (user_id, subject, predicate, valid_from);
+{_FACT_TRIGGERS}
+CREATE TABLE checkpoints_v4 (
+    pk INTEGER NOT NULL,
+    id VARCHAR NOT NULL,
+    session_pk INTEGER NOT NULL,
+    user_id VARCHAR NOT NULL,
+    description TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    snapshot TEXT NOT NULL,
+    CONSTRAINT pk_checkpoints PRIMARY KEY (pk),
+    CONSTRAINT uq_checkpoints_user_id_id UNIQUE (user_id, id),
+    CONSTRAINT fk_checkpoints_session_pk_sessions FOREIGN KEY(session_pk) REFERENCES sessions (pk) ON DELETE CASCADE
+);
+INSERT INTO checkpoints_v4 SELECT pk, id, session_pk, user_id, description, created_at, snapshot FROM checkpoints;
+DROP TABLE checkpoints;
+ALTER TABLE checkpoints_v4 RENAME TO checkpoints;
+CREATE INDEX ix_checkpoints_session_pk_created_at ON checkpoints (session_pk, created_at);
+CREATE INDEX ix_checkpoints_user_id ON checkpoints (user_id);
+ALTER TABLE audit_log ADD COLUMN origin VARCHAR NOT NULL DEFAULT 'local';
+"""
+
+
+def _m004_per_tenant_ids(conn: Connection) -> None:
+    for statement in _split(_PER_TENANT_IDS_DDL):
+        conn.exec_driver_sql(statement)
 
 
 def _split(script: str) -> list[str]:
@@ -93,7 +311,7 @@ def _split(script: str) -> list[str]:
     return statements
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_m001_core, _m002_search, _m003_audit]
+MIGRATIONS: list[Callable[[Connection], None]] = [_m001_core, _m002_search, _m003_audit, _m004_per_tenant_ids]
 CURRENT_VERSION = len(MIGRATIONS)
 
 

@@ -74,7 +74,7 @@ class BlockRow(Base):
 class EpisodeRow(Base):
     __tablename__ = "episodes"
     pk: Mapped[int] = mapped_column(Integer, primary_key=True)
-    id: Mapped[str] = mapped_column(String, unique=True)
+    id: Mapped[str] = mapped_column(String)
     user_id: Mapped[str] = mapped_column(String)
     session_id: Mapped[str | None] = mapped_column(String, nullable=True)
     occurred_at: Mapped[datetime] = mapped_column(UtcMicros)
@@ -83,7 +83,10 @@ class EpisodeRow(Base):
     tool_calls: Mapped[str] = mapped_column(Text)
     metadata_json: Mapped[str] = mapped_column("metadata", Text)
     content_hash: Mapped[str] = mapped_column(String)
+    # When consolidate() showed the episode to an extractor; None: never.
+    consolidated_at: Mapped[datetime | None] = mapped_column(UtcMicros, nullable=True)
     __table_args__ = (
+        UniqueConstraint("user_id", "id"),
         Index(None, "user_id", "occurred_at", "pk"),
         Index(None, "user_id", "session_id", "occurred_at", "pk"),
     )
@@ -92,7 +95,7 @@ class EpisodeRow(Base):
 class FactRow(Base):
     __tablename__ = "facts"
     pk: Mapped[int] = mapped_column(Integer, primary_key=True)
-    id: Mapped[str] = mapped_column(String, unique=True)
+    id: Mapped[str] = mapped_column(String)
     user_id: Mapped[str] = mapped_column(String)
     subject: Mapped[str] = mapped_column(Text)
     predicate: Mapped[str] = mapped_column(Text)
@@ -102,7 +105,7 @@ class FactRow(Base):
     valid_until: Mapped[datetime | None] = mapped_column(UtcMicros, nullable=True)
     recorded_at: Mapped[datetime] = mapped_column(UtcMicros)
     source_episode_ids: Mapped[str] = mapped_column(Text)
-    __table_args__ = (Index(None, "user_id", "subject", "predicate", "valid_from"),)
+    __table_args__ = (UniqueConstraint("user_id", "id"), Index(None, "user_id", "subject", "predicate", "valid_from"))
 
 
 class SessionRow(Base):
@@ -148,13 +151,13 @@ class ScratchpadRow(Base):
 class CheckpointRow(Base):
     __tablename__ = "checkpoints"
     pk: Mapped[int] = mapped_column(Integer, primary_key=True)
-    id: Mapped[str] = mapped_column(String, unique=True)
+    id: Mapped[str] = mapped_column(String)
     session_pk: Mapped[int] = mapped_column(ForeignKey("sessions.pk", ondelete="CASCADE"))
     user_id: Mapped[str] = mapped_column(String)
     description: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UtcMicros)
     snapshot: Mapped[str] = mapped_column(Text)
-    __table_args__ = (Index(None, "session_pk", "created_at"), Index(None, "user_id"))
+    __table_args__ = (UniqueConstraint("user_id", "id"), Index(None, "session_pk", "created_at"), Index(None, "user_id"))
 
 
 class VectorRow(Base):
@@ -181,6 +184,8 @@ class AuditRow(Base):
     scope: Mapped[str] = mapped_column(Text)
     counts: Mapped[str] = mapped_column(Text)
     digest: Mapped[str] = mapped_column(String)
+    # 'local': it happened in this store; 'imported': history that arrived in an import file.
+    origin: Mapped[str] = mapped_column(String, default="local", server_default="local")
 
 
 T = Base.metadata.tables

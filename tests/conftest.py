@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import sqlite3
+import sys
 import warnings
 from datetime import datetime, timezone
 from pathlib import Path
@@ -21,16 +22,27 @@ def dump(path: Path) -> list[str]:
         conn.close()
 
 
+MODEL_MODULES = ("onnxruntime", "sentence_transformers", "torch")
+
+
 @pytest.fixture(autouse=True)
 def fake_default_embedder(request, monkeypatch):
-    """Unit tests embed with a fast deterministic fake; tests marked `model` get the real model."""
+    """Unit tests embed with a fast deterministic fake; tests marked `model` get the real model.
+
+    The fake is provably in effect: a test not marked `model` that loads the model's runtime
+    in this process fails."""
     if request.node.get_closest_marker("model"):
+        yield
         return
     import store.indexing
     from store.embedding import FakeEmbedder
 
     real = store.indexing.make_embedder
     monkeypatch.setattr(store.indexing, "make_embedder", lambda spec: FakeEmbedder() if spec == "default" else real(spec))
+    before = {name for name in MODEL_MODULES if name in sys.modules}
+    yield
+    loaded = {name for name in MODEL_MODULES if name in sys.modules} - before
+    assert not loaded, f"a unit test loaded {sorted(loaded)}: mark it `model` or give it the fake embedder"
 
 
 @pytest.fixture

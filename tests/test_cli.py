@@ -1,9 +1,12 @@
 import subprocess
 import sys
 
+import pytest
+
 from store import MemoryStore
 
 
+@pytest.mark.model  # the demo command runs in a subprocess with the real model
 def test_demo_command_builds_a_store_with_every_tier(tmp_path):
     path = tmp_path / "demo.db"
     out = subprocess.run(
