@@ -145,7 +145,7 @@ def main() -> None:
             built = time.perf_counter() - start
             result = evaluate(store, data)
     if args.json:
-        print(json.dumps({k: v for k, v in result.items() if k != "rows"} | {"rows": result["rows"]}, indent=1))
+        print(json.dumps(result | {"built_seconds": round(built, 1)}, indent=1))
         return
     print(report(result, data))
     print(f"store built and embedded in {built:.1f} s")
