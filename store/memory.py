@@ -38,6 +38,8 @@ from .tiers.common import content_hash, ensure_session, new_id, touch_tenant
 from .validation import (
     DEFAULT_MAX_CONTENT_BYTES,
     check_datetime,
+    check_flag,
+    check_int,
     check_json,
     check_name,
     check_optional_datetime,
@@ -93,10 +95,9 @@ class MemoryStore(RecallMixin, GdprMixin):
         recall only. A store whose vectors came from another model is refused unless
         ``check_model=False`` (for :meth:`reembed`).
         """
-        if not isinstance(max_content_bytes, int) or max_content_bytes < 1:
-            raise InvalidInputError("max_content_bytes must be a positive integer")
-        if not isinstance(scratchpad_limit, int) or scratchpad_limit < 1:
-            raise InvalidInputError("scratchpad_limit must be a positive integer")
+        check_int(max_content_bytes, "max_content_bytes", minimum=1)
+        check_int(scratchpad_limit, "scratchpad_limit", minimum=1)
+        check_flag(read_only, "read_only")
         embedder = indexing.make_embedder(embedder)  # looked up at call time, so tests can swap it
         db = Database(path_or_url, read_only=read_only)
         try:
@@ -218,6 +219,8 @@ class MemoryStore(RecallMixin, GdprMixin):
         """
         tenant = self._tenant(user_id)
         now = utcnow()
+        if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
+            raise InvalidInputError("items must be a list of mappings of remember()'s keywords")
         rows = [self._episode_row(item, index, now) for index, item in enumerate(items)]
         if not rows:
             return []
@@ -303,8 +306,9 @@ class MemoryStore(RecallMixin, GdprMixin):
         check_optional_name(session_id, "session_id")
         since = check_optional_datetime(since, "since")
         until = check_optional_datetime(until, "until")
-        if not isinstance(limit, int) or not 1 <= limit <= 10_000:
-            raise InvalidInputError("limit must be an integer from 1 to 10,000")
+        check_int(limit, "limit", minimum=1, maximum=10_000)
+        if cursor is not None and not isinstance(cursor, str):
+            raise InvalidInputError("cursor must be the next_cursor text of a page episodes() returned")
         with self._db.read() as conn:
             return episodes.page_episodes(
                 conn, tenant, session_id=session_id, since=since, until=until, limit=limit, cursor=cursor
@@ -314,8 +318,8 @@ class MemoryStore(RecallMixin, GdprMixin):
         """The session's conversation as user/assistant messages, oldest first."""
         tenant = self._tenant(user_id)
         check_name(session_id, "session_id")
-        if limit is not None and (not isinstance(limit, int) or limit < 1):
-            raise InvalidInputError("limit must be a positive integer or None")
+        if limit is not None:
+            check_int(limit, "limit", minimum=1, maximum=2**62)
         with self._db.read() as conn:
             return episodes.session_messages(conn, tenant, session_id, limit)
 
@@ -337,10 +341,12 @@ class MemoryStore(RecallMixin, GdprMixin):
         tenant = self._tenant(user_id)
         for value, field in ((subject, "subject"), (predicate, "predicate"), (object, "object")):
             check_text(value, field, limit=self.max_content_bytes, allow_empty=False)
-        if not isinstance(confidence, (int, float)) or not 0.0 <= confidence <= 1.0:
+        if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 <= confidence <= 1.0:
             raise InvalidInputError("confidence must be a number from 0 to 1")
         now = utcnow()
         valid_from = now if valid_from is None else check_datetime(valid_from, "valid_from")
+        if isinstance(source_episode_ids, (str, bytes)) or not isinstance(source_episode_ids, Iterable):
+            raise InvalidInputError("source_episode_ids must be a list of episode ids")
         sources = [check_name(s, "source_episode_ids") for s in source_episode_ids]
         text = facts.fact_text(subject, predicate, object)
         digest = content_hash(text)
@@ -367,6 +373,7 @@ class MemoryStore(RecallMixin, GdprMixin):
         valid_at = check_optional_datetime(valid_at, "valid_at")
         if subject is not None:
             check_text(subject, "subject", limit=self.max_content_bytes)
+        check_flag(include_history, "include_history")
         with self._db.read() as conn:
             return facts.list_facts(conn, tenant, valid_at=valid_at, subject=subject, include_history=include_history)
 
@@ -410,6 +417,7 @@ class MemoryStore(RecallMixin, GdprMixin):
         """The working memory of one session. With ``create=False`` an unknown session raises
         :class:`~store.errors.UnknownSessionError`."""
         tenant = self._tenant(user_id)
+        check_flag(create, "create")
         memory = SessionMemory(self, tenant, check_name(session_id, "session_id"))
         return memory if create else memory.require_exists()
 
