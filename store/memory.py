@@ -15,7 +15,7 @@ from .db import Database
 from . import indexing
 from .indexing import Indexer, record_model, recorded_model
 from .indexing import check_model as check_model_of
-from .errors import InvalidInputError, IsolationWarning
+from .errors import InvalidInputError, IsolationWarning, ReadOnlyStoreError
 from .migrations import CURRENT_VERSION
 from .models import (
     Block,
@@ -390,26 +390,96 @@ class MemoryStore(RecallMixin, GdprMixin):
         ``extract(episode)`` returns ``(subject, predicate, object)`` or ``(subject, predicate,
         object, confidence)`` tuples. Each fact is recorded with the episode as its source (so
         forgetting the episode takes the fact with it), valid from when the episode happened.
-        Episodes already cited by a fact are skipped, so consolidating twice adds nothing. One
-        call looks at the newest 10,000 episodes, at most ``limit`` of them not yet consolidated.
-        Returns the facts added, oldest episode first.
+        Up to ``limit`` episodes not yet consolidated (and not cited by a fact) are shown to
+        ``extract``, oldest first. All or nothing: if ``extract`` raises or returns something
+        malformed, no fact is stored and no episode is marked. Otherwise one transaction stores
+        every fact and marks every episode shown, including those that yielded nothing, so none
+        is shown again. Returns the facts added, oldest episode first.
         """
         tenant = self._tenant(user_id)
         check_optional_name(session_id, "session_id")
-        with self._db.read() as conn:
-            cited = {source for f in facts.list_facts(conn, tenant, valid_at=None, subject=None, include_history=True)
-                     for source in f.source_episode_ids}
-            page = episodes.page_episodes(conn, tenant, session_id=session_id, since=None, until=None, limit=10_000, cursor=None)
-        pending = [e for e in reversed(page.items) if e.id not in cited][:limit]
+        if not callable(extract):
+            raise InvalidInputError("extract must be a callable taking an Episode")
+        check_int(limit, "limit", minimum=1)
+        if self.read_only:  # before the extractor runs, not after: its calls may cost money
+            raise ReadOnlyStoreError(f"{self.path} is open read-only; reopen it with read_only=False to consolidate")
+        pending = self._unconsolidated(tenant, session_id, limit)
+        if not pending:
+            return []
+        # The extractor may take seconds per episode (an LLM call): no transaction is open while it runs.
+        flat = [(episode, item) for episode in pending for item in self._extracted(extract, episode)]
+        texts = [facts.fact_text(subject, predicate, obj) for _, (subject, predicate, obj, _) in flat]
+        digests = [content_hash(text) for text in texts]
+        vectors = self._vectors(tenant, "fact", texts, digests)
+        now = utcnow()
+        e = schema.episodes_t
+        ids = [episode.id for episode in pending]
         added: list[Fact] = []
-        for episode in pending:
-            for item in extract(episode) or ():
-                if not isinstance(item, (tuple, list)) or len(item) not in (3, 4):
-                    raise InvalidInputError("extract must yield (subject, predicate, object[, confidence]) tuples")
-                subject, predicate, obj, *rest = item
-                added.append(self.add_fact(subject, predicate, obj, user_id=tenant.user_id, confidence=rest[0] if rest else 1.0,
-                                           valid_from=episode.occurred_at, source_episode_ids=[episode.id]))
+        new_pks, new_digests, new_vectors = [], [], []
+        with self._db.write() as conn:
+            # Another process may have consolidated or erased some of them meanwhile: their facts
+            # would be duplicates, or would cite an episode that no longer exists.
+            still: set[str] = set()
+            for start in range(0, len(ids), 500):
+                chunk = e.c.id.in_(ids[start : start + 500])
+                still.update(conn.execute(tenant.select(e, e.c.id).where(chunk, e.c.consolidated_at.is_(None))).scalars())
+            touch_tenant(conn, tenant, now)
+            for index, (episode, (subject, predicate, obj, confidence)) in enumerate(flat):
+                if episode.id not in still:
+                    continue
+                fact, pk = facts.add_fact(
+                    conn, tenant, subject=subject, predicate=predicate, object=obj, confidence=confidence,
+                    valid_from=episode.occurred_at, recorded_at=now, source_episode_ids=[episode.id],
+                )
+                added.append(fact)
+                new_pks.append(pk)
+                if vectors is not None:
+                    new_digests.append(digests[index])
+                    new_vectors.append(vectors[index])
+            if new_pks:
+                self._store_vectors(conn, tenant, "fact", new_pks, new_digests, None if vectors is None else new_vectors)
+            marked = [i for i in ids if i in still]
+            for start in range(0, len(marked), 500):
+                conn.execute(tenant.update(e).where(e.c.id.in_(marked[start : start + 500])).values(consolidated_at=now))
         return added
+
+    def _unconsolidated(self, tenant: Tenant, session_id: str | None, limit: int) -> list[Episode]:
+        """Up to ``limit`` episodes never shown to an extractor, oldest first. Episodes a fact
+        already cites are skipped too: consolidated before the store recorded consolidation
+        (schema 4), or given as sources by hand."""
+        e, f = schema.episodes_t, schema.facts_t
+        with self._db.read() as conn:
+            cited = {source for (sources,) in conn.execute(tenant.select(f, f.c.source_episode_ids))
+                     for source in json.loads(sources)}
+            stmt = episodes.filtered(tenant.select(e), session_id=session_id, since=None, until=None)
+            stmt = stmt.where(e.c.consolidated_at.is_(None)).order_by(e.c.occurred_at, e.c.pk)
+            found: list[Episode] = []
+            for row in conn.execute(stmt).yield_per(500):
+                if row.id not in cited:
+                    found.append(episodes.to_model(row))
+                    if len(found) == limit:
+                        break
+        return found
+
+    def _extracted(self, extract: Callable[[Episode], Iterable[Any]], episode: Episode) -> list[tuple[str, str, str, float]]:
+        """What ``extract`` made of one episode, every item checked before anything is written."""
+        result = extract(episode)
+        if result is None:
+            return []
+        if isinstance(result, (str, bytes, Mapping)) or not isinstance(result, Iterable):
+            raise InvalidInputError(f"extract returned a {type(result).__name__}; it must return or yield tuples")
+        items = []
+        for item in result:
+            if not isinstance(item, (tuple, list)) or len(item) not in (3, 4):
+                raise InvalidInputError("extract must yield (subject, predicate, object[, confidence]) tuples")
+            subject, predicate, obj, *rest = item
+            for value, field in ((subject, "subject"), (predicate, "predicate"), (obj, "object")):
+                check_text(value, field, limit=self.max_content_bytes, allow_empty=False)
+            confidence = rest[0] if rest else 1.0
+            if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 <= confidence <= 1.0:
+                raise InvalidInputError("confidence must be a number from 0 to 1")
+            items.append((subject, predicate, obj, float(confidence)))
+        return items
 
     # --- sessions ---------------------------------------------------------------------
 

@@ -194,6 +194,10 @@ CALLS = {
     "audit_log limit text": (lambda s, t: s.audit_log(user_id="u", limit="10"), InvalidInputError),
     "audit_log limit zero": (lambda s, t: s.audit_log(user_id="u", limit=0), InvalidInputError),
     "audit_log all_tenants not a bool": (lambda s, t: s.audit_log(all_tenants="yes"), InvalidInputError),
+    "consolidate limit huge": (lambda s, t: s.consolidate(lambda e: [("a", "b", "c")], user_id="u", limit=HUGE), InvalidInputError),
+    "consolidate limit True": (lambda s, t: s.consolidate(lambda e: [("a", "b", "c")], user_id="u", limit=True), InvalidInputError),
+    "consolidate limit negative": (lambda s, t: s.consolidate(lambda e: [("a", "b", "c")], user_id="u", limit=-1), InvalidInputError),
+    "consolidate extract not callable": (lambda s, t: s.consolidate("rules", user_id="u"), InvalidInputError),
     "get_scratchpad limit huge": (lambda s, t: mem(s).get_scratchpad(limit=HUGE), InvalidInputError),
     "get_scratchpad limit negative": (lambda s, t: mem(s).get_scratchpad(limit=-1), InvalidInputError),
     "get_scratchpad limit True": (lambda s, t: mem(s).get_scratchpad(limit=True), InvalidInputError),
@@ -301,3 +305,102 @@ def test_json_accepted_values_round_trip(store):
     mem.set("k", value)
     assert mem.get("k") == value
 
+
+# --- consolidate: the extractor's output is input too; all of it is stored, or none ----------------
+
+
+@pytest.fixture
+def five_episodes(store):
+    for hour in range(5):
+        store.remember(f"I like city number {hour}", user_id="u", occurred_at=T0 + timedelta(hours=hour))
+    return store
+
+
+def likes(episode):
+    yield ("u", f"likes_{episode.input.split()[-1]}", "yes")
+
+
+def test_an_extractor_that_raises_midway_stores_nothing_and_marks_nothing(five_episodes, db_path):
+    seen = []
+
+    def flaky(episode):
+        seen.append(episode.input)
+        if len(seen) == 3:
+            raise TimeoutError("the LLM timed out")
+        return likes(episode)
+
+    before = dump(db_path)
+    with pytest.raises(TimeoutError):
+        five_episodes.consolidate(flaky, user_id="u")
+    assert dump(db_path) == before  # no fact, no consolidated_at
+    added = five_episodes.consolidate(likes, user_id="u")
+    assert sorted(f.predicate for f in added) == [f"likes_{n}" for n in range(5)]
+
+
+@pytest.mark.parametrize("bad", [("only", "two"), ("u", "p", ""), ("u", "p", "o", 1.5), ("u", "p", "o", True), "u p o", None])
+def test_a_malformed_item_from_the_third_episode_stores_nothing(five_episodes, db_path, bad):
+    calls = []
+
+    def extract(episode):
+        calls.append(episode)
+        return [("u", "p", "fine")] if len(calls) != 3 else [bad]
+
+    before = dump(db_path)
+    with pytest.raises(InvalidInputError):
+        five_episodes.consolidate(extract, user_id="u")
+    assert dump(db_path) == before
+
+
+def test_an_extractor_returning_a_non_iterable_stores_nothing(five_episodes, db_path):
+    before = dump(db_path)
+    with pytest.raises(InvalidInputError):
+        five_episodes.consolidate(lambda e: 42, user_id="u")
+    assert dump(db_path) == before
+
+
+def test_episodes_that_yield_nothing_are_marked_and_never_shown_again(five_episodes):
+    shown = []
+
+    def picky(episode):
+        shown.append(episode.input)
+        return likes(episode) if episode.input.endswith("2") else []
+
+    assert [f.predicate for f in five_episodes.consolidate(picky, user_id="u", limit=3)] == ["likes_2"]
+    assert shown == [f"I like city number {n}" for n in range(3)]  # oldest first, limit respected
+    assert len(five_episodes.consolidate(picky, user_id="u")) == 0
+    assert shown[3:] == ["I like city number 3", "I like city number 4"]
+    assert five_episodes.consolidate(picky, user_id="u") == [] and len(shown) == 5
+
+
+def test_episodes_consolidated_by_another_process_meanwhile_are_not_duplicated(five_episodes, db_path):
+    """A second store (another process, say) consolidates while this extractor is still running:
+    the facts it stored are not stored again."""
+    other = MemoryStore.open(db_path)
+
+    def slow(episode):
+        if episode.input.endswith("0"):
+            assert len(other.consolidate(likes, user_id="u")) == 5
+        return likes(episode)
+
+    try:
+        assert five_episodes.consolidate(slow, user_id="u") == []
+    finally:
+        other.close()
+    assert len(five_episodes.facts(user_id="u", include_history=True)) == 5
+
+
+def test_an_episode_erased_while_the_extractor_runs_gets_no_orphan_fact(five_episodes, db_path):
+    other = MemoryStore.open(db_path)
+
+    def slow(episode):
+        if episode.input.endswith("0"):
+            other.forget(user_id="u", before=T0 + timedelta(minutes=30))
+        return likes(episode)
+
+    try:
+        added = five_episodes.consolidate(slow, user_id="u")
+    finally:
+        other.close()
+    assert sorted(f.predicate for f in added) == [f"likes_{n}" for n in range(1, 5)]
+    alive = {e.id for e in five_episodes.episodes(user_id="u").items}
+    assert all(set(f.source_episode_ids) <= alive for f in five_episodes.facts(user_id="u", include_history=True))
