@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Callable, Literal
 
 import numpy as np
 from sqlalchemy import Connection
@@ -119,37 +119,54 @@ class Recall:
             )
         return hits
 
-    def blocks(self, limit: int) -> list[RecallHit]:
+    # Blocks and notes have no keyword index: they are read here, inside the read transaction,
+    # and ranked in memory by the function returned, which the caller runs after the transaction
+    # ends. Ranking is pure computation (a 10 KB query over 200 blocks), and a snapshot held
+    # through it would keep forget from truncating the WAL.
+
+    def blocks(self, limit: int) -> Callable[[], list[RecallHit]]:
         rows = {r.pk: r for r in self.conn.execute(self.tenant.select(blocks_t))}
-        ranked = self._small_corpus("block", {pk: block_text(r) for pk, r in rows.items()}, limit)
-        hits = []
-        for c in ranked:
-            row = rows[c.pk]
-            block = block_tier._to_model(row)
-            hits.append(RecallHit(kind="block", id=block.name, text=block.content, occurred_at=block.updated_at,
-                                  block=block, scores=_scores(c), matched_terms=c.matched))
+        rank = self._small_corpus("block", {pk: block_text(r) for pk, r in rows.items()}, limit)
+
+        def hits() -> list[RecallHit]:
+            out = []
+            for c in rank():
+                block = block_tier._to_model(rows[c.pk])
+                out.append(RecallHit(kind="block", id=block.name, text=block.content, occurred_at=block.updated_at,
+                                     block=block, scores=_scores(c), matched_terms=c.matched))
+            return out
+
         return hits
 
-    def scratchpad(self, limit: int, session_id: str | None) -> list[RecallHit]:
+    def scratchpad(self, limit: int, session_id: str | None) -> Callable[[], list[RecallHit]]:
         from .models import ScratchpadEntry
 
         stmt = self.tenant.select(scratch_t, scratch_t, sessions_t.c.session_id).join(sessions_t, sessions_t.c.pk == scratch_t.c.session_pk)
         if session_id is not None:
             stmt = stmt.where(sessions_t.c.session_id == session_id)
         rows = {r.pk: r for r in self.conn.execute(stmt)}
-        ranked = self._small_corpus("scratchpad", {pk: r.content for pk, r in rows.items()}, limit)
-        hits = []
-        for c in ranked:
-            row = rows[c.pk]
-            note = ScratchpadEntry(id=row.pk, created_at=row.created_at, content=row.content)
-            hits.append(RecallHit(kind="scratchpad", id=str(row.pk), text=row.content, session_id=row.session_id,
-                                  occurred_at=row.created_at, note=note, scores=_scores(c), matched_terms=c.matched))
+        rank = self._small_corpus("scratchpad", {pk: r.content for pk, r in rows.items()}, limit)
+
+        def hits() -> list[RecallHit]:
+            out = []
+            for c in rank():
+                row = rows[c.pk]
+                note = ScratchpadEntry(id=row.pk, created_at=row.created_at, content=row.content)
+                out.append(RecallHit(kind="scratchpad", id=str(row.pk), text=row.content, session_id=row.session_id,
+                                     occurred_at=row.created_at, note=note, scores=_scores(c), matched_terms=c.matched))
+            return out
+
         return hits
 
-    def _small_corpus(self, kind: str, documents: dict[int, str], limit: int) -> list[search.Ranked]:
-        vector = self.vector_hits(kind, candidate_depth(limit), np.fromiter(documents, dtype=np.int64))
-        keyword = search.bm25_small(self.query, documents, prefix_last=self.prefix) if self.use_keywords else []
-        return search.fuse(vector, keyword)[:limit]
+    def _small_corpus(self, kind: str, documents: dict[int, str], limit: int) -> Callable[[], list[search.Ranked]]:
+        # The vector matrix is fetched now (it needs the connection); the scan runs on the encoder thread.
+        vector = self.vector_job(kind, candidate_depth(limit), np.fromiter(documents, dtype=np.int64))
+
+        def rank() -> list[search.Ranked]:
+            keyword = search.bm25_small(self.query, documents, prefix_last=self.prefix) if self.use_keywords else []
+            return search.fuse(vector.result() if vector is not None else [], keyword)[:limit]
+
+        return rank
 
 
 def small_corpus(conn: Connection, tenant: Tenant, kind: str) -> dict[int, str]:

@@ -66,15 +66,17 @@ class RecallMixin:
             if not search.query_terms(query):
                 return recall.recency(conn, tenant, limit, session_id, since, until) if kind in ("episodic", "all") else []
             run = recall.Recall(self, conn, tenant, query, mode, prefix)
-            lists = []
+            lists, rank_later = [], []
             if kind in ("episodic", "all"):
                 lists.append(run.episodes(limit, session_id, since, until))
             if kind in ("facts", "all"):
                 lists.append(run.facts(limit, None))
             if kind in ("working", "all"):
-                lists.append(run.blocks(limit))
+                rank_later.append(run.blocks(limit))
             if kind in ("scratchpad", "all"):
-                lists.append(run.scratchpad(limit, session_id))
+                rank_later.append(run.scratchpad(limit, session_id))
+        # Out of the read transaction: blocks and notes are ranked in memory (see Recall.blocks).
+        lists += [rank() for rank in rank_later]
         return recall.merge(lists, limit)
 
     def recall_facts(
