@@ -34,7 +34,7 @@ class Recall:
         self.store, self.conn, self.tenant, self.query = store, conn, tenant, query
         self.use_vectors = mode in ("hybrid", "vector") and store._indexer.enabled and bool(query.strip())
         self.use_keywords = mode in ("hybrid", "keyword")
-        common = search.common_terms(conn, query) if self.use_keywords else set()
+        common = search.common_terms(conn, tenant, query) if self.use_keywords else set()
         self.expression = search.fts_expression(query, prefix_last=prefix, too_common=common)
         self.prefix = prefix
         # Encode the query in the background while the keyword side runs: onnxruntime and

@@ -1,5 +1,6 @@
-"""Keyword search over blocks and notes (BM25 in memory): the same rankings as the
-straightforward computation, and no read transaction held while ranking."""
+"""Keyword search over blocks and notes (BM25 in memory) and the keyword query's common-word cut:
+the same rankings as the straightforward computation, no read transaction held while ranking,
+and a tenant's exact keyword hit never hidden by what other tenants write."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import sqlite3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from store import search
+from store import MemoryStore, search
 from store.search import MIN_PREFIX, _TOKEN, bm25_small, query_terms
+from store.tenancy import Tenant
 
 
 def reference_bm25(query: str, documents: dict[int, str], *, prefix_last: bool):
@@ -121,3 +123,33 @@ def test_hybrid_recall_over_blocks_still_fuses_both_lists(store):
     hits = store.recall("Lisbon trips", user_id="u", kind="working")
     assert hits[0].id == "persona"
     assert hits[0].scores.keyword is not None and hits[0].scores.vector is not None
+
+
+# --- the common-word cut is per tenant ----------------------------------------------------------
+
+
+def test_another_tenants_writes_never_hide_my_exact_keyword_hit(db_path):
+    """Tenant b's 3,000 episodes all say 'weather'; tenant a has one episode that does. Index-wide
+    'weather' is in nearly every document, but for a it is the word that finds the episode."""
+    with MemoryStore.open(db_path, embedder=None) as s:
+        mine = s.remember("the weather at the garage", user_id="a")
+        s.remember_many([{"input": f"holiday plans number {i}"} for i in range(1500)], user_id="a")
+        s.remember_many([{"input": f"note {i} about the weather for order {i}"} for i in range(3000)], user_id="b")
+        hits = s.recall("weather status", user_id="a", mode="keyword", limit=5)
+        assert [h.id for h in hits] == [mine.id]
+        # For b, whose every episode holds it, the word is still left out: its rarer word ranks.
+        rare = s.remember("status of the weather for the lamp", user_id="b")
+        assert s.recall("weather status", user_id="b", mode="keyword")[0].id == rare.id
+        with s._db.read() as conn:
+            assert search.common_terms(conn, Tenant("b"), "weather status") == {"weather"}
+            assert search.common_terms(conn, Tenant("a"), "weather status") == set()
+
+
+def test_a_small_tenant_gets_no_cut_at_all(db_path):
+    """Under 1,000 episodes every match is ranked quickly: even a word in all of them stays."""
+    with MemoryStore.open(db_path, embedder=None) as s:
+        s.remember_many([{"input": f"weather report number {i}"} for i in range(1500)], user_id="big")
+        s.remember_many([{"input": f"weather note {i}"} for i in range(50)], user_id="small")
+        with s._db.read() as conn:
+            assert search.common_terms(conn, Tenant("big"), "zebra weather") == {"weather"}
+            assert search.common_terms(conn, Tenant("small"), "zebra weather") == set()
