@@ -153,3 +153,15 @@ def test_a_small_tenant_gets_no_cut_at_all(db_path):
         with s._db.read() as conn:
             assert search.common_terms(conn, Tenant("big"), "zebra weather") == {"weather"}
             assert search.common_terms(conn, Tenant("small"), "zebra weather") == set()
+
+
+def test_the_cut_for_a_tenant_does_not_depend_on_who_wrote_last(db_path):
+    """A tenant whose every episode holds the word keeps the cut after others write thousands of
+    newer episodes, with the word or without it; for the tenant without it, the word stays."""
+    with MemoryStore.open(db_path, embedder=None) as s:
+        s.remember_many([{"input": f"weather report number {i}"} for i in range(1500)], user_id="a")
+        s.remember_many([{"input": f"weather elsewhere {i}"} for i in range(2000)], user_id="b")
+        s.remember_many([{"input": f"note {i} about lunch"} for i in range(2000)], user_id="c")
+        with s._db.read() as conn:
+            assert search.common_terms(conn, Tenant("a"), "zebra weather") == {"weather"}
+            assert search.common_terms(conn, Tenant("c"), "zebra weather") == set()
