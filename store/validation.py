@@ -96,8 +96,8 @@ def check_json(value: Any, field: str, *, limit: int) -> str:
 
 def _check_json_value(value: Any, field: str, *, budget: int) -> None:
     """Walk ``value`` without recursing. Each item takes at least a byte of JSON text, so more
-    items than the byte limit is too large without writing any of it (a list holding itself
-    twice, 50 times over, would otherwise be 2**50 items)."""
+    items than the byte limit is too large, known before any of it is written (a list holding
+    the same list twice, nested 50 times, is 2**50 items)."""
     stack = [(value, 1)]
     seen = 0
     while stack:

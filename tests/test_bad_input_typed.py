@@ -17,6 +17,7 @@ import pytest
 from store import MemoryStore
 from store import errors
 from store.errors import (
+    ContentTooLargeError,
     InvalidInputError,
     InvalidTextError,
     MemlensError,
@@ -47,6 +48,13 @@ def nested(depth: int, leaf=1):
 
 
 DEEP = nested(5000)
+
+
+def doubled(levels: int):
+    value: list = []
+    for _ in range(levels):
+        value = [value, value]
+    return value
 
 
 @pytest.fixture(scope="module")
@@ -171,6 +179,7 @@ CALLS = {
     "kv value mixed keys": (lambda s, t: mem(s).set("k", {"a": 1, 2: "b"}), InvalidInputError),
     "kv value bytes": (lambda s, t: mem(s).set("k", b"raw"), InvalidInputError),
     "kv value set": (lambda s, t: mem(s).set("k", {1, 2}), InvalidInputError),
+    "kv value 2**50 items in 50 levels": (lambda s, t: mem(s).set("k", doubled(50)), ContentTooLargeError),
     "kv value self-referencing": (lambda s, t: mem(s).set("k", (lambda d: (d.__setitem__("me", d), d)[1])({})), InvalidInputError),
     "metadata nested 5000 deep": (lambda s, t: s.remember("q", user_id="u", metadata={"x": DEEP}), InvalidInputError),
     "metadata NaN": (lambda s, t: s.remember("q", user_id="u", metadata={"score": NAN}), InvalidInputError),
