@@ -413,3 +413,23 @@ def test_an_episode_erased_while_the_extractor_runs_gets_no_orphan_fact(five_epi
     assert sorted(f.predicate for f in added) == [f"likes_{n}" for n in range(1, 5)]
     alive = {e.id for e in five_episodes.episodes(user_id="u").items}
     assert all(set(f.source_episode_ids) <= alive for f in five_episodes.facts(user_id="u", include_history=True))
+
+
+def test_the_extreme_times_that_exist_in_utc_are_accepted_and_round_trip(store, tmp_path):
+    """The refusals above are for times that do not exist in UTC; the first and last instants that
+    do are ordinary values: stored, paged, searched, exported and imported back unchanged."""
+    first_ = store.remember("at the dawn of time", user_id="u", occurred_at=MIN_UTC)
+    last = store.remember("at the end of time", user_id="u", occurred_at=MAX_UTC.astimezone(WEST))
+    page = store.episodes(user_id="u", limit=1)
+    assert page.items[0].occurred_at == MAX_UTC and page.next_cursor
+    assert store.episodes(user_id="u", cursor=page.next_cursor).items[0].occurred_at == MIN_UTC
+    assert store.episodes(user_id="u", since=MIN_UTC, until=MAX_UTC).items == [first_]
+    assert [h.id for h in store.recall("time", user_id="u", time_range=(MIN_UTC, MAX_UTC), mode="keyword")] == [first_.id]
+    store.add_fact("u", "born", "long ago", user_id="u", valid_from=MIN_UTC)
+    assert store.facts(user_id="u", valid_at=MAX_UTC)[0].valid_from == MIN_UTC
+    assert store.forget(user_id="u", before=MAX_UTC, dry_run=True).counts["episodes"] == 1
+    store.export_to(tmp_path / "u.jsonl", user_ids=["u"])
+    with MemoryStore.open(tmp_path / "copy.db") as copy:
+        copy.import_(tmp_path / "u.jsonl")
+        assert {e.occurred_at for e in copy.episodes(user_id="u").items} == {MIN_UTC, MAX_UTC}
+    assert last.occurred_at == MAX_UTC
