@@ -26,6 +26,7 @@ from .errors import (
     SchemaTooNewError,
     StoreOpenError,
 )
+from . import schema_check
 from .migrations import APPLICATION_ID, CURRENT_VERSION, migrate, read_version
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -61,7 +62,11 @@ def translate(error: BaseException, path: Path) -> MemlensError | None:
 
 
 def inspect_file(path: Path) -> tuple[bool, int]:
-    """Look at an existing file without writing a byte: (is_initialised, schema_version)."""
+    """Look at an existing file without writing a byte: (is_initialised, schema_version).
+
+    A memlens file must hold exactly the schema memlens made and metadata it wrote
+    (:mod:`store.schema_check`); anything else is refused before any connection that can write
+    opens it."""
     with path.open("rb") as handle:
         header = handle.read(len(SQLITE_HEADER))
     if header and header != SQLITE_HEADER:
@@ -73,6 +78,8 @@ def inspect_file(path: Path) -> tuple[bool, int]:
     except sqlite3.Error as error:
         raise translate(error, path) or StoreOpenError(f"cannot open {path}: {error}") from error
     try:
+        # Nothing the file's schema defines may call a function with side effects while we look.
+        conn.execute("PRAGMA trusted_schema = OFF")
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
         if not tables and app_id == 0:
@@ -83,8 +90,7 @@ def inspect_file(path: Path) -> tuple[bool, int]:
                 f"{path} is an SQLite database of another application (tables: {shown}); "
                 "memlens will not touch it"
             )
-        row = conn.execute("SELECT value FROM memlens_meta WHERE key = 'schema_version'").fetchone()
-        version = int(row[0]) if row else 0
+        version = schema_check.verify(conn, path)
     except sqlite3.Error as error:
         raise translate(error, path) or StoreOpenError(f"cannot read {path}: {error}") from error
     finally:
@@ -95,6 +101,30 @@ def inspect_file(path: Path) -> tuple[bool, int]:
             "upgrade memlens to open it. The file was not changed."
         )
     return True, version
+
+
+def _harden(conn: sqlite3.Connection, cur: sqlite3.Cursor) -> None:
+    """SQLite's advice for files that may come from someone else (sqlite.org/security.html).
+
+    ``trusted_schema`` is off: nothing the file's schema defines may call a function with side
+    effects or use a virtual table. Write transactions turn it back on for their duration
+    (``_begin``): memlens's own triggers keep the FTS5 indexes in step, and SQLite 3.40's FTS5 is
+    not marked innocuous ("unsafe use of virtual table" otherwise). That is safe because
+    :func:`inspect_file` refused any file whose schema memlens did not make, before this
+    connection existed. Defensive mode needs ``sqlite3_db_config``, which Python's sqlite3
+    exposes from 3.12 (``setconfig``); on 3.11 the only way would be ctypes on the private
+    layout of CPython's connection object, which a different build turns into a crash, so
+    3.11 goes without it. ``cell_size_check`` makes a damaged or crafted b-tree page an error
+    instead of an out-of-bounds read; no memory map, so a corrupt page is never mapped.
+    """
+    cur.execute("PRAGMA trusted_schema = OFF")
+    if cur.execute("PRAGMA trusted_schema").fetchone()[0] != 0:
+        raise StoreOpenError("this SQLite build ignores trusted_schema; memlens needs SQLite 3.31 or newer")
+    setconfig = getattr(conn, "setconfig", None)
+    if setconfig is not None:
+        setconfig(sqlite3.SQLITE_DBCONFIG_DEFENSIVE, True)
+    cur.execute("PRAGMA cell_size_check = ON")
+    cur.execute("PRAGMA mmap_size = 0")
 
 
 class Database:
@@ -139,6 +169,7 @@ class Database:
             cur.execute("PRAGMA secure_delete = ON")
             if cur.execute("PRAGMA secure_delete").fetchone()[0] != 1:
                 raise StoreOpenError("this SQLite build refuses secure_delete; erased data could stay on disk")
+            _harden(dbapi_conn, cur)
             if read_only:
                 cur.execute("PRAGMA query_only = ON")
             else:
@@ -148,7 +179,10 @@ class Database:
 
         @event.listens_for(engine, "begin")
         def _begin(conn):
-            conn.exec_driver_sql(f"BEGIN {conn.get_execution_options().get('memlens_begin', 'DEFERRED')}")
+            mode = conn.get_execution_options().get("memlens_begin", "DEFERRED")
+            # Only write transactions fire memlens's triggers, which need a trusted schema (_harden).
+            conn.connection.dbapi_connection.execute(f"PRAGMA trusted_schema = {int(mode == 'IMMEDIATE')}")
+            conn.exec_driver_sql(f"BEGIN {mode}")
 
         return engine
 

@@ -132,3 +132,9 @@ class ImportValidationError(InvalidInputError):
         super().__init__(prefix + message)
         self.line = line
         self.field = field
+
+
+class InvalidMetadataError(DamagedStoreError):
+    """``memlens_meta`` holds a value memlens never writes (a schema version that is not a whole
+    number, an embedding model without its dimension); the file was changed outside memlens.
+    Restore it from a backup."""

@@ -14,7 +14,7 @@ from .errors import InvalidInputError, UnknownSessionError
 from .models import AuditEntry, ForgetReceipt, ImportReport
 from .schema import audit_t, episodes_t, sessions_t, tenants_t
 from .tenancy import UNSET, Tenant, all_tenants
-from .validation import check_name, check_optional_datetime, utcnow
+from .validation import check_flag, check_int, check_name, check_optional_datetime, utcnow
 
 
 class GdprMixin:
@@ -159,6 +159,8 @@ class GdprMixin:
 
     def audit_log(self, *, user_id: Any = UNSET, all_tenants: bool = False, limit: int = 1000) -> list[AuditEntry]:
         """Audit entries, newest first: one tenant's, or with ``all_tenants=True`` the whole store's."""
+        check_flag(all_tenants, "all_tenants")
+        check_int(limit, "limit", minimum=1)
         with self._db.read() as conn:
             if all_tenants:
                 stmt = audit_t.select()

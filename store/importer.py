@@ -13,14 +13,14 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 from sqlalchemy import Connection
 
 from . import audit
-from .errors import ImportValidationError
+from .errors import ImportValidationError, InvalidInputError
 from .export import FORMAT, FORMAT_VERSION, SECTIONS, Digests, canonical
 from .schema import audit_t, blocks_t, checkpoints_t, episodes_t, facts_t, kv_t, scratch_t, sessions_t, task_t
 from .tenancy import Tenant, owner_of
 from .tiers.common import content_hash, ensure_session, touch_tenant
 from .tiers.episodes import embed_text
 from .tiers.facts import fact_text
-from .validation import check_text
+from .validation import check_datetime, check_int, check_json, check_text
 
 if TYPE_CHECKING:
     from .memory import MemoryStore
@@ -143,7 +143,11 @@ def _lines(source: Any) -> tuple[Callable[[], Iterator[tuple[int | None, dict]]]
             records = source["records"]
         else:
             records = [r for section in SECTIONS for r in source.get(section, [])]
+        if not isinstance(records, list):
+            raise ImportValidationError("records must be a list")
         return (lambda: ((None, r) for r in records)), manifest
+    if not isinstance(source, (str, Path)):
+        raise ImportValidationError(f"import takes a path or the dict export() returns, not a {type(source).__name__}")
     path = Path(source)
     if not path.is_file():
         raise ImportValidationError(f"{path} is not a file")
@@ -151,8 +155,8 @@ def _lines(source: Any) -> tuple[Callable[[], Iterator[tuple[int | None, dict]]]
         head = handle.read(64).lstrip()
     if head.startswith(b'{"records"'):
         try:
-            document = json.loads(path.read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError) as exc:
+            document = _loads(path.read_text(encoding="utf-8"))
+        except (ValueError, RecursionError) as exc:
             raise ImportValidationError(f"{path} is not valid JSON: {exc}") from None
         return _lines(document)
 
@@ -162,11 +166,20 @@ def _lines(source: Any) -> tuple[Callable[[], Iterator[tuple[int | None, dict]]]
                 if not line.strip():
                     continue
                 try:
-                    yield number, json.loads(line)
-                except ValueError as exc:
+                    yield number, _loads(line)
+                except (ValueError, RecursionError) as exc:
                     raise ImportValidationError(f"not valid JSON: {exc}", line=number) from None
 
     return jsonl, None
+
+
+def _loads(text: str) -> Any:
+    """JSON as the standard defines it: json accepts NaN and Infinity, which no export holds."""
+    return json.loads(text, parse_constant=_not_json)
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
 
 
 def _records(read, manifest_upfront: dict | None) -> tuple[list[tuple[int | None, dict]], dict]:
@@ -188,6 +201,8 @@ def validate(source: Any, max_bytes: int) -> tuple[list[tuple[int | None, Any]],
     """Every record parsed and checked, and the manifest's counts and digests verified."""
     read, upfront = _lines(source)
     raw_records, manifest = _records(read, upfront)
+    if not isinstance(manifest, dict):
+        raise ImportValidationError("the manifest must be an object")
     if manifest.get("format") != FORMAT or manifest.get("format_version") != FORMAT_VERSION:
         raise ImportValidationError(
             f"unsupported export format {manifest.get('format')!r} version {manifest.get('format_version')!r}; "
@@ -204,13 +219,21 @@ def validate(source: Any, max_bytes: int) -> tuple[list[tuple[int | None, Any]],
             where = number if number is not None else None
             raise ImportValidationError(first["msg"], line=where, field=field if number else f"records[{index}].{field}") from None
         for name, value in record:
-            if isinstance(value, str) and name != "embedding":
-                try:
+            try:
+                if isinstance(value, str) and name != "embedding":
                     check_text(value, name, limit=max_bytes)
-                except Exception as exc:
-                    raise ImportValidationError(str(exc), line=number, field=name) from None
+                elif isinstance(value, datetime):
+                    check_datetime(value, name)
+                elif isinstance(value, int) and not isinstance(value, bool):
+                    check_int(value, name, minimum=-(2**63))
+                elif isinstance(value, (dict, list)):
+                    check_json(value, name, limit=max_bytes)
+            except InvalidInputError as exc:
+                raise ImportValidationError(str(exc), line=number, field=name) from None
         digests.add(SECTION_OF[record.type], canonical(raw))
         parsed.append((number, record))
+    if not isinstance(manifest.get("counts", {}), dict) or not isinstance(manifest.get("sha256", {}), dict):
+        raise ImportValidationError("the manifest's counts and sha256 must be objects")
     expected = manifest.get("counts", {})
     for section in SECTIONS:
         if digests.counts[section] != expected.get(section, 0):

@@ -15,7 +15,7 @@ from .db import Database
 from . import indexing
 from .indexing import Indexer, record_model, recorded_model
 from .indexing import check_model as check_model_of
-from .errors import InvalidInputError, IsolationWarning
+from .errors import InvalidInputError, IsolationWarning, ReadOnlyStoreError
 from .migrations import CURRENT_VERSION
 from .models import (
     Block,
@@ -38,6 +38,8 @@ from .tiers.common import content_hash, ensure_session, new_id, touch_tenant
 from .validation import (
     DEFAULT_MAX_CONTENT_BYTES,
     check_datetime,
+    check_flag,
+    check_int,
     check_json,
     check_name,
     check_optional_datetime,
@@ -93,10 +95,9 @@ class MemoryStore(RecallMixin, GdprMixin):
         recall only. A store whose vectors came from another model is refused unless
         ``check_model=False`` (for :meth:`reembed`).
         """
-        if not isinstance(max_content_bytes, int) or max_content_bytes < 1:
-            raise InvalidInputError("max_content_bytes must be a positive integer")
-        if not isinstance(scratchpad_limit, int) or scratchpad_limit < 1:
-            raise InvalidInputError("scratchpad_limit must be a positive integer")
+        check_int(max_content_bytes, "max_content_bytes", minimum=1)
+        check_int(scratchpad_limit, "scratchpad_limit", minimum=1)
+        check_flag(read_only, "read_only")
         embedder = indexing.make_embedder(embedder)  # looked up at call time, so tests can swap it
         db = Database(path_or_url, read_only=read_only)
         try:
@@ -218,6 +219,8 @@ class MemoryStore(RecallMixin, GdprMixin):
         """
         tenant = self._tenant(user_id)
         now = utcnow()
+        if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
+            raise InvalidInputError("items must be a list of mappings of remember()'s keywords")
         rows = [self._episode_row(item, index, now) for index, item in enumerate(items)]
         if not rows:
             return []
@@ -303,8 +306,9 @@ class MemoryStore(RecallMixin, GdprMixin):
         check_optional_name(session_id, "session_id")
         since = check_optional_datetime(since, "since")
         until = check_optional_datetime(until, "until")
-        if not isinstance(limit, int) or not 1 <= limit <= 10_000:
-            raise InvalidInputError("limit must be an integer from 1 to 10,000")
+        check_int(limit, "limit", minimum=1, maximum=10_000)
+        if cursor is not None and not isinstance(cursor, str):
+            raise InvalidInputError("cursor must be the next_cursor text of a page episodes() returned")
         with self._db.read() as conn:
             return episodes.page_episodes(
                 conn, tenant, session_id=session_id, since=since, until=until, limit=limit, cursor=cursor
@@ -314,8 +318,8 @@ class MemoryStore(RecallMixin, GdprMixin):
         """The session's conversation as user/assistant messages, oldest first."""
         tenant = self._tenant(user_id)
         check_name(session_id, "session_id")
-        if limit is not None and (not isinstance(limit, int) or limit < 1):
-            raise InvalidInputError("limit must be a positive integer or None")
+        if limit is not None:
+            check_int(limit, "limit", minimum=1, maximum=2**62)
         with self._db.read() as conn:
             return episodes.session_messages(conn, tenant, session_id, limit)
 
@@ -337,10 +341,12 @@ class MemoryStore(RecallMixin, GdprMixin):
         tenant = self._tenant(user_id)
         for value, field in ((subject, "subject"), (predicate, "predicate"), (object, "object")):
             check_text(value, field, limit=self.max_content_bytes, allow_empty=False)
-        if not isinstance(confidence, (int, float)) or not 0.0 <= confidence <= 1.0:
+        if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 <= confidence <= 1.0:
             raise InvalidInputError("confidence must be a number from 0 to 1")
         now = utcnow()
         valid_from = now if valid_from is None else check_datetime(valid_from, "valid_from")
+        if isinstance(source_episode_ids, (str, bytes)) or not isinstance(source_episode_ids, Iterable):
+            raise InvalidInputError("source_episode_ids must be a list of episode ids")
         sources = [check_name(s, "source_episode_ids") for s in source_episode_ids]
         text = facts.fact_text(subject, predicate, object)
         digest = content_hash(text)
@@ -367,6 +373,7 @@ class MemoryStore(RecallMixin, GdprMixin):
         valid_at = check_optional_datetime(valid_at, "valid_at")
         if subject is not None:
             check_text(subject, "subject", limit=self.max_content_bytes)
+        check_flag(include_history, "include_history")
         with self._db.read() as conn:
             return facts.list_facts(conn, tenant, valid_at=valid_at, subject=subject, include_history=include_history)
 
@@ -383,26 +390,96 @@ class MemoryStore(RecallMixin, GdprMixin):
         ``extract(episode)`` returns ``(subject, predicate, object)`` or ``(subject, predicate,
         object, confidence)`` tuples. Each fact is recorded with the episode as its source (so
         forgetting the episode takes the fact with it), valid from when the episode happened.
-        Episodes already cited by a fact are skipped, so consolidating twice adds nothing. One
-        call looks at the newest 10,000 episodes, at most ``limit`` of them not yet consolidated.
-        Returns the facts added, oldest episode first.
+        Up to ``limit`` episodes not yet consolidated (and not cited by a fact) are shown to
+        ``extract``, oldest first. All or nothing: if ``extract`` raises or returns something
+        malformed, no fact is stored and no episode is marked. Otherwise one transaction stores
+        every fact and marks every episode shown, including those that yielded nothing, so none
+        is shown again. Returns the facts added, oldest episode first.
         """
         tenant = self._tenant(user_id)
         check_optional_name(session_id, "session_id")
-        with self._db.read() as conn:
-            cited = {source for f in facts.list_facts(conn, tenant, valid_at=None, subject=None, include_history=True)
-                     for source in f.source_episode_ids}
-            page = episodes.page_episodes(conn, tenant, session_id=session_id, since=None, until=None, limit=10_000, cursor=None)
-        pending = [e for e in reversed(page.items) if e.id not in cited][:limit]
+        if not callable(extract):
+            raise InvalidInputError("extract must be a callable taking an Episode")
+        check_int(limit, "limit", minimum=1)
+        if self.read_only:  # before the extractor runs, not after: its calls may cost money
+            raise ReadOnlyStoreError(f"{self.path} is open read-only; reopen it with read_only=False to consolidate")
+        pending = self._unconsolidated(tenant, session_id, limit)
+        if not pending:
+            return []
+        # The extractor may take seconds per episode (an LLM call): no transaction is open while it runs.
+        flat = [(episode, item) for episode in pending for item in self._extracted(extract, episode)]
+        texts = [facts.fact_text(subject, predicate, obj) for _, (subject, predicate, obj, _) in flat]
+        digests = [content_hash(text) for text in texts]
+        vectors = self._vectors(tenant, "fact", texts, digests)
+        now = utcnow()
+        e = schema.episodes_t
+        ids = [episode.id for episode in pending]
         added: list[Fact] = []
-        for episode in pending:
-            for item in extract(episode) or ():
-                if not isinstance(item, (tuple, list)) or len(item) not in (3, 4):
-                    raise InvalidInputError("extract must yield (subject, predicate, object[, confidence]) tuples")
-                subject, predicate, obj, *rest = item
-                added.append(self.add_fact(subject, predicate, obj, user_id=tenant.user_id, confidence=rest[0] if rest else 1.0,
-                                           valid_from=episode.occurred_at, source_episode_ids=[episode.id]))
+        new_pks, new_digests, new_vectors = [], [], []
+        with self._db.write() as conn:
+            # Another process may have consolidated or erased some of them meanwhile: their facts
+            # would be duplicates, or would cite an episode that no longer exists.
+            still: set[str] = set()
+            for start in range(0, len(ids), 500):
+                chunk = e.c.id.in_(ids[start : start + 500])
+                still.update(conn.execute(tenant.select(e, e.c.id).where(chunk, e.c.consolidated_at.is_(None))).scalars())
+            touch_tenant(conn, tenant, now)
+            for index, (episode, (subject, predicate, obj, confidence)) in enumerate(flat):
+                if episode.id not in still:
+                    continue
+                fact, pk = facts.add_fact(
+                    conn, tenant, subject=subject, predicate=predicate, object=obj, confidence=confidence,
+                    valid_from=episode.occurred_at, recorded_at=now, source_episode_ids=[episode.id],
+                )
+                added.append(fact)
+                new_pks.append(pk)
+                if vectors is not None:
+                    new_digests.append(digests[index])
+                    new_vectors.append(vectors[index])
+            if new_pks:
+                self._store_vectors(conn, tenant, "fact", new_pks, new_digests, None if vectors is None else new_vectors)
+            marked = [i for i in ids if i in still]
+            for start in range(0, len(marked), 500):
+                conn.execute(tenant.update(e).where(e.c.id.in_(marked[start : start + 500])).values(consolidated_at=now))
         return added
+
+    def _unconsolidated(self, tenant: Tenant, session_id: str | None, limit: int) -> list[Episode]:
+        """Up to ``limit`` episodes never shown to an extractor, oldest first. Episodes a fact
+        already cites are skipped too: consolidated before the store recorded consolidation
+        (schema 4), or given as sources by hand."""
+        e, f = schema.episodes_t, schema.facts_t
+        with self._db.read() as conn:
+            cited = {source for (sources,) in conn.execute(tenant.select(f, f.c.source_episode_ids))
+                     for source in json.loads(sources)}
+            stmt = episodes.filtered(tenant.select(e), session_id=session_id, since=None, until=None)
+            stmt = stmt.where(e.c.consolidated_at.is_(None)).order_by(e.c.occurred_at, e.c.pk)
+            found: list[Episode] = []
+            for row in conn.execute(stmt).yield_per(500):
+                if row.id not in cited:
+                    found.append(episodes.to_model(row))
+                    if len(found) == limit:
+                        break
+        return found
+
+    def _extracted(self, extract: Callable[[Episode], Iterable[Any]], episode: Episode) -> list[tuple[str, str, str, float]]:
+        """What ``extract`` made of one episode, every item checked before anything is written."""
+        result = extract(episode)
+        if result is None:
+            return []
+        if isinstance(result, (str, bytes, Mapping)) or not isinstance(result, Iterable):
+            raise InvalidInputError(f"extract returned a {type(result).__name__}; it must return or yield tuples")
+        items = []
+        for item in result:
+            if not isinstance(item, (tuple, list)) or len(item) not in (3, 4):
+                raise InvalidInputError("extract must yield (subject, predicate, object[, confidence]) tuples")
+            subject, predicate, obj, *rest = item
+            for value, field in ((subject, "subject"), (predicate, "predicate"), (obj, "object")):
+                check_text(value, field, limit=self.max_content_bytes, allow_empty=False)
+            confidence = rest[0] if rest else 1.0
+            if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 <= confidence <= 1.0:
+                raise InvalidInputError("confidence must be a number from 0 to 1")
+            items.append((subject, predicate, obj, float(confidence)))
+        return items
 
     # --- sessions ---------------------------------------------------------------------
 
@@ -410,6 +487,7 @@ class MemoryStore(RecallMixin, GdprMixin):
         """The working memory of one session. With ``create=False`` an unknown session raises
         :class:`~store.errors.UnknownSessionError`."""
         tenant = self._tenant(user_id)
+        check_flag(create, "create")
         memory = SessionMemory(self, tenant, check_name(session_id, "session_id"))
         return memory if create else memory.require_exists()
 

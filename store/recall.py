@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
+from functools import cached_property
+from typing import TYPE_CHECKING, Callable, Literal
 
 import numpy as np
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Integer, type_coerce
 
 from . import search
 from .models import RecallHit, ScoreBreakdown
-from .schema import blocks_t, episodes_t, facts_t, scratch_t, sessions_t
+from .schema import blocks_t, episodes_t, facts_t, from_micros, scratch_t, sessions_t
 from .tenancy import Tenant
 from .tiers import blocks as block_tier
 from .tiers import episodes as episode_tier
@@ -34,12 +35,16 @@ class Recall:
         self.store, self.conn, self.tenant, self.query = store, conn, tenant, query
         self.use_vectors = mode in ("hybrid", "vector") and store._indexer.enabled and bool(query.strip())
         self.use_keywords = mode in ("hybrid", "keyword")
-        common = search.common_terms(conn, query) if self.use_keywords else set()
-        self.expression = search.fts_expression(query, prefix_last=prefix, too_common=common)
         self.prefix = prefix
         # Encode the query in the background while the keyword side runs: onnxruntime and
         # SQLite both release the GIL, so the two overlap on two cores.
         self._query_vector = _ENCODER.submit(store._indexer.embedder.embed, [query]) if self.use_vectors else None
+
+    @cached_property
+    def expression(self) -> str | None:
+        """The FTS5 query for episodes and facts; blocks and notes, ranked in memory, never need it."""
+        common = search.common_terms(self.conn, self.tenant, self.query) if self.use_keywords else set()
+        return search.fts_expression(self.query, prefix_last=self.prefix, too_common=common)
 
     @property
     def query_vector(self) -> np.ndarray:
@@ -119,37 +124,61 @@ class Recall:
             )
         return hits
 
-    def blocks(self, limit: int) -> list[RecallHit]:
+    # Blocks and notes have no keyword index: they are read here, inside the read transaction,
+    # and ranked in memory by the function returned, which the caller runs after the transaction
+    # ends. Ranking is pure computation (a 10 KB query over 200 blocks), and a snapshot held
+    # through it would keep forget from truncating the WAL.
+
+    def blocks(self, limit: int) -> Callable[[], list[RecallHit]]:
         rows = {r.pk: r for r in self.conn.execute(self.tenant.select(blocks_t))}
-        ranked = self._small_corpus("block", {pk: block_text(r) for pk, r in rows.items()}, limit)
-        hits = []
-        for c in ranked:
-            row = rows[c.pk]
-            block = block_tier._to_model(row)
-            hits.append(RecallHit(kind="block", id=block.name, text=block.content, occurred_at=block.updated_at,
-                                  block=block, scores=_scores(c), matched_terms=c.matched))
+        rank = self._small_corpus("block", {pk: block_text(r) for pk, r in rows.items()}, limit)
+
+        def hits() -> list[RecallHit]:
+            out = []
+            for c in rank():
+                block = block_tier._to_model(rows[c.pk])
+                out.append(RecallHit(kind="block", id=block.name, text=block.content, occurred_at=block.updated_at,
+                                     block=block, scores=_scores(c), matched_terms=c.matched))
+            return out
+
         return hits
 
-    def scratchpad(self, limit: int, session_id: str | None) -> list[RecallHit]:
+    def scratchpad(self, limit: int, session_id: str | None) -> Callable[[], list[RecallHit]]:
         from .models import ScratchpadEntry
 
-        stmt = self.tenant.select(scratch_t, scratch_t, sessions_t.c.session_id).join(sessions_t, sessions_t.c.pk == scratch_t.c.session_pk)
+        # Times stay raw microseconds until a note is a hit: converting 3,000 of them was a third
+        # of a search over 3,000 notes.
+        created = type_coerce(scratch_t.c.created_at, Integer)
+        stmt = self.tenant.select(scratch_t, scratch_t.c.pk, scratch_t.c.content, created, sessions_t.c.session_id)
+        stmt = stmt.join(sessions_t, sessions_t.c.pk == scratch_t.c.session_pk)
         if session_id is not None:
             stmt = stmt.where(sessions_t.c.session_id == session_id)
-        rows = {r.pk: r for r in self.conn.execute(stmt)}
-        ranked = self._small_corpus("scratchpad", {pk: r.content for pk, r in rows.items()}, limit)
-        hits = []
-        for c in ranked:
-            row = rows[c.pk]
-            note = ScratchpadEntry(id=row.pk, created_at=row.created_at, content=row.content)
-            hits.append(RecallHit(kind="scratchpad", id=str(row.pk), text=row.content, session_id=row.session_id,
-                                  occurred_at=row.created_at, note=note, scores=_scores(c), matched_terms=c.matched))
+        rows = {pk: (content, micros, session) for pk, content, micros, session in self.conn.execute(stmt)}
+        rank = self._small_corpus("scratchpad", {pk: row[0] for pk, row in rows.items()}, limit)
+
+        def hits() -> list[RecallHit]:
+            out = []
+            for c in rank():
+                content, micros, session = rows[c.pk]
+                note = ScratchpadEntry(id=c.pk, created_at=from_micros(micros), content=content)
+                out.append(RecallHit(kind="scratchpad", id=str(c.pk), text=content, session_id=session,
+                                     occurred_at=note.created_at, note=note, scores=_scores(c), matched_terms=c.matched))
+            return out
+
         return hits
 
-    def _small_corpus(self, kind: str, documents: dict[int, str], limit: int) -> list[search.Ranked]:
-        vector = self.vector_hits(kind, candidate_depth(limit), np.fromiter(documents, dtype=np.int64))
-        keyword = search.bm25_small(self.query, documents, prefix_last=self.prefix) if self.use_keywords else []
-        return search.fuse(vector, keyword)[:limit]
+    def _small_corpus(self, kind: str, documents: dict[int, str], limit: int) -> Callable[[], list[search.Ranked]]:
+        # The vector matrix is fetched now (it needs the connection); the scan runs on the encoder thread.
+        vector = self.vector_job(kind, candidate_depth(limit), np.fromiter(documents, dtype=np.int64))
+
+        def rank() -> list[search.Ranked]:
+            keyword = search.bm25_small(self.query, documents, prefix_last=self.prefix) if self.use_keywords else []
+            # As deep as the vector list and the episodes' keyword list: fusing every match of a
+            # common word cost more than ranking them.
+            keyword = keyword[: candidate_depth(limit)]
+            return search.fuse(vector.result() if vector is not None else [], keyword)[:limit]
+
+        return rank
 
 
 def small_corpus(conn: Connection, tenant: Tenant, kind: str) -> dict[int, str]:

@@ -13,10 +13,15 @@ from .recall import Mode
 from .tenancy import UNSET, Tenant, all_tenants
 from .tiers import episodes, facts
 from .tiers.common import content_hash
-from .validation import check_optional_datetime, check_optional_name, check_text
+from .validation import check_flag, check_int, check_optional_datetime, check_optional_name, check_text
 
 RecallScope = Literal["episodic", "facts", "working", "scratchpad", "all"]
 RECALL_SCOPES = ("episodic", "facts", "working", "scratchpad", "all")
+
+
+def _check_mode(mode: object) -> None:
+    if mode not in ("hybrid", "keyword", "vector"):
+        raise InvalidInputError("mode must be 'hybrid', 'keyword' or 'vector'")
 
 
 class RecallMixin:
@@ -46,12 +51,11 @@ class RecallMixin:
         query = check_text(query, "query", limit=10_000)
         since, until = self._time_range(time_range)
         check_optional_name(session_id, "session_id")
-        if not isinstance(limit, int) or not 1 <= limit <= 1000:
-            raise InvalidInputError("limit must be an integer from 1 to 1,000")
+        check_int(limit, "limit", minimum=1, maximum=1000)
+        check_flag(prefix, "prefix")
         if kind not in RECALL_SCOPES:
             raise InvalidInputError(f"kind must be one of {', '.join(RECALL_SCOPES)}")
-        if mode not in ("hybrid", "keyword", "vector"):
-            raise InvalidInputError("mode must be 'hybrid', 'keyword' or 'vector'")
+        _check_mode(mode)
         if search.query_terms(query) and mode != "keyword" and self._indexer.enabled:
             # Blocks and notes are embedded on first search (and after edits); do it before the
             # read snapshot below is taken, so the search sees the vectors.
@@ -62,15 +66,17 @@ class RecallMixin:
             if not search.query_terms(query):
                 return recall.recency(conn, tenant, limit, session_id, since, until) if kind in ("episodic", "all") else []
             run = recall.Recall(self, conn, tenant, query, mode, prefix)
-            lists = []
+            lists, rank_later = [], []
             if kind in ("episodic", "all"):
                 lists.append(run.episodes(limit, session_id, since, until))
             if kind in ("facts", "all"):
                 lists.append(run.facts(limit, None))
             if kind in ("working", "all"):
-                lists.append(run.blocks(limit))
+                rank_later.append(run.blocks(limit))
             if kind in ("scratchpad", "all"):
-                lists.append(run.scratchpad(limit, session_id))
+                rank_later.append(run.scratchpad(limit, session_id))
+        # Out of the read transaction: blocks and notes are ranked in memory (see Recall.blocks).
+        lists += [rank() for rank in rank_later]
         return recall.merge(lists, limit)
 
     def recall_facts(
@@ -80,8 +86,8 @@ class RecallMixin:
         tenant = self._tenant(user_id)
         query = check_text(query, "query", limit=10_000)
         valid_at = check_optional_datetime(valid_at, "valid_at")
-        if not isinstance(limit, int) or not 1 <= limit <= 1000:
-            raise InvalidInputError("limit must be an integer from 1 to 1,000")
+        check_int(limit, "limit", minimum=1, maximum=1000)
+        _check_mode(mode)
         with self._db.read() as conn:
             if not search.query_terms(query):
                 return []

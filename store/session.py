@@ -14,7 +14,7 @@ from .models import Checkpoint, CheckpointDiff, KeyValueEntry, ScratchpadEntry, 
 from .schema import checkpoints_t, episodes_t, from_micros, kv_t, scratch_t, task_t, to_micros
 from .tenancy import Tenant
 from .tiers.common import ensure_session, find_session, loads, new_id, touch_tenant
-from .validation import check_json, check_name, check_text, utcnow
+from .validation import check_int, check_json, check_name, check_number, check_text, check_ttl, utcnow
 
 if TYPE_CHECKING:
     from .memory import MemoryStore
@@ -62,12 +62,8 @@ class SessionMemory:
         """Store ``value`` (anything JSON can hold) under ``key``, optionally expiring after ``ttl`` seconds."""
         check_name(key, "key")
         text = check_json(value, "value", limit=self._store.max_content_bytes)
-        if isinstance(ttl, timedelta):
-            ttl = ttl.total_seconds()
-        if ttl is not None and (not isinstance(ttl, (int, float)) or ttl <= 0):
-            raise InvalidInputError("ttl must be a positive number of seconds, a timedelta, or None")
         now = utcnow()
-        expires = now + timedelta(seconds=ttl) if ttl is not None else None
+        expires = check_ttl(ttl, now)
         with self._db.write() as conn:
             pk = self._write_pk(conn, now)
             self._purge_expired(conn, pk, now)
@@ -154,6 +150,7 @@ class SessionMemory:
         data: dict[str, Any] | None = None,
     ) -> TaskState:
         check_text(task, "task", limit=self._store.max_content_bytes)
+        _check_data(data)
         state = _make_task_state(task, current_step, total_steps, None, status, data or {}, utcnow())
         self._save_task_state(state)
         return state
@@ -174,6 +171,7 @@ class SessionMemory:
         data: dict[str, Any] | None = None,
     ) -> TaskState:
         """Move the task on. Without ``progress_percent`` it follows current/total steps; always 0..100."""
+        _check_data(data)
         old = self.get_task_state() or TaskState()
         state = _make_task_state(
             old.task,
@@ -212,6 +210,8 @@ class SessionMemory:
 
     def get_scratchpad(self, limit: int | None = None) -> list[ScratchpadEntry]:
         """Notes oldest first; ``limit`` keeps the newest ones."""
+        if limit is not None:
+            check_int(limit, "limit")
         with self._db.read() as conn:
             pk = self._pk(conn)
             if pk is None:
@@ -248,6 +248,7 @@ class SessionMemory:
 
     def restore_checkpoint(self, checkpoint_id: str) -> None:
         """Put the session back as it was at the checkpoint, in one transaction: all or nothing."""
+        check_name(checkpoint_id, "checkpoint_id")
         now = utcnow()
         with self._db.write() as conn:
             pk, snapshot = self._load_checkpoint(conn, checkpoint_id)
@@ -294,12 +295,16 @@ class SessionMemory:
         ]
 
     def delete_checkpoint(self, checkpoint_id: str) -> None:
+        check_name(checkpoint_id, "checkpoint_id")
         with self._db.write() as conn:
             self._load_checkpoint(conn, checkpoint_id)
             conn.execute(self.tenant.delete(checkpoints_t).where(checkpoints_t.c.id == checkpoint_id))
 
     def diff_checkpoint(self, a: str, b: str | None = None) -> CheckpointDiff:
         """What changed from checkpoint ``a`` to checkpoint ``b``, or to the current state when ``b`` is None."""
+        check_name(a, "a")
+        if b is not None:
+            check_name(b, "b")
         with self._db.read() as conn:
             pk, before = self._load_checkpoint(conn, a)
             after = self._load_checkpoint(conn, b)[1] if b is not None else self._snapshot(conn, pk)
@@ -393,15 +398,18 @@ def _task_or_none(text: str | None) -> TaskState | None:
     return None if text is None else TaskState.model_validate_json(text)
 
 
+def _check_data(data: Any) -> None:
+    if data is not None and not isinstance(data, dict):
+        raise InvalidInputError(f"data must be a dict (or None), not {type(data).__name__}")
+
+
 def _make_task_state(task, current_step, total_steps, progress_percent, status, data, now) -> TaskState:
-    if not isinstance(current_step, int) or current_step < 0:
-        raise InvalidInputError("current_step must be a non-negative integer")
-    if total_steps is not None and (not isinstance(total_steps, int) or total_steps < 0):
-        raise InvalidInputError("total_steps must be a non-negative integer or None")
+    check_int(current_step, "current_step")
+    if total_steps is not None:
+        check_int(total_steps, "total_steps")
     if progress_percent is None:
         progress_percent = 100.0 * current_step / total_steps if total_steps else 0.0
-    if not isinstance(progress_percent, (int, float)) or progress_percent != progress_percent:
-        raise InvalidInputError("progress_percent must be a number")
+    progress_percent = check_number(progress_percent, "progress_percent")
     check_name(status, "status")
     check_json(data, "data", limit=2**31)
     return TaskState(

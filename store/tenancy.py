@@ -69,6 +69,11 @@ class Tenant:
         cannot use the (unselective) tenant index for it and looks the keys up directly."""
         return select(table).where(key_column.in_(keys), table.c.user_id.concat("") == self.key)
 
+    def owns_unindexed(self, table: Table):
+        """The tenant test written so SQLite cannot use the tenant index for it: for queries that
+        another index drives (the keyword index, row keys) and that stop after a few rows."""
+        return table.c.user_id.concat("") == self.key
+
     def update(self, table: Table) -> Update:
         return update(table).where(self.owns(table))
 
@@ -92,6 +97,13 @@ def count_by_tenant(conn, table: Table) -> dict[str, int]:
 
 def named_tenants_exist(conn, tenants_table: Table) -> bool:
     stmt = select(tenants_table.c.user_id).where(tenants_table.c.user_id != ANONYMOUS_KEY).limit(1)
+    return conn.execute(stmt).first() is not None
+
+
+def other_tenants_exist(conn, tenants_table: Table, tenant: Tenant) -> bool:
+    """Whether any tenant but ``tenant`` has written to the store (index-wide statistics are
+    then not this tenant's alone)."""
+    stmt = select(tenants_table.c.user_id).where(tenants_table.c.user_id != tenant.key).limit(1)
     return conn.execute(stmt).first() is not None
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+import math
+from datetime import datetime, timedelta, timezone
 from typing import Any, Callable
 
 from .errors import ContentTooLargeError, InvalidInputError, InvalidTextError, NaiveDatetimeError
@@ -43,30 +44,136 @@ def check_optional_name(value: Any, field: str) -> str | None:
 
 
 def check_datetime(value: Any, field: str) -> datetime:
-    """Accept only timezone-aware datetimes, returned in UTC."""
+    """Accept only timezone-aware datetimes that exist in UTC (years 1 to 9999), returned in UTC.
+
+    ``datetime.max`` with a western offset is in year 10000 once in UTC, and ``datetime.min``
+    with an eastern one in year 0: Python cannot represent either, so both are refused here
+    rather than overflowing later inside a query or an export."""
     if not isinstance(value, datetime):
         raise InvalidInputError(f"{field} must be a datetime, not {type(value).__name__}")
-    if value.tzinfo is None or value.utcoffset() is None:
+    try:
+        offset = value.utcoffset()
+    except (ValueError, TypeError) as exc:  # a tzinfo whose offset is not a valid one
+        raise InvalidInputError(f"{field} has a timezone memlens cannot use: {exc}") from None
+    if offset is None:
         raise NaiveDatetimeError(
             f"{field} is a naive datetime; pass a timezone-aware one, e.g. datetime.now(timezone.utc)"
         )
-    return value.astimezone(timezone.utc)
+    try:
+        return value.astimezone(timezone.utc)
+    except (OverflowError, ValueError):
+        raise InvalidInputError(
+            f"{field} {value.isoformat()} falls outside the years 1 to 9999 in UTC, where memlens keeps its times"
+        ) from None
 
 
 def check_optional_datetime(value: Any, field: str) -> datetime | None:
     return None if value is None else check_datetime(value, field)
 
 
+# json's C encoder and decoder recurse once per level and fail near Python's recursion limit
+# (1000) less the caller's own stack: a value nested 5,000 deep raised RecursionError from
+# json.dumps. Agent data is nowhere near 100 levels, which leaves the stack room wherever the
+# value is read again (export, import, the inspector's detail pane).
+MAX_JSON_DEPTH = 100
+
+
 def check_json(value: Any, field: str, *, limit: int) -> str:
-    """Serialise ``value`` to JSON text, applying the same text rules to the result."""
-    if value == [] or value == {}:
-        return "[]" if isinstance(value, list) else "{}"
+    """Serialise ``value`` to JSON text, applying the same text rules to the result.
+
+    Only what JSON itself can hold, so what is read back equals what was written: objects with
+    text keys (json would turn ``{1: "a"}`` into ``{"1": "a"}``), lists and tuples, text, whole
+    numbers, finite floats (json writes NaN as ``NaN``, which is not JSON), booleans and None,
+    at most MAX_JSON_DEPTH containers deep."""
+    _check_json_value(value, field, budget=limit)
     try:
         text = json.dumps(value, ensure_ascii=False, sort_keys=True, allow_nan=False)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:  # e.g. an int of more than 4,300 digits
         raise InvalidInputError(f"{field} must be JSON-serialisable: {exc}") from None
     # json escapes a NUL inside strings as \u0000, which round-trips; only size and surrogates matter.
     return check_text(text, field, limit=limit)
+
+
+def _check_json_value(value: Any, field: str, *, budget: int) -> None:
+    """Walk ``value`` without recursing. Each item takes at least a byte of JSON text, so more
+    items than the byte limit is too large, known before any of it is written (a list holding
+    the same list twice, nested 50 times, is 2**50 items)."""
+    stack = [(value, 1)]
+    seen = 0
+    while stack:
+        item, depth = stack.pop()
+        seen += 1
+        if seen > budget:
+            raise ContentTooLargeError(f"{field} holds more than {budget:,} values, over the store's size limit")
+        if isinstance(item, (str, bool, int)) or item is None:
+            continue
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                raise InvalidInputError(f"{field} holds {item!r}, which JSON cannot represent")
+            continue
+        if not isinstance(item, (dict, list, tuple)):
+            raise InvalidInputError(f"{field} holds a {type(item).__name__}, which is not JSON (use lists, objects, text, numbers)")
+        if depth > MAX_JSON_DEPTH:
+            raise InvalidInputError(f"{field} is nested more than {MAX_JSON_DEPTH} levels deep")
+        if isinstance(item, dict):
+            for key in item:
+                if not isinstance(key, str):
+                    raise InvalidInputError(
+                        f"{field} has the key {key!r} ({type(key).__name__}); JSON object keys are text, "
+                        "so it would come back as a different key"
+                    )
+            stack.extend((child, depth + 1) for child in item.values())
+        else:
+            stack.extend((child, depth + 1) for child in item)
+
+
+def check_int(value: Any, field: str, *, minimum: int = 0, maximum: int = 2**63 - 1) -> int:
+    """An integer SQLite can hold (64-bit), in range; booleans are not integers here."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInputError(f"{field} must be an integer, not {type(value).__name__}")
+    if not minimum <= value <= maximum:
+        raise InvalidInputError(f"{field} must be from {minimum:,} to {maximum:,}, not {value:,}")
+    return value
+
+
+def check_number(value: Any, field: str) -> float:
+    """A finite real number (an int or a float, not a bool), as a float."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidInputError(f"{field} must be a number, not {type(value).__name__}")
+    try:
+        number = float(value)
+    except OverflowError:
+        raise InvalidInputError(f"{field} is too large to be a number memlens keeps") from None
+    if not math.isfinite(number):
+        raise InvalidInputError(f"{field} must be a finite number, not {number!r}")
+    return number
+
+
+def check_flag(value: Any, field: str) -> bool:
+    """True or False, not any value that happens to be truthy ("no" is)."""
+    if not isinstance(value, bool):
+        raise InvalidInputError(f"{field} must be True or False, not {type(value).__name__}")
+    return value
+
+
+def check_ttl(ttl: Any, now: datetime) -> datetime | None:
+    """When an entry given ``ttl`` (seconds, a timedelta, or None for never) at ``now`` expires."""
+    if ttl is None:
+        return None
+    if isinstance(ttl, timedelta):
+        seconds: float = ttl.total_seconds()
+    elif isinstance(ttl, bool) or not isinstance(ttl, (int, float)):
+        raise InvalidInputError(f"ttl must be a number of seconds, a timedelta, or None, not {type(ttl).__name__}")
+    else:
+        seconds = ttl
+    if not seconds > 0:  # also refuses NaN
+        raise InvalidInputError(f"ttl must be positive, not {ttl!r}")
+    try:
+        return now + timedelta(seconds=seconds)
+    except (OverflowError, ValueError):
+        raise InvalidInputError(
+            f"ttl {ttl!r} would expire after the year 9999; pass ttl=None for an entry that never expires"
+        ) from None
 
 
 def _system_clock() -> datetime:

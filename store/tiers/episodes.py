@@ -60,8 +60,10 @@ def encode_cursor(episode: Any) -> str:
 def decode_cursor(cursor: str) -> tuple[datetime, int]:
     try:
         micros, pk = cursor.split(".")
+        if not 0 < int(pk) < 2**63:  # SQLite's keys are 64-bit; a larger one fails to bind
+            raise ValueError(pk)
         return from_micros(int(micros)), int(pk)
-    except (ValueError, AttributeError, OverflowError):
+    except (ValueError, AttributeError, OverflowError, OSError):
         raise InvalidInputError(f"cursor {cursor!r} was not returned by episodes()") from None
 
 

@@ -1,0 +1,167 @@
+"""Keyword search over blocks and notes (BM25 in memory) and the keyword query's common-word cut:
+the same rankings as the straightforward computation, no read transaction held while ranking,
+and a tenant's exact keyword hit never hidden by what other tenants write."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from store import MemoryStore, search
+from store.search import MIN_PREFIX, _TOKEN, bm25_small, query_terms
+from store.tenancy import Tenant
+
+
+def reference_bm25(query: str, documents: dict[int, str], *, prefix_last: bool):
+    """BM25 as memlens computed it before, term by term and document by document: quadratic,
+    and the definition the fast version must agree with to the last bit."""
+    terms = list(dict.fromkeys(query_terms(query)))
+    if not terms or not documents:
+        return []
+    prefix = terms[-1] if prefix_last and len(terms[-1]) >= MIN_PREFIX and not query.endswith(" ") else None
+    tokenised = {pk: [w.lower() for w in _TOKEN.findall(doc)] for pk, doc in documents.items()}
+    average = sum(len(t) for t in tokenised.values()) / len(tokenised) or 1.0
+
+    def hits(term, words):
+        return sum(1 for w in words if w == term or (term == prefix and w.startswith(term)))
+
+    scored = []
+    for pk, words in tokenised.items():
+        score, matched = 0.0, []
+        for term in terms:
+            tf = hits(term, words)
+            if not tf:
+                continue
+            df = sum(1 for other in tokenised.values() if hits(term, other))
+            idf = math.log(1 + (len(tokenised) - df + 0.5) / (df + 0.5))
+            score += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * len(words) / average))
+            matched += [w for w in dict.fromkeys(words) if w == term or (term == prefix and w.startswith(term))]
+        if score > 0:
+            scored.append((pk, score, list(dict.fromkeys(matched))))
+    return sorted(scored, key=lambda item: -item[1])
+
+
+# A small vocabulary, so words repeat across documents; accents, Greek final sigma, a dotted
+# capital I (two characters once lower-cased), digits and underscores; punctuation between.
+WORDS = ["hotel", "hotels", "Hotel", "hote", "lisbon", "LISBON", "train", "trains", "a", "the", "and", "naïve",
+         "Ärger", "ärgerlich", "ΟΔΟΣ", "οδός", "İstanbul", "istanbul", "x_1", "42", "café", "cafés", "hotelier"]
+SEPARATORS = [" ", ", ", ". ", "\n", " - ", "'", "!?", "\t"]
+text = st.lists(st.tuples(st.sampled_from(WORDS), st.sampled_from(SEPARATORS)), max_size=25).map(
+    lambda parts: "".join(w + s for w, s in parts)
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    documents=st.dictionaries(st.integers(1, 10_000), text, max_size=12),
+    query=text,
+    prefix_last=st.booleans(),
+    trailing_space=st.booleans(),
+)
+def test_bm25_small_agrees_with_the_straightforward_computation(documents, query, prefix_last, trailing_space):
+    query = query.rstrip() + (" " if trailing_space else "")
+    assert bm25_small(query, documents, prefix_last=prefix_last) == reference_bm25(query, documents, prefix_last=prefix_last)
+
+
+def test_a_prefix_matches_every_word_it_starts():
+    documents = {1: "the hotelier runs two hotels", 2: "train to Lisbon", 3: "Hotel California"}
+    ranked = bm25_small("cheap hote", documents, prefix_last=True)
+    assert {pk: matched for pk, _, matched in ranked} == {1: ["hotelier", "hotels"], 3: ["hotel"]}
+    assert bm25_small("cheap hote ", documents, prefix_last=True) == []  # a finished word is exact
+
+
+# --- no read transaction while ranking -----------------------------------------------------------
+
+
+def snapshot_held(path) -> bool:
+    """Whether some connection holds a read snapshot of the store: then a write followed by a
+    WAL truncation (what forget does last) cannot complete. Checked from a connection of its own
+    that does not wait."""
+    conn = sqlite3.connect(path, timeout=0, isolation_level=None)
+    try:
+        conn.execute("INSERT INTO memlens_meta (key, value) VALUES ('probe', 'x')")  # WAL frames: a real change
+        conn.execute("DELETE FROM memlens_meta WHERE key = 'probe'")
+        busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        return busy != 0
+    finally:
+        conn.close()
+
+
+def test_the_probe_sees_an_open_read_transaction(store):
+    store.update_block("b", "x", user_id="u")
+    assert not snapshot_held(store.path)
+    with store._db.read() as conn:
+        conn.exec_driver_sql("SELECT count(*) FROM blocks").all()
+        assert snapshot_held(store.path)
+    assert not snapshot_held(store.path)
+
+
+def test_blocks_and_notes_are_ranked_after_the_read_transaction_ends(store, monkeypatch):
+    store.update_block("persona", "plans trips to Lisbon", user_id="u")
+    memory = store.session("s", user_id="u")
+    memory.append_scratchpad("train to Lisbon at nine")
+    ranked_with_snapshot = []
+    real = search.bm25_small
+
+    def ranking(query, documents, *, prefix_last):
+        ranked_with_snapshot.append(snapshot_held(store.path))
+        return real(query, documents, prefix_last=prefix_last)
+
+    monkeypatch.setattr(search, "bm25_small", ranking)
+    for kind in ("working", "scratchpad", "all"):
+        hits = store.recall("Lisbon", user_id="u", kind=kind, mode="keyword")
+        assert {h.kind for h in hits} >= ({"block"} if kind == "working" else {"scratchpad"} if kind == "scratchpad" else {"block", "scratchpad"})
+    assert ranked_with_snapshot == [False] * 4
+
+
+def test_hybrid_recall_over_blocks_still_fuses_both_lists(store):
+    store.update_block("persona", "plans trips to Lisbon", user_id="u")
+    store.update_block("diet", "vegetarian, no nuts", user_id="u")
+    hits = store.recall("Lisbon trips", user_id="u", kind="working")
+    assert hits[0].id == "persona"
+    assert hits[0].scores.keyword is not None and hits[0].scores.vector is not None
+
+
+# --- the common-word cut is per tenant ----------------------------------------------------------
+
+
+def test_another_tenants_writes_never_hide_my_exact_keyword_hit(db_path):
+    """Tenant b's 3,000 episodes all say 'weather'; tenant a has one episode that does. Index-wide
+    'weather' is in nearly every document, but for a it is the word that finds the episode."""
+    with MemoryStore.open(db_path, embedder=None) as s:
+        mine = s.remember("the weather at the garage", user_id="a")
+        s.remember_many([{"input": f"holiday plans number {i}"} for i in range(1500)], user_id="a")
+        s.remember_many([{"input": f"note {i} about the weather for order {i}"} for i in range(3000)], user_id="b")
+        hits = s.recall("weather status", user_id="a", mode="keyword", limit=5)
+        assert [h.id for h in hits] == [mine.id]
+        # For b, whose every episode holds it, the word is still left out: its rarer word ranks.
+        rare = s.remember("status of the weather for the lamp", user_id="b")
+        assert s.recall("weather status", user_id="b", mode="keyword")[0].id == rare.id
+        with s._db.read() as conn:
+            assert search.common_terms(conn, Tenant("b"), "weather status") == {"weather"}
+            assert search.common_terms(conn, Tenant("a"), "weather status") == set()
+
+
+def test_a_small_tenant_gets_no_cut_at_all(db_path):
+    """Under 1,000 episodes every match is ranked quickly: even a word in all of them stays."""
+    with MemoryStore.open(db_path, embedder=None) as s:
+        s.remember_many([{"input": f"weather report number {i}"} for i in range(1500)], user_id="big")
+        s.remember_many([{"input": f"weather note {i}"} for i in range(50)], user_id="small")
+        with s._db.read() as conn:
+            assert search.common_terms(conn, Tenant("big"), "zebra weather") == {"weather"}
+            assert search.common_terms(conn, Tenant("small"), "zebra weather") == set()
+
+
+def test_the_cut_for_a_tenant_does_not_depend_on_who_wrote_last(db_path):
+    """A tenant whose every episode holds the word keeps the cut after others write thousands of
+    newer episodes, with the word or without it; for the tenant without it, the word stays."""
+    with MemoryStore.open(db_path, embedder=None) as s:
+        s.remember_many([{"input": f"weather report number {i}"} for i in range(1500)], user_id="a")
+        s.remember_many([{"input": f"weather elsewhere {i}"} for i in range(2000)], user_id="b")
+        s.remember_many([{"input": f"note {i} about lunch"} for i in range(2000)], user_id="c")
+        with s._db.read() as conn:
+            assert search.common_terms(conn, Tenant("a"), "zebra weather") == {"weather"}
+            assert search.common_terms(conn, Tenant("c"), "zebra weather") == set()
