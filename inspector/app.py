@@ -184,7 +184,7 @@ class MemlensApp(ActionsMixin, App):
         from store.errors import MemlensError
 
         try:
-            store = MemoryStore.open(self.path, embedder=self.embedder_spec)
+            store = MemoryStore.open(self.path, embedder=self.embedder_spec, create=False)
         except MemlensError as error:
             self.post_message(msg.StoreFailed(str(error)))
             return

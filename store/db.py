@@ -7,7 +7,10 @@ mode fail with SQLITE_BUSY_SNAPSHOT despite the busy timeout (see MEASUREMENTS.m
 
 from __future__ import annotations
 
+import errno
+import os
 import sqlite3
+import stat
 import threading
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,6 +27,7 @@ from .errors import (
     NotADatabaseError,
     ReadOnlyStoreError,
     SchemaTooNewError,
+    StoreNotFoundError,
     StoreOpenError,
 )
 from . import schema_check
@@ -31,6 +35,45 @@ from .migrations import APPLICATION_ID, CURRENT_VERSION, migrate, read_version
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 10_000
+SIDE_SUFFIXES = ("-wal", "-shm", "-journal")
+
+
+def side_files(path: Path) -> list[Path]:
+    """The files SQLite keeps beside a database, which hold its pages too."""
+    return [Path(f"{path}{suffix}") for suffix in SIDE_SUFFIXES]
+
+
+def _on_read_only_filesystem(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def _can_write(path: Path) -> bool:
+    # The effective uid decides what this process may do; access() uses the real one by default.
+    effective = os.access in os.supports_effective_ids
+    return os.access(path, os.W_OK, effective_ids=effective)
+
+
+def _read_only_reason(path: Path) -> str | None:
+    """Why this process cannot write the store, or None if it can."""
+    if _on_read_only_filesystem(path.parent):
+        return "read-only filesystem"
+    if path.exists() and not _can_write(path):
+        return f"no write permission: file mode {stat.S_IMODE(path.stat().st_mode):04o}"
+    if not _can_write(path.parent) and not all(p.exists() for p in side_files(path)[:2]):
+        return f"its folder {path.parent} cannot be written, and SQLite creates {path.name}-wal and {path.name}-shm there"
+    return None
+
+
+def wal_is_absent(path: Path) -> bool:
+    """No -wal file: no connection has the store open (SQLite removes it when the last one closes)."""
+    return not Path(f"{path}-wal").exists()
+
+
+def sqlite_uri(path: Path, *, read_only: bool, immutable: bool = False) -> str:
+    return f"file:{quote(str(path))}" + ("?mode=ro" if read_only else "?mode=rw") + ("&immutable=1" if immutable else "")
 
 
 def resolve_path(path_or_url: str | Path) -> Path:
@@ -57,24 +100,38 @@ def translate(error: BaseException, path: Path) -> MemlensError | None:
             f"{path} is damaged ({orig}); restore it from a backup or recover it with `sqlite3 {path.name} .recover`"
         )
     if "readonly" in message or "read-only" in message or "attempt to write a readonly" in message:
+        reason = _read_only_reason(path)
+        if reason:
+            return ReadOnlyStoreError(f"{path} is read-only ({reason}); open it with read_only=True to look at it")
         return ReadOnlyStoreError(f"{path} is open read-only; reopen it with read_only=False to change it")
+    if "unable to open database file" in message:
+        reason = _read_only_reason(path)
+        return StoreOpenError(f"cannot open {path}" + (f": {reason}" if reason else f" ({orig}); check that it and its folder are readable"))
     return None
 
 
-def inspect_file(path: Path) -> tuple[bool, int]:
-    """Look at an existing file without writing a byte: (is_initialised, schema_version).
+def inspect_file(path: Path, *, empty_ok: bool = False) -> tuple[bool, int]:
+    """Look at an existing file without writing a byte or creating a file: (is_initialised,
+    schema_version). An empty file or empty SQLite database is a new store only if ``empty_ok``.
 
     A memlens file must hold exactly the schema memlens made and metadata it wrote
     (:mod:`store.schema_check`); anything else is refused before any connection that can write
     opens it."""
-    with path.open("rb") as handle:
-        header = handle.read(len(SQLITE_HEADER))
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(len(SQLITE_HEADER))
+    except OSError as error:
+        raise StoreOpenError(f"cannot read {path}: {error.strerror}") from error
     if header and header != SQLITE_HEADER:
         raise NotADatabaseError(f"{path} is not an SQLite database: its header is not 'SQLite format 3'")
     if not header:
-        return False, 0
+        if empty_ok:
+            return False, 0
+        raise NotADatabaseError(f"{path} is an empty file, not a memlens store; it was left as it is")
     try:
-        conn = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True)
+        # Without a -wal nothing has the store open, and immutable=1 keeps SQLite from creating
+        # the -wal and -shm a read-only connection otherwise leaves behind.
+        conn = sqlite3.connect(sqlite_uri(path, read_only=True, immutable=wal_is_absent(path)), uri=True)
     except sqlite3.Error as error:
         raise translate(error, path) or StoreOpenError(f"cannot open {path}: {error}") from error
     try:
@@ -83,7 +140,9 @@ def inspect_file(path: Path) -> tuple[bool, int]:
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
         if not tables and app_id == 0:
-            return False, 0
+            if empty_ok:
+                return False, 0
+            raise ForeignDatabaseError(f"{path} is an empty SQLite database, not a memlens store; memlens will not touch it")
         if app_id != APPLICATION_ID or "memlens_meta" not in tables:
             shown = ", ".join(sorted(tables)[:5]) or "none"
             raise ForeignDatabaseError(
@@ -130,32 +189,81 @@ def _harden(conn: sqlite3.Connection, cur: sqlite3.Cursor) -> None:
 class Database:
     """An engine plus the discipline around it: pragmas, migrations, typed errors."""
 
-    def __init__(self, path: str | Path, *, read_only: bool = False):
+    def __init__(self, path: str | Path, *, read_only: bool = False, create: bool = True):
         self.path = resolve_path(path)
         self.read_only = read_only
         self._watch: sqlite3.Connection | None = None
         self._watch_lock = threading.Lock()
         exists = self.path.exists()
-        if read_only and not exists:
-            raise StoreOpenError(f"{self.path} does not exist; a read-only store cannot be created")
-        if exists and self.path.is_dir():
+        if not exists:
+            if read_only or not create:
+                hint = "" if read_only else " (pass create=True to create a store there)"
+                raise StoreNotFoundError(f"{self.path} does not exist; nothing was created{hint}")
+            if not self.path.parent.is_dir():
+                raise StoreOpenError(f"cannot create {self.path}: folder {self.path.parent} does not exist")
+        elif self.path.is_dir():
             raise StoreOpenError(f"{self.path} is a directory, not a store file")
-        if not exists and not self.path.parent.is_dir():
-            raise StoreOpenError(f"cannot create {self.path}: folder {self.path.parent} does not exist")
-        initialised, version = inspect_file(self.path) if exists else (False, 0)
+        elif not stat.S_ISREG(self.path.stat().st_mode):
+            raise StoreOpenError(f"{self.path} is not a regular file")
+        elif not read_only:
+            self._check_writable()
+        elif wal_is_absent(self.path) and not _on_read_only_filesystem(self.path.parent) and not _can_write(self.path.parent):
+            raise StoreOpenError(
+                f"cannot read {self.path}: SQLite must create {self.path.name}-wal and -shm beside it to read it, "
+                f"and this process cannot write its folder {self.path.parent}; look at a copy in a writable folder"
+            )
+        initialised, version = inspect_file(self.path, empty_ok=create and not read_only) if exists else (False, 0)
         if read_only and version < CURRENT_VERSION:
             raise StoreOpenError(
                 f"{self.path} has schema version {version} and needs migrating to {CURRENT_VERSION}; "
                 "open it once without read_only"
             )
-        self.engine = self._make_engine()
-        if not read_only and (not initialised or version < CURRENT_VERSION):
-            with self.write() as conn:
-                migrate(conn, read_version(conn) if initialised else 0)
+        # Nothing can change a file on a read-only filesystem, so SQLite may skip the -shm it
+        # could not create there; elsewhere an immutable reader would miss other processes' writes.
+        self.immutable = read_only and wal_is_absent(self.path) and _on_read_only_filesystem(self.path.parent)
+        self._tidy_on_close = read_only and not self.immutable
+        created = not exists and self._create_private_file()
+        try:
+            self.engine = self._make_engine()
+            if not read_only and (not initialised or version < CURRENT_VERSION):
+                with self.write() as conn:
+                    migrate(conn, read_version(conn) if initialised else 0)
+        except BaseException:
+            if hasattr(self, "engine"):
+                self.engine.dispose()  # the last connection to close removes the -wal and -shm
+            if created:
+                for leftover in (self.path, *side_files(self.path)):
+                    leftover.unlink(missing_ok=True)
+            raise
+
+    def _create_private_file(self) -> bool:
+        """Create the store file owner-only before SQLite does: SQLite gives the -wal and -shm the
+        database file's mode, so they hold personal data owner-only too."""
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        try:
+            os.close(os.open(self.path, flags, 0o600))
+        except FileExistsError:
+            return False  # another process created it a moment ago; it opens as an existing store
+        except OSError as error:
+            raise StoreOpenError(f"cannot create {self.path}: {error.strerror}") from error
+        return True
+
+    def _check_writable(self) -> None:
+        """Refuse, with the reason, a store this process cannot write, before SQLite quietly
+        opens it read-only and fails at the first write. Opening for writing changes nothing."""
+        refused = None
+        try:
+            os.close(os.open(self.path, os.O_RDWR | getattr(os, "O_CLOEXEC", 0)))
+        except OSError as error:
+            if error.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+                raise StoreOpenError(f"cannot open {self.path}: {error.strerror}") from error
+            refused = error.strerror
+        reason = _read_only_reason(self.path) or refused
+        if reason:
+            raise ReadOnlyStoreError(f"{self.path} is read-only ({reason}); open it with read_only=True to look at it")
 
     def _make_engine(self) -> Engine:
-        target = quote(str(self.path))
-        url = f"sqlite:///file:{target}?uri=true" + ("&mode=ro" if self.read_only else "")
+        url = f"sqlite:///{sqlite_uri(self.path, read_only=self.read_only, immutable=self.immutable)}&uri=true"
         engine = create_engine(url, connect_args={"check_same_thread": False}, pool_size=8)
         read_only = self.read_only
 
@@ -223,7 +331,8 @@ class Database:
         Read on a connection of its own that never writes, so this store's writes count too."""
         with self._watch_lock:
             if self._watch is None:
-                self._watch = sqlite3.connect(f"file:{quote(str(self.path))}?mode=ro", uri=True, check_same_thread=False)
+                uri = sqlite_uri(self.path, read_only=True, immutable=self.immutable)
+                self._watch = sqlite3.connect(uri, uri=True, check_same_thread=False)
             return self._watch.execute("PRAGMA data_version").fetchone()[0]
 
     def close(self) -> None:
@@ -232,3 +341,21 @@ class Database:
                 self._watch.close()
                 self._watch = None
         self.engine.dispose()
+        if self._tidy_on_close:
+            self._remove_side_files()
+
+    def _remove_side_files(self) -> None:
+        """Read-only connections create the -wal and -shm when they are missing and cannot remove
+        them, nor can a writer that closes while they are open. A read-write connection that closes
+        last removes both, after checkpointing what the WAL holds (nothing, after a clean close);
+        while another connection is open it removes nothing."""
+        if wal_is_absent(self.path) or not _can_write(self.path) or not _can_write(self.path.parent):
+            return
+        try:
+            conn = sqlite3.connect(sqlite_uri(self.path, read_only=False), uri=True, timeout=0)
+            try:
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            pass  # busy or unreadable: the files stay, as SQLite itself would leave them

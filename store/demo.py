@@ -5,13 +5,21 @@ Deterministic for a given ``now``, so screenshots and snapshot tests are stable.
 
 from __future__ import annotations
 
+import os
+import sqlite3
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import insert
+
+from .db import SQLITE_HEADER, sqlite_uri, wal_is_absent
+from .errors import OutputExistsError, OutputPathError
 from .memory import MemoryStore
+from .schema import meta_t
 
 DEMO_NOW = datetime(2026, 11, 20, 17, 30, tzinfo=timezone.utc)
+DEMO_MARK = "demo_store"  # a memlens_meta key: only files carrying it are replaced without force
 
 _ALICE_TURNS = [
     ("I'm planning a trip to Lisbon in March, can you help?", "Of course! March is mild in Lisbon, around 17°C. How many days?", "trip-lisbon"),
@@ -82,12 +90,45 @@ def _episodes(turns, start: datetime, step: timedelta) -> list[dict[str, Any]]:
     return items
 
 
-def build_demo_store(path: str | Path, *, now: datetime = DEMO_NOW, **open_options: Any) -> MemoryStore:
-    """Create a fresh demo store at ``path`` (replacing any file there) and return it open."""
+def is_demo_store(path: str | Path) -> bool:
+    """Whether ``path`` is a store :func:`build_demo_store` made; reads it without changing or
+    creating a file."""
     path = Path(path)
+    try:
+        with path.open("rb") as handle:
+            if handle.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
+                return False
+        conn = sqlite3.connect(sqlite_uri(path, read_only=True, immutable=wal_is_absent(path)), uri=True)
+    except (OSError, sqlite3.Error):
+        return False
+    try:
+        return conn.execute("SELECT 1 FROM memlens_meta WHERE key = ?", (DEMO_MARK,)).fetchone() is not None
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
+
+
+def check_demo_target(path: str | Path, *, force: bool = False) -> None:
+    """Raise unless a demo store may be built at ``path``: nothing there, a demo store, or ``force``."""
+    path = Path(path)
+    if os.path.lexists(path):
+        if path.is_dir():
+            raise OutputPathError(f"{path} is a directory; name a file for the demo store")
+        if not force and not is_demo_store(path):
+            raise OutputExistsError(f"{path} exists and is not a memlens demo store; nothing was changed (--force replaces it)")
+
+
+def build_demo_store(path: str | Path, *, now: datetime = DEMO_NOW, force: bool = False, **open_options: Any) -> MemoryStore:
+    """Create a fresh demo store at ``path`` and return it open. A demo store already there is
+    replaced; any other file only with ``force=True`` (else OutputExistsError, nothing changed)."""
+    path = Path(path)
+    check_demo_target(path, force=force)
     for suffix in ("", "-wal", "-shm", "-journal"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     store = MemoryStore.open(path, **open_options)
+    with store._db.write() as conn:
+        conn.execute(insert(meta_t).values(key=DEMO_MARK, value=now.isoformat()))
     day = timedelta(days=1)
 
     # Written least interesting first: the inspector lists the most recently active tenant first.
@@ -144,7 +185,4 @@ def build_demo_store(path: str | Path, *, now: datetime = DEMO_NOW, **open_optio
     trip.append_scratchpad("Moved to Porto: plan around the train, not a flight.")
     trip.create_checkpoint("after train booked")
     del first
-
-
-
     return store

@@ -138,3 +138,17 @@ class InvalidMetadataError(DamagedStoreError):
     """``memlens_meta`` holds a value memlens never writes (a schema version that is not a whole
     number, an embedding model without its dimension); the file was changed outside memlens.
     Restore it from a backup."""
+
+
+# --- files memlens writes --------------------------------------------------------
+
+
+class OutputPathError(MemlensError):
+    """memlens will not or cannot write an output file there (the store itself or one of its side
+    files, a directory, a missing or unwritable folder, a full disk). Nothing was written; pick
+    another path."""
+
+
+class OutputExistsError(OutputPathError):
+    """A file is already at the output path. memlens replaces an existing file only when told to
+    (``--force`` on the command line, ``overwrite=True`` or ``force=True`` in the API)."""

@@ -4,29 +4,38 @@ from __future__ import annotations
 
 import io
 import json
-import os
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, Callable
 
-from . import audit, export, forget, importer
+from . import audit, export, export_file, forget, importer
 from .errors import InvalidInputError, UnknownSessionError
 from .models import AuditEntry, ForgetReceipt, ImportReport
 from .schema import audit_t, episodes_t, sessions_t, tenants_t
-from .tenancy import UNSET, Tenant, all_tenants
+from .tenancy import UNSET, Tenant, all_tenants, require_tenant
 from .validation import check_flag, check_int, check_name, check_optional_datetime, utcnow
 
 
 class GdprMixin:
     """Mixed into MemoryStore; relies on its ``_db``, ``_tenant`` and ``_indexer``."""
 
+    def require_tenant(self, *, user_id: Any = UNSET, missing_ok: bool = False) -> bool:
+        """Whether the store holds this tenant. Unless ``missing_ok``, a tenant it does not hold
+        raises UnknownTenantError naming close matches (``Alice`` for ``alice``)."""
+        tenant = self._tenant(user_id)
+        with self._db.read() as conn:
+            return require_tenant(conn, tenant, missing_ok=missing_ok)
+
     # --- export ------------------------------------------------------------------------------
 
-    def export(self, *, user_id: Any = UNSET, include_embeddings: bool = False, actor: str = "api") -> dict[str, Any]:
+    def export(self, *, user_id: Any = UNSET, include_embeddings: bool = False, actor: str = "api",
+               missing_ok: bool = False) -> dict[str, Any]:
         """Everything the store holds for one tenant, grouped by section, with a manifest
-        (format version, counts and sha256 per section, when, from which store)."""
+        (format version, counts and sha256 per section, when, from which store). A tenant the
+        store does not hold raises UnknownTenantError unless ``missing_ok``."""
         buffer = io.StringIO()
-        manifest = self.export_to(buffer, user_ids=[user_id], fmt="jsonl", include_embeddings=include_embeddings, actor=actor)
+        manifest = self.export_to(buffer, user_ids=[user_id], fmt="jsonl",
+                                  include_embeddings=include_embeddings, actor=actor, missing_ok=missing_ok)
         grouped: dict[str, Any] = {"manifest": manifest, **{s: [] for s in export.SECTIONS}}
         for line in buffer.getvalue().splitlines():
             record = json.loads(line)
@@ -43,31 +52,37 @@ class GdprMixin:
         include_embeddings: bool = False,
         actor: str = "api",
         progress: Callable[[int, int], None] | None = None,
+        overwrite: bool = False,
+        missing_ok: bool = False,
     ) -> dict[str, Any]:
         """Stream an export of ``user_ids`` (None: every tenant) to a path or text stream.
 
         ``fmt`` is ``"jsonl"`` (a record a line, the manifest last) or ``"json"`` (one
-        document). A path is written to a temporary file and renamed, so a failed export
-        leaves no half file. Each exported tenant gets an audit entry. Returns the manifest.
+        document). A tenant the store does not hold raises UnknownTenantError (naming close
+        matches) unless ``missing_ok``. A path is never the store itself or one of its side
+        files, and never an existing file unless ``overwrite``: the export goes to an owner-only
+        (0600) partial file that is renamed into place, so a failed or killed export leaves no
+        half file (see :mod:`store.export_file`). Each exported tenant gets an audit entry.
+        Returns the manifest.
         """
         if fmt not in ("json", "jsonl"):
             raise InvalidInputError("fmt must be 'json' or 'jsonl'")
+        if not isinstance(overwrite, bool) or not isinstance(missing_ok, bool):
+            raise InvalidInputError("overwrite and missing_ok must be True or False")
         actor = check_name(actor, "actor")
-        if user_ids is None:
-            with self._db.read() as conn:
+        with self._db.read() as conn:
+            if user_ids is None:
                 tenants = all_tenants(conn, tenants_t)
-        else:
-            tenants = [Tenant.of(u) for u in user_ids]
+            else:
+                tenants = [Tenant.of(u) for u in user_ids]
+                for tenant in tenants:
+                    require_tenant(conn, tenant, missing_ok=missing_ok)
         at = utcnow()
         if isinstance(target, (str, Path)):
-            path = Path(target)
-            partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-            try:
-                with partial.open("w", encoding="utf-8", newline="\n") as sink:
-                    manifest = export.write(self, tenants, sink, fmt=fmt, embeddings=include_embeddings, at=at, progress=progress)
-                os.replace(partial, path)
-            finally:
-                partial.unlink(missing_ok=True)
+            path = export_file.check_target(target, self._db.path, overwrite=overwrite)
+            export_file.remove_leftover_exports(self._db)
+            with export_file.writing(self._db, path, overwrite=overwrite) as sink:
+                manifest = export.write(self, tenants, sink, fmt=fmt, embeddings=include_embeddings, at=at, progress=progress)
         else:
             manifest = export.write(self, tenants, target, fmt=fmt, embeddings=include_embeddings, at=at, progress=progress)
         if not self.read_only:
@@ -139,6 +154,7 @@ class GdprMixin:
     def scrub(self) -> bool:
         """Make deleted content unrecoverable from the files: rewrite the keyword indexes and
         truncate the WAL. Returns False if a reader in another process held the WAL; call again."""
+        export_file.remove_leftover_exports(self._db)
         if self.read_only:
             return False
         with self._db.write() as conn:

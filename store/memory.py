@@ -80,6 +80,7 @@ class MemoryStore(RecallMixin, GdprMixin):
         path_or_url: str | Path,
         *,
         read_only: bool = False,
+        create: bool = True,
         max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
         scratchpad_limit: int = 100,
         embedder: Any = "default",
@@ -88,7 +89,10 @@ class MemoryStore(RecallMixin, GdprMixin):
         """Open (or create) the store at ``path_or_url``, a file path or an ``sqlite:///`` URL.
 
         A file that is not a memlens store is refused without being changed; an older
-        schema is migrated in one transaction; a newer one is refused.
+        schema is migrated in one transaction; a newer one is refused. A missing file is
+        created owner-only (0600) unless ``create=False``, which raises
+        :class:`~store.errors.StoreNotFoundError` instead, as does ``read_only=True``; with
+        ``create=False`` an empty file is refused too rather than made a store.
 
         ``embedder`` is ``"default"`` (the packaged all-MiniLM-L6-v2, loaded on first need),
         a local model directory, an :class:`~store.embedding.Embedder`, or None for keyword
@@ -99,7 +103,7 @@ class MemoryStore(RecallMixin, GdprMixin):
         check_int(scratchpad_limit, "scratchpad_limit", minimum=1)
         check_flag(read_only, "read_only")
         embedder = indexing.make_embedder(embedder)  # looked up at call time, so tests can swap it
-        db = Database(path_or_url, read_only=read_only)
+        db = Database(path_or_url, read_only=read_only, create=create)
         try:
             if check_model:
                 with db.read() as conn:

@@ -9,12 +9,14 @@ can be built without the partition.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Delete, Select, Table, Update, delete, func, select, update
 
-from .errors import InvalidInputError
+from .errors import InvalidInputError, UnknownTenantError
+from .schema import tenants_t
 
 ANONYMOUS_KEY = ""
 
@@ -117,3 +119,25 @@ def owner_of(conn, table: Table, key_column, value) -> "Tenant | None":
     imports use it to refuse ids that belong to someone else."""
     row = conn.execute(select(table.c.user_id).where(key_column == value)).first()
     return None if row is None else Tenant(row[0])
+
+
+def require_tenant(conn, tenant: Tenant, *, missing_ok: bool = False) -> bool:
+    """Whether ``tenant`` holds anything in this store (has a tenant row). Unless ``missing_ok``,
+    a missing tenant raises :class:`UnknownTenantError` naming tenants whose names differ only
+    slightly, so ``alice`` typed for ``Alice`` is caught rather than acted on as an empty tenant."""
+    if conn.execute(select(tenants_t.c.user_id).where(tenants_t.c.user_id == tenant.key)).first() is not None:
+        return True
+    if missing_ok:
+        return False
+    if tenant.is_anonymous:
+        raise UnknownTenantError("the anonymous bucket holds nothing in this store; nothing was done")
+    names = [key for key in conn.execute(select(tenants_t.c.user_id)).scalars() if key != ANONYMOUS_KEY]
+    folded = tenant.key.casefold()
+    same_but_case = [name for name in names if name.casefold() == folded]
+    # On case-folded names, a ratio of 0.8 catches one swap or slip ("alcie": 0.80 to "alice",
+    # "carl": 0.89 to "carol") and leaves different short names apart ("bob": 0.67 to "rob").
+    by_fold = {name.casefold(): name for name in names}
+    similar = [by_fold[m] for m in difflib.get_close_matches(folded, list(by_fold), n=3, cutoff=0.8)]
+    matches = list(dict.fromkeys(same_but_case + similar))
+    hint = f" (did you mean {' or '.join(repr(m) for m in matches)}?)" if matches else ""
+    raise UnknownTenantError(f"no tenant {tenant.key!r} in this store{hint}; nothing was done", close_matches=matches)

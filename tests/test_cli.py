@@ -29,7 +29,7 @@ def test_every_command_is_documented_in_the_readme():
     from inspector.cli import build_parser
 
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    commands = build_parser()._subparsers._group_actions[0].choices
+    commands = build_parser().commands
     assert len(commands) >= 9
     missing = [name for name in commands if f"`memlens {name}" not in readme]
     assert missing == []
@@ -53,7 +53,7 @@ def test_the_worked_erasure_example(tmp_path):
     assert "forget" in audit and "export" in audit and "dpo@example.com" in audit
     with MemoryStore.open(db, read_only=True, embedder=None, check_model=False) as s:
         assert "alice" not in [t.user_id for t in s.tenants()]
-    imported = run("import", "--db", str(restored), str(out))
+    imported = run("import", "--db", str(restored), "--create", str(out))
     assert imported.returncode == 0 and "15 episodes" in imported.stdout
 
 
