@@ -85,3 +85,60 @@ def set_clock(clock: Callable[[], datetime] | None) -> None:
     """Replace the clock (tests and screenshots freeze it); None restores the system clock."""
     global _clock
     _clock = clock or _system_clock
+
+
+# --- rules that imports apply too (a record in a file meets the same rules as an API call) ----
+
+# json's C encoder and decoder recurse once per level and fail near Python's recursion limit
+# (1000) less the caller's own stack. Measured here: a key-value entry nested 990 deep was
+# accepted by an import and then broke every export of its tenant (RecursionError). Agent data
+# is nowhere near 100 levels, which leaves the stack plenty of room wherever it is read.
+MAX_JSON_DEPTH = 100
+
+
+def check_json_depth(value: Any, field: str, *, limit: int = MAX_JSON_DEPTH) -> None:
+    """Refuse JSON values nested deeper than ``limit`` (counted without recursing)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list, tuple)):
+            if depth > limit:
+                raise InvalidInputError(f"{field} is nested more than {limit} levels deep")
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+
+
+def check_int(value: Any, field: str, *, minimum: int = 0, maximum: int = 2**63 - 1) -> int:
+    """An integer SQLite can hold (64-bit), in range; booleans are not integers here."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInputError(f"{field} must be an integer, not {type(value).__name__}")
+    if not minimum <= value <= maximum:
+        raise InvalidInputError(f"{field} must be from {minimum:,} to {maximum:,}, not {value:,}")
+    return value
+
+
+def check_vector(data: bytes, dim: int | None, field: str) -> bytes:
+    """float32 bytes of one embedding: ``dim`` values (any count when None), all finite."""
+    import numpy as np
+
+    if len(data) % 4 or not data:
+        raise InvalidInputError(f"{field} is {len(data)} bytes, not a whole number of float32 values")
+    if dim is not None and len(data) != dim * 4:
+        raise InvalidInputError(f"{field} has {len(data) // 4} dimensions; this store's model makes {dim}")
+    if not np.isfinite(np.frombuffer(data, dtype=np.float32)).all():
+        raise InvalidInputError(f"{field} holds NaN or infinite values")
+    return data
+
+
+def parse_time(value: Any, field: str) -> datetime:
+    """An ISO 8601 date-time with a timezone, as exports write them, checked like an API datetime."""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{field} must be an ISO 8601 date-time string, not {type(value).__name__}")
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise InvalidInputError(f"{field} {value[:40]!r} is not an ISO 8601 date-time") from None
+    try:
+        return check_datetime(parsed, field)
+    except OverflowError:  # e.g. 9999-12-31T23:59-05:00 is in year 10000 once in UTC
+        raise InvalidInputError(f"{field} {value!r} is out of the range of representable times") from None
