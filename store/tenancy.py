@@ -98,10 +98,3 @@ def named_tenants_exist(conn, tenants_table: Table) -> bool:
 def all_tenants(conn, tenants_table: Table) -> list[Tenant]:
     """Every tenant that has written anything, for store-wide maintenance (re-embedding)."""
     return [Tenant(key) for key in conn.execute(select(tenants_table.c.user_id)).scalars()]
-
-
-def owner_of(conn, table: Table, key_column, value) -> "Tenant | None":
-    """The tenant owning the row whose globally unique ``key_column`` is ``value``, if any:
-    imports use it to refuse ids that belong to someone else."""
-    row = conn.execute(select(table.c.user_id).where(key_column == value)).first()
-    return None if row is None else Tenant(row[0])
