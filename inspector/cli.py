@@ -146,9 +146,17 @@ def cmd_import(args: argparse.Namespace) -> int:
     else:
         opened = _open(args.db, hint=" (pass --create to import into a new store)", check_model=False)
     with opened as store:
-        report = store.import_(args.file, actor=args.actor)
-    counts = ", ".join(f"{v} {k}" for k, v in report.counts.items() if v)
-    print(f"imported {counts or 'nothing new'} from {args.file}" + (f" (re-embedded {report.reembedded})" if report.reembedded else ""))
+        extra = {} if args.as_user is None else {"as_user": args.as_user}
+        report = store.import_(args.file, actor=args.actor, **extra)
+
+    def listed(counts: dict[str, int]) -> str:
+        return ", ".join(f"{v} {k}" for k, v in counts.items() if v)
+
+    into = ", ".join("(anonymous)" if t is None else t for t in report.tenants) or "no tenant"
+    print(f"imported {listed(report.counts) or 'nothing new'} from {args.file} into {into}"
+          + (f" (re-embedded {report.reembedded})" if report.reembedded else ""))
+    if any(report.kept_existing.values()):
+        print(f"kept what the store holds, newer or different, for {listed(report.kept_existing)}")
     return 0
 
 
@@ -181,7 +189,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
     for e in entries:
         who = "(anonymous)" if e.user_id is None else e.user_id
         total = sum(v for k, v in e.counts.items() if k != "vectors")
-        print(f"{e.at.isoformat(timespec='seconds')}  {e.action:<7} {who:<20} by {e.actor:<20} {total:>7} records  {e.digest[:16]}")
+        imported = "  (imported history, not done in this store)" if e.origin == "imported" else ""
+        print(f"{e.at.isoformat(timespec='seconds')}  {e.action:<7} {who:<20} by {e.actor:<20} {total:>7} records  {e.digest[:16]}{imported}")
     return 0
 
 
@@ -243,6 +252,7 @@ def build_parser() -> Parser:
     imp.add_argument("--create", action="store_true", help="create the store if it does not exist")
     imp.add_argument("file", type=Path, help="a file written by `memlens export`")
     imp.add_argument("--actor", default="cli", help="who asks, for the audit log (default: %(default)s)")
+    imp.add_argument("--as-user", metavar="NAME", help="import a one-tenant export under this user id instead of its own")
     imp.set_defaults(handler=cmd_import)
 
     forget = commands.add_parser("forget", help="erase a tenant, a session, or what is older than a date")

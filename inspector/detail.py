@@ -79,7 +79,8 @@ def checkpoint(c) -> Group:
 
 def audit_entry(a) -> Group:
     return Group(
-        _fields(("when", when(a.at)), ("action", a.action), ("tenant", tenant_label(a.user_id)), ("actor", a.actor), ("digest", a.digest)),
+        _fields(("when", when(a.at)), ("action", a.action if a.origin == "local" else f"{a.action} (imported history, not done in this store)"),
+                ("tenant", tenant_label(a.user_id)), ("actor", a.actor), ("digest", a.digest)),
         Text("\nscope", style="bold"), _json(a.scope), Text("\ncounts", style="bold"), _json(a.counts),
     )
 

@@ -359,4 +359,5 @@ class AuditView(Vertical):
         table.reset()
         for i, a in enumerate(entries):
             total = sum(v for k, v in a.counts.items() if k != "vectors")
-            table.add_record(f"{i}:{a.digest}", a, when(a.at), a.action, a.actor, str(total), a.digest[:16])
+            action = a.action if a.origin == "local" else f"{a.action} (imported)"  # history from a file, not done here
+            table.add_record(f"{i}:{a.digest}", a, when(a.at), action, a.actor, str(total), a.digest[:16])

@@ -1,5 +1,9 @@
 """The audit log: who exported, imported or erased what, and when. Counts and digests only,
-so it can outlive the erasures it records."""
+so it can outlive the erasures it records.
+
+Each entry has an origin: 'local' for what happened in this store, 'imported' for history that
+arrived in an import file. An imported entry is a claim the file makes, not something this store
+saw happen, so it is kept apart and never shown as local."""
 
 from __future__ import annotations
 
@@ -37,8 +41,20 @@ def record(conn: Connection, tenant: Tenant, *, action: str, actor: str, scope: 
     return value
 
 
+def record_imported(conn: Connection, tenant: Tenant, *, action: str, actor: str, scope: dict, counts: dict, at: datetime, digest: str) -> None:
+    """Keep an entry from an import file as it was written, marked as imported history."""
+    conn.execute(
+        audit_t.insert().values(
+            tenant.stamp(
+                {"at": at, "actor": actor, "action": action, "scope": json.dumps(scope, sort_keys=True),
+                 "counts": json.dumps(counts, sort_keys=True), "digest": digest, "origin": "imported"}
+            )
+        )
+    )
+
+
 def to_model(row) -> AuditEntry:
     return AuditEntry(
         at=row.at, actor=row.actor, action=row.action, user_id=Tenant(row.user_id).user_id,
-        scope=json.loads(row.scope), counts=json.loads(row.counts), digest=row.digest,
+        scope=json.loads(row.scope), counts=json.loads(row.counts), digest=row.digest, origin=row.origin,
     )

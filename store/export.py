@@ -106,7 +106,7 @@ def tenant_records(conn: Connection, tenant: Tenant, *, embeddings: bool) -> Ite
                               "created_at": iso(r.created_at), "snapshot": json.loads(r.snapshot)}
     for r in conn.execute(tenant.select(audit_t).order_by(audit_t.c.at, audit_t.c.pk)):
         yield "audit", {**base, "type": "audit", "at": iso(r.at), "actor": r.actor, "action": r.action,
-                        "scope": json.loads(r.scope), "counts": json.loads(r.counts), "digest": r.digest}
+                        "scope": json.loads(r.scope), "counts": json.loads(r.counts), "digest": r.digest, "origin": r.origin}
 
 
 class Digests:

@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, Callable
 
-from . import audit, export, export_file, forget, importer
+from . import audit, export, export_file, forget, import_writer, importer
 from .errors import InvalidInputError, UnknownSessionError
 from .models import AuditEntry, ForgetReceipt, ImportReport
 from .schema import audit_t, episodes_t, sessions_t, tenants_t
@@ -94,22 +94,30 @@ class GdprMixin:
 
     # --- import ------------------------------------------------------------------------------
 
-    def import_(self, source: str | Path | dict[str, Any], *, actor: str = "api") -> ImportReport:
+    def import_(self, source: str | Path | dict[str, Any], *, actor: str = "api", as_user: Any = UNSET) -> ImportReport:
         """Import an export (a path to JSON or JSONL, or the dict :meth:`export` returns).
 
-        Every record and the manifest's digests are checked before anything is written; the
-        import is one transaction; ids already present for the same tenant are skipped, so
-        importing a file twice is the same as once. Vectors made with another model (or
-        none) are re-embedded with this store's model.
+        Records may only belong to the tenants the manifest declares; ``as_user`` imports a
+        one-tenant export under another ``user_id`` (None: the anonymous bucket). Every record
+        meets the API's rules and the manifest's digests are checked before anything is
+        written; the import is one transaction. Records the tenant already holds are kept:
+        the same id is the same record, and blocks, keys and task states are replaced only by
+        a newer ``updated_at``, so importing a file twice is the same as once and an older
+        export never overwrites newer state. Vectors made with another model (or none) are
+        re-embedded with this store's model. Audit entries from the file are kept as imported
+        history (``origin="imported"``).
         """
         actor = check_name(actor, "actor")
-        parsed, manifest = importer.validate(source, self.max_content_bytes)
-        vectors, reembedded = importer.vectors_needed(self, parsed, manifest)
+        checked = importer.validate(source, self.max_content_bytes, as_user=as_user)
+        vectors, reembedded = import_writer.vectors_needed(self, checked)
         at = utcnow()
         with self._db.write() as conn:
-            counts = importer.apply(self, conn, parsed, vectors, actor, at)
-        tenants = list(dict.fromkeys(r.user_id for _, r in parsed))
-        return ImportReport(tenants=tenants, counts=counts, reembedded=reembedded, manifest=manifest)
+            outcomes = import_writer.apply(self, conn, checked, vectors, actor=actor, at=at, as_user=as_user is not UNSET)
+        return ImportReport(
+            tenants=[t.user_id for t in dict.fromkeys(checked.targets.values())],
+            counts=outcomes[import_writer.WRITTEN], unchanged=outcomes[import_writer.UNCHANGED],
+            kept_existing=outcomes[import_writer.KEPT], reembedded=reembedded, manifest=checked.manifest,
+        )
 
     # --- forget ------------------------------------------------------------------------------
 
@@ -173,15 +181,22 @@ class GdprMixin:
 
     # --- audit -------------------------------------------------------------------------------
 
-    def audit_log(self, *, user_id: Any = UNSET, all_tenants: bool = False, limit: int = 1000) -> list[AuditEntry]:
-        """Audit entries, newest first: one tenant's, or with ``all_tenants=True`` the whole store's."""
+    def audit_log(self, *, user_id: Any = UNSET, all_tenants: bool = False, limit: int = 1000, origin: str | None = None) -> list[AuditEntry]:
+        """Audit entries, newest first: one tenant's, or with ``all_tenants=True`` the whole store's.
+
+        ``origin="local"`` keeps what happened in this store, ``origin="imported"`` the history
+        that arrived in import files; None gives both, each entry saying which it is."""
         check_flag(all_tenants, "all_tenants")
         check_int(limit, "limit", minimum=1)
+        if origin not in (None, "local", "imported"):
+            raise InvalidInputError("origin must be 'local', 'imported' or None")
         with self._db.read() as conn:
             if all_tenants:
                 stmt = audit_t.select()
             else:
                 stmt = self._tenant(user_id).select(audit_t)
+            if origin is not None:
+                stmt = stmt.where(audit_t.c.origin == origin)
             rows = conn.execute(stmt.order_by(audit_t.c.at.desc(), audit_t.c.pk.desc()).limit(limit)).all()
         return [audit.to_model(r) for r in rows]
 

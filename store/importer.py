@@ -1,124 +1,197 @@
-"""Importing an export: validate every record and the manifest first, embed what needs it,
-then write everything in one transaction. Re-importing the same file changes nothing."""
+"""Reading an import file: every record parsed and held to the rules the API applies to the same
+data, every record bound to a tenant its manifest declares, the manifest's counts and digests
+verified. Nothing here touches the store; :mod:`store.import_writer` writes what passes.
+
+The digests are integrity, not authority: whoever writes a hostile file can recompute them. What
+keeps one tenant's file out of another tenant is the binding rule (a record may only name a
+tenant the manifest declares, and ``as_user`` rebinds a one-tenant file explicitly).
+"""
 
 from __future__ import annotations
 
 import base64
+import binascii
 import json
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Callable, Iterator, Literal, Union
+from typing import Annotated, Any, Callable, Iterator, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
-from sqlalchemy import Connection
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, ValidationInfo
 
-from . import audit
 from .errors import ImportValidationError, InvalidInputError
 from .export import FORMAT, FORMAT_VERSION, SECTIONS, Digests, canonical
-from .schema import audit_t, blocks_t, checkpoints_t, episodes_t, facts_t, kv_t, scratch_t, sessions_t, task_t
-from .tenancy import Tenant, owner_of
-from .tiers.common import content_hash, ensure_session, touch_tenant
-from .tiers.episodes import embed_text
-from .tiers.facts import fact_text
-from .validation import check_datetime, check_int, check_json, check_text
+from .models import TaskState
+from .session import check_snapshot, check_task_state
+from .tenancy import UNSET, Tenant
+from .validation import MAX_JSON_DEPTH, check_int, check_json, check_name, check_text, check_vector, parse_time
 
-if TYPE_CHECKING:
-    from .memory import MemoryStore
+# --- one validator per kind of field, each the API's own check ----------------------------------
+
+
+def _limit(info: ValidationInfo) -> int:
+    return info.context["limit"]
+
+
+def _text(value: str, info: ValidationInfo) -> str:
+    return check_text(value, info.field_name, limit=_limit(info))
+
+
+def _nonempty(value: str, info: ValidationInfo) -> str:
+    return check_text(value, info.field_name, limit=_limit(info), allow_empty=False)
+
+
+def _name(value: str | None, info: ValidationInfo) -> str | None:
+    return None if value is None else check_name(value, info.field_name)
+
+
+def _names(value: list[str], info: ValidationInfo) -> list[str]:
+    return [check_name(item, info.field_name) for item in value]
+
+
+def _time(value: Any, info: ValidationInfo) -> datetime | None:
+    return None if value is None else parse_time(value, info.field_name)
+
+
+def _json(value: Any, info: ValidationInfo) -> Any:
+    check_json(value, info.field_name, limit=_limit(info))
+    return value
+
+
+def _order(value: int, info: ValidationInfo) -> int:
+    return check_int(value, info.field_name)
+
+
+def _embedding(value: Any, info: ValidationInfo) -> bytes | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInputError("embedding must be base64 text")
+    try:
+        data = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise InvalidInputError("embedding is not valid base64") from None
+    return check_vector(data, None, "embedding")  # its dimension is checked against the store's model later
+
+
+def _task(value: Any, info: ValidationInfo) -> TaskState:
+    return check_task_state(value, limit=_limit(info))
+
+
+def _snapshot(value: Any, info: ValidationInfo) -> dict:
+    return check_snapshot(value, limit=_limit(info))
+
+
+Text = Annotated[str, AfterValidator(_text)]
+NonEmpty = Annotated[str, AfterValidator(_nonempty)]
+Name = Annotated[str, AfterValidator(_name)]
+OptionalName = Annotated[str | None, AfterValidator(_name)]
+Time = Annotated[datetime, BeforeValidator(_time)]
+OptionalTime = Annotated[datetime | None, BeforeValidator(_time)]
+Embedding = Annotated[bytes | None, BeforeValidator(_embedding)]
 
 
 class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: "3" is not an int and true is not a number, as in the API.
+    model_config = ConfigDict(extra="forbid", strict=True)
     user_id: str | None
 
-    @field_validator("*", mode="after")
-    @classmethod
-    def _aware(cls, value):
-        if isinstance(value, datetime) and value.tzinfo is None:
-            raise ValueError("datetimes must carry a timezone")
-        return value
+    def problem(self) -> tuple[str, str] | None:
+        """(field, message) for a rule spanning fields, or None."""
+        return None
 
 
 class BlockRecord(_Record):
     type: Literal["block"]
-    name: str
-    content: str
-    pinned_order: int
-    updated_at: datetime
+    name: Name
+    content: Text
+    pinned_order: Annotated[int, AfterValidator(_order)]
+    updated_at: Time
 
 
 class EpisodeRecord(_Record):
     type: Literal["episode"]
-    id: str
-    session_id: str | None
-    occurred_at: datetime
-    input: str
-    output: str
-    tool_calls: list[Any]
-    metadata: dict[str, Any]
-    embedding: str | None = None
+    id: Name
+    session_id: OptionalName
+    occurred_at: Time
+    input: Text
+    output: Text
+    tool_calls: Annotated[list[Any], AfterValidator(_json)]
+    metadata: Annotated[dict[str, Any], AfterValidator(_json)]
+    embedding: Embedding = None
+
+    def problem(self):
+        if not self.input and not self.output:
+            return "input", "an episode needs an input or an output"
 
 
 class FactRecord(_Record):
     type: Literal["fact"]
-    id: str
-    subject: str
-    predicate: str
-    object: str
+    id: Name
+    subject: NonEmpty
+    predicate: NonEmpty
+    object: NonEmpty
     confidence: float = Field(ge=0, le=1)
-    valid_from: datetime
-    valid_until: datetime | None
-    recorded_at: datetime
-    source_episode_ids: list[str]
-    embedding: str | None = None
+    valid_from: Time
+    valid_until: OptionalTime
+    recorded_at: Time
+    source_episode_ids: Annotated[list[str], AfterValidator(_names)]
+    embedding: Embedding = None
+
+    def problem(self):
+        if self.valid_until is not None and self.valid_until < self.valid_from:
+            return "valid_until", "a fact cannot stop being valid before it starts (valid_until < valid_from)"
 
 
 class SessionRecord(_Record):
     type: Literal["session"]
-    session_id: str
-    created_at: datetime
-    updated_at: datetime
+    session_id: Name
+    created_at: Time
+    updated_at: Time
 
 
 class KeyValueRecord(_Record):
     type: Literal["kv"]
-    session_id: str
-    key: str
-    value: Any
-    expires_at: datetime | None
-    updated_at: datetime
+    session_id: Name
+    key: Name
+    value: Annotated[Any, AfterValidator(_json)]
+    expires_at: OptionalTime
+    updated_at: Time
 
 
 class TaskStateRecord(_Record):
     type: Literal["task_state"]
-    session_id: str
-    state: dict[str, Any]
-    updated_at: datetime
+    session_id: Name
+    state: Annotated[TaskState, BeforeValidator(_task)]
+    updated_at: Time
 
 
 class NoteRecord(_Record):
     type: Literal["note"]
-    session_id: str
-    created_at: datetime
-    content: str
+    session_id: Name
+    created_at: Time
+    content: Text
 
 
 class CheckpointRecord(_Record):
     type: Literal["checkpoint"]
-    id: str
-    session_id: str
-    description: str
-    created_at: datetime
-    snapshot: dict[str, Any]
+    id: Name
+    session_id: Name
+    description: Text
+    created_at: Time
+    snapshot: Annotated[dict[str, Any], AfterValidator(_snapshot)]
 
 
 class AuditRecord(_Record):
     type: Literal["audit"]
-    at: datetime
-    actor: str
+    at: Time
+    actor: Name
     action: Literal["forget", "export", "import"]
-    scope: dict[str, Any]
-    counts: dict[str, int]
-    digest: str
+    scope: Annotated[dict[str, Any], AfterValidator(_json)]
+    counts: Annotated[dict[str, int], AfterValidator(_json)]
+    digest: Name
+    # Where the entry happened in the exporting store; here it is imported history either way.
+    origin: Literal["local", "imported"] = "local"
 
 
 AnyRecord = Annotated[
@@ -132,10 +205,58 @@ SECTION_OF = {
 }
 
 
+@dataclass
+class Checked:
+    """A file that passed every check: its records with their line numbers (None when the
+    source was a dict), its manifest, and the tenant each declared ``user_id`` is written to."""
+
+    records: list[tuple[int | None, Any]]
+    manifest: dict[str, Any]
+    targets: dict[str | None, Tenant]
+
+    def target(self, record: Any) -> Tenant:
+        return self.targets[record.user_id]
+
+
 # --- reading the source ---------------------------------------------------------------------
 
 
-def _lines(source: Any) -> tuple[Callable[[], Iterator[tuple[int | None, dict]]], dict | None]:
+def _loads(text: str, line: int | None) -> Any:
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ImportValidationError(f"nested too deeply to read (over {MAX_JSON_DEPTH} levels)", line=line, field=_deep_field(text)) from None
+    except ValueError as exc:
+        raise ImportValidationError(f"not valid JSON: {exc}", line=line) from None
+
+
+def _deep_field(text: str) -> str | None:
+    """The first top-level key whose value is nested too deep, by a bracket count outside
+    strings; run only after json gave up, so the refusal can name the field."""
+    depth, in_string, escaped, key, last_string, start = 0, False, False, None, None, 0
+    for index, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+                last_string = text[start + 1 : index]
+        elif char == '"':
+            in_string, start = True, index
+        elif char == ":" and depth == 1:
+            key = last_string
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH + 1:  # the record itself is the first level
+                return key
+        elif char in "]}":
+            depth -= 1
+    return key
+
+
+def _lines(source: Any) -> tuple[Callable[[], Iterator[tuple[int | None, Any]]], Any]:
     """A way to iterate (line number, raw record) any number of times, and the manifest if known upfront."""
     if isinstance(source, dict):
         manifest = source.get("manifest")
@@ -147,7 +268,7 @@ def _lines(source: Any) -> tuple[Callable[[], Iterator[tuple[int | None, dict]]]
             raise ImportValidationError("records must be a list")
         return (lambda: ((None, r) for r in records)), manifest
     if not isinstance(source, (str, Path)):
-        raise ImportValidationError(f"import takes a path or the dict export() returns, not a {type(source).__name__}")
+        raise ImportValidationError(f"import takes a path or the dict export() returns, not {type(source).__name__}")
     path = Path(source)
     if not path.is_file():
         raise ImportValidationError(f"{path} is not a file")
@@ -155,195 +276,136 @@ def _lines(source: Any) -> tuple[Callable[[], Iterator[tuple[int | None, dict]]]
         head = handle.read(64).lstrip()
     if head.startswith(b'{"records"'):
         try:
-            document = _loads(path.read_text(encoding="utf-8"))
-        except (ValueError, RecursionError) as exc:
-            raise ImportValidationError(f"{path} is not valid JSON: {exc}") from None
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise ImportValidationError(f"{path} is not UTF-8 text: {exc}") from None
+        document = _loads(text, None)
+        if not isinstance(document, dict):
+            raise ImportValidationError(f"{path} is not a memlens export document")
         return _lines(document)
 
-    def jsonl() -> Iterator[tuple[int | None, dict]]:
-        with path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
+    def jsonl() -> Iterator[tuple[int | None, Any]]:
+        with path.open("rb") as handle:
+            for number, raw in enumerate(handle, start=1):
                 try:
-                    yield number, _loads(line)
-                except (ValueError, RecursionError) as exc:
-                    raise ImportValidationError(f"not valid JSON: {exc}", line=number) from None
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise ImportValidationError(f"not UTF-8 text: {exc}", line=number) from None
+                if line.strip():
+                    yield number, _loads(line, number)
 
     return jsonl, None
 
 
-def _loads(text: str) -> Any:
-    """JSON as the standard defines it: json accepts NaN and Infinity, which no export holds."""
-    return json.loads(text, parse_constant=_not_json)
-
-
-def _not_json(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON value")
-
-
-def _records(read, manifest_upfront: dict | None) -> tuple[list[tuple[int | None, dict]], dict]:
+def _records(read, manifest_upfront: Any) -> tuple[list[tuple[int | None, dict]], dict]:
     manifest = manifest_upfront
-    checked: list[tuple[int | None, dict]] = []
+    raw_records: list[tuple[int | None, dict]] = []
     for number, raw in read():
         if not isinstance(raw, dict):
             raise ImportValidationError("a record must be a JSON object", line=number)
         if raw.get("type") == "manifest":
             manifest = {k: v for k, v in raw.items() if k != "type"}
             continue
-        checked.append((number, raw))
+        raw_records.append((number, raw))
     if manifest is None:
         raise ImportValidationError("no manifest: this is not a complete memlens export (was it truncated?)")
-    return checked, manifest
+    if not isinstance(manifest, dict):
+        raise ImportValidationError("the manifest must be a JSON object", field="manifest")
+    return raw_records, manifest
 
 
-def validate(source: Any, max_bytes: int) -> tuple[list[tuple[int | None, Any]], dict]:
-    """Every record parsed and checked, and the manifest's counts and digests verified."""
+# --- checking --------------------------------------------------------------------------------
+
+
+def _targets(manifest: dict, as_user: Any) -> dict[str | None, Tenant]:
+    """The tenants the manifest declares, each mapped to the tenant it is written to."""
+    declared = manifest.get("tenants")
+    if not isinstance(declared, list):
+        raise ImportValidationError("the manifest does not declare its tenants", field="manifest.tenants")
+    try:
+        tenants = {user_id: Tenant.of(user_id) for user_id in declared}
+    except InvalidInputError as exc:
+        raise ImportValidationError(str(exc), field="manifest.tenants") from None
+    if as_user is UNSET:
+        return tenants
+    if len(tenants) != 1:
+        raise ImportValidationError(
+            f"as_user imports one tenant's export under another id, and this export holds {len(tenants)} tenants; "
+            "export the tenant you want on its own"
+        )
+    return {user_id: Tenant.of(as_user) for user_id in tenants}
+
+
+def _where(number: int | None, index: int, field: str | None) -> dict[str, Any]:
+    if number is not None:
+        return {"line": number, "field": field}
+    return {"field": f"records[{index}]" + (f".{field}" if field else "")}
+
+
+def _parse(raw: dict, number: int | None, index: int, limit: int) -> Any:
+    try:
+        return RECORD.validate_python(raw, context={"limit": limit})
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        cause = first.get("ctx", {}).get("error")
+        message = str(cause) if isinstance(cause, Exception) else first["msg"]
+        field = ".".join(str(p) for p in first["loc"]) or None
+        raise ImportValidationError(message, **_where(number, index, field)) from None
+
+
+def validate(source: Any, max_bytes: int, *, as_user: Any = UNSET) -> Checked:
+    """Every record parsed, held to the API's rules and bound to a declared tenant, and the
+    manifest's counts and digests verified. Raises :class:`ImportValidationError` naming the
+    line (or record index) and field of the first problem."""
     read, upfront = _lines(source)
     raw_records, manifest = _records(read, upfront)
-    if not isinstance(manifest, dict):
-        raise ImportValidationError("the manifest must be an object")
     if manifest.get("format") != FORMAT or manifest.get("format_version") != FORMAT_VERSION:
         raise ImportValidationError(
             f"unsupported export format {manifest.get('format')!r} version {manifest.get('format_version')!r}; "
             f"this memlens reads {FORMAT!r} version {FORMAT_VERSION}"
         )
+    targets = _targets(manifest, as_user)
     digests = Digests()
     parsed = []
+    ids: set[tuple[str | None, str, str]] = set()
     for index, (number, raw) in enumerate(raw_records):
-        try:
-            record = RECORD.validate_python(raw)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            field = ".".join(str(p) for p in first["loc"]) or None
-            where = number if number is not None else None
-            raise ImportValidationError(first["msg"], line=where, field=field if number else f"records[{index}].{field}") from None
-        for name, value in record:
-            try:
-                if isinstance(value, str) and name != "embedding":
-                    check_text(value, name, limit=max_bytes)
-                elif isinstance(value, datetime):
-                    check_datetime(value, name)
-                elif isinstance(value, int) and not isinstance(value, bool):
-                    check_int(value, name, minimum=-(2**63))
-                elif isinstance(value, (dict, list)):
-                    check_json(value, name, limit=max_bytes)
-            except InvalidInputError as exc:
-                raise ImportValidationError(str(exc), line=number, field=name) from None
+        record = _parse(raw, number, index, max_bytes)
+        if record.user_id not in targets:
+            raise ImportValidationError(
+                f"this record belongs to tenant {record.user_id!r}, which the manifest does not declare "
+                f"(it declares {list(targets)!r}); nothing was imported",
+                **_where(number, index, "user_id"),
+            )
+        problem = record.problem()
+        if problem:
+            raise ImportValidationError(problem[1], **_where(number, index, f"{record.type}.{problem[0]}"))
+        if record.type in ("episode", "fact", "checkpoint"):
+            key = (record.user_id, record.type, record.id)
+            if key in ids:
+                raise ImportValidationError(f"{record.type} id {record.id!r} appears twice for this tenant", **_where(number, index, "id"))
+            ids.add(key)
         digests.add(SECTION_OF[record.type], canonical(raw))
         parsed.append((number, record))
-    if not isinstance(manifest.get("counts", {}), dict) or not isinstance(manifest.get("sha256", {}), dict):
-        raise ImportValidationError("the manifest's counts and sha256 must be objects")
-    expected = manifest.get("counts", {})
+    counts = manifest.get("counts", {})
+    expected = counts if isinstance(counts, dict) else {}
     for section in SECTIONS:
         if digests.counts[section] != expected.get(section, 0):
             raise ImportValidationError(
                 f"the manifest lists {expected.get(section, 0)} {section} but the file holds {digests.counts[section]}"
             )
     actual = digests.manifest("", [], datetime.now(), None, False)["sha256"]
-    for section, value in manifest.get("sha256", {}).items():
+    sha256 = manifest.get("sha256", {})
+    for section, value in (sha256.items() if isinstance(sha256, dict) else ()):
         if actual.get(section) != value:
             raise ImportValidationError(f"section {section!r} does not match its sha256 in the manifest; the file was altered")
-    return parsed, manifest
+    return Checked(parsed, manifest, targets)
 
 
-# --- writing ---------------------------------------------------------------------------------
-
-
-def apply(store: "MemoryStore", conn: Connection, parsed, vectors: dict[tuple[str, str], bytes], actor: str, at: datetime) -> dict[str, int]:
-    counts = {s: 0 for s in SECTIONS}
-    tenants: dict[str | None, Tenant] = {}
-    per_tenant: dict[str | None, dict[str, int]] = {}
-    for number, r in parsed:
-        tenant = tenants.get(r.user_id)
-        if tenant is None:
-            tenant = tenants[r.user_id] = Tenant.of(r.user_id)
-            touch_tenant(conn, tenant, at)
-            per_tenant[r.user_id] = {s: 0 for s in SECTIONS}
-        per_tenant[r.user_id][SECTION_OF[r.type]] += 1
-        session_pk = ensure_session(conn, tenant, r.session_id, at, touch=False) if getattr(r, "session_id", None) and r.type != "episode" else None
-        added = True
-        if r.type == "block":
-            if conn.execute(tenant.update(blocks_t).where(blocks_t.c.name == r.name).values(content=r.content, updated_at=r.updated_at)).rowcount == 0:
-                conn.execute(blocks_t.insert().values(tenant.stamp({"name": r.name, "content": r.content, "pinned_order": r.pinned_order, "updated_at": r.updated_at})))
-        elif r.type in ("episode", "fact", "checkpoint"):
-            table = {"episode": episodes_t, "fact": facts_t, "checkpoint": checkpoints_t}[r.type]
-            owner = owner_of(conn, table, table.c.id, r.id)
-            if owner is not None:
-                if owner != tenant:
-                    raise ImportValidationError(f"{r.type} {r.id} already belongs to another tenant", line=number, field="id")
-                added = False
-            elif r.type == "episode":
-                if r.session_id:
-                    ensure_session(conn, tenant, r.session_id, at, touch=False)
-                row = {"id": r.id, "session_id": r.session_id, "occurred_at": r.occurred_at, "input": r.input, "output": r.output,
-                       "tool_calls": json.dumps(r.tool_calls, ensure_ascii=False, sort_keys=True),
-                       "metadata": json.dumps(r.metadata, ensure_ascii=False, sort_keys=True),
-                       "content_hash": content_hash(embed_text(r.input, r.output))}
-                pk = conn.execute(episodes_t.insert().values(tenant.stamp(row))).inserted_primary_key[0]
-                _vector(store, conn, tenant, "episode", pk, embed_text(r.input, r.output), vectors.get(("episode", r.id)))
-            elif r.type == "fact":
-                row = {"id": r.id, "subject": r.subject, "predicate": r.predicate, "object": r.object, "confidence": r.confidence,
-                       "valid_from": r.valid_from, "valid_until": r.valid_until, "recorded_at": r.recorded_at,
-                       "source_episode_ids": json.dumps(r.source_episode_ids)}
-                pk = conn.execute(facts_t.insert().values(tenant.stamp(row))).inserted_primary_key[0]
-                _vector(store, conn, tenant, "fact", pk, fact_text(r.subject, r.predicate, r.object), vectors.get(("fact", r.id)))
-            else:
-                conn.execute(checkpoints_t.insert().values(tenant.stamp({
-                    "id": r.id, "session_pk": session_pk, "description": r.description, "created_at": r.created_at,
-                    "snapshot": json.dumps(r.snapshot, ensure_ascii=False)})))
-        elif r.type == "session":
-            conn.execute(tenant.update(sessions_t).where(sessions_t.c.session_id == r.session_id).values(created_at=r.created_at, updated_at=r.updated_at))
-        elif r.type == "kv":
-            values = {"value": json.dumps(r.value, ensure_ascii=False, sort_keys=True), "expires_at": r.expires_at, "updated_at": r.updated_at}
-            if conn.execute(tenant.update(kv_t).where(kv_t.c.session_pk == session_pk, kv_t.c.key == r.key).values(**values)).rowcount == 0:
-                conn.execute(kv_t.insert().values(tenant.stamp({"session_pk": session_pk, "key": r.key, **values})))
-        elif r.type == "task_state":
-            conn.execute(tenant.delete(task_t).where(task_t.c.session_pk == session_pk))
-            conn.execute(task_t.insert().values(tenant.stamp({"session_pk": session_pk, "state": json.dumps(r.state), "updated_at": r.updated_at})))
-        elif r.type == "note":
-            same = tenant.select(scratch_t, scratch_t.c.pk).where(scratch_t.c.session_pk == session_pk, scratch_t.c.created_at == r.created_at, scratch_t.c.content == r.content)
-            if conn.execute(same).first():
-                added = False
-            else:
-                conn.execute(scratch_t.insert().values(tenant.stamp({"session_pk": session_pk, "created_at": r.created_at, "content": r.content})))
-        elif r.type == "audit":
-            same = tenant.select(audit_t, audit_t.c.pk).where(audit_t.c.digest == r.digest, audit_t.c.action == r.action)
-            if conn.execute(same).first():
-                added = False
-            else:
-                conn.execute(audit_t.insert().values(tenant.stamp({
-                    "at": r.at, "actor": r.actor, "action": r.action, "scope": json.dumps(r.scope, sort_keys=True),
-                    "counts": json.dumps(r.counts, sort_keys=True), "digest": r.digest})))
-        if added:
-            counts[SECTION_OF[r.type]] += 1
-    for user_id, tenant in tenants.items():
-        audit.record(conn, tenant, action="import", actor=actor, scope={"records": len(parsed)}, counts=per_tenant[user_id], at=at)
-    return counts
-
-
-def _vector(store: "MemoryStore", conn: Connection, tenant: Tenant, kind: str, pk: int, text: str, vector: bytes | None) -> None:
-    if vector is not None:
-        store._store_vectors(conn, tenant, kind, [pk], [content_hash(text)], [vector])
-
-
-def vectors_needed(store: "MemoryStore", parsed, manifest: dict) -> tuple[dict[tuple[str, str], bytes], int]:
-    """Vectors for imported episodes and facts, and how many had to be embedded afresh: the
-    file's own are used when they come from the store's model (outside any write transaction)."""
-    embedder = store.embedder
-    if embedder is None:
-        return {}, 0
-    same_model = manifest.get("includes_embeddings") and manifest.get("embedding_model") == embedder.name
-    out: dict[tuple[str, str], bytes] = {}
-    todo: list[tuple[tuple[str, str], str]] = []
-    for _, r in parsed:
-        if r.type not in ("episode", "fact"):
-            continue
-        key = (r.type, r.id)
-        if same_model and r.embedding:
-            out[key] = base64.b64decode(r.embedding)
-        else:
-            todo.append((key, embed_text(r.input, r.output) if r.type == "episode" else fact_text(r.subject, r.predicate, r.object)))
-    if todo:
-        out.update(zip((k for k, _ in todo), store._indexer.embed([t for _, t in todo])))
-    return out, len(todo)
+def check_embedding_dims(checked: Checked, dim: int) -> None:
+    """Refuse file vectors that are not ``dim`` long, when the store would use them as they are."""
+    for index, (number, r) in enumerate(checked.records):
+        if getattr(r, "embedding", None) is not None:
+            try:
+                check_vector(r.embedding, dim, "embedding")
+            except InvalidInputError as exc:
+                raise ImportValidationError(str(exc), **_where(number, index, f"{r.type}.embedding")) from None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections import Counter
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
@@ -15,7 +16,7 @@ from .db import Database
 from . import indexing
 from .indexing import Indexer, record_model, recorded_model
 from .indexing import check_model as check_model_of
-from .errors import InvalidInputError, IsolationWarning, ReadOnlyStoreError
+from .errors import DuplicateIdError, InvalidInputError, IsolationWarning, ReadOnlyStoreError
 from .migrations import CURRENT_VERSION
 from .models import (
     Block,
@@ -34,7 +35,7 @@ from .recall_api import RecallMixin
 from .session import SessionMemory
 from .tenancy import UNSET, Tenant, count_by_tenant, named_tenants_exist, user_id_of
 from .tiers import blocks, episodes, facts
-from .tiers.common import content_hash, ensure_session, new_id, touch_tenant
+from .tiers.common import content_hash, ensure_session, ids_present, new_id, touch_tenant
 from .validation import (
     DEFAULT_MAX_CONTENT_BYTES,
     check_datetime,
@@ -219,7 +220,10 @@ class MemoryStore(RecallMixin, GdprMixin):
     def remember_many(self, items: Iterable[Mapping[str, Any]], *, user_id: str | None = UNSET) -> list[Episode]:
         """Store many episodes in one transaction; each item takes :meth:`remember`'s keywords.
 
-        Every item is validated before anything is written.
+        Every item is validated before anything is written. An ``id`` is unique within the
+        tenant: one the tenant already has (or that appears twice in ``items``) raises
+        :class:`~store.errors.DuplicateIdError` and nothing is stored; other tenants' ids are
+        no concern of this one.
         """
         tenant = self._tenant(user_id)
         now = utcnow()
@@ -228,9 +232,19 @@ class MemoryStore(RecallMixin, GdprMixin):
         rows = [self._episode_row(item, index, now) for index, item in enumerate(items)]
         if not rows:
             return []
+        ids = [r["id"] for r in rows]
+        repeated = [i for i, n in Counter(ids).items() if n > 1]
+        if repeated:
+            raise DuplicateIdError(f"episode id {repeated[0]!r} appears more than once in this batch; nothing was stored")
         hashes = [r["content_hash"] for r in rows]
         vectors = self._vectors(tenant, "episode", [episodes.embed_text(r["input"], r["output"]) for r in rows], hashes)
         with self._db.write() as conn:
+            taken = ids_present(conn, tenant, schema.episodes_t, ids)
+            if taken:
+                raise DuplicateIdError(
+                    f"this user already has an episode with id {sorted(taken)[0]!r}; pick another id or leave it out "
+                    "to get a new one (nothing was stored)"
+                )
             touch_tenant(conn, tenant, now)
             for session_id in dict.fromkeys(r["session_id"] for r in rows if r["session_id"] is not None):
                 ensure_session(conn, tenant, session_id, now)
@@ -277,7 +291,7 @@ class MemoryStore(RecallMixin, GdprMixin):
         metadata = item.get("metadata") or {}
         if not isinstance(metadata, Mapping):
             raise InvalidInputError("metadata must be a mapping")
-        episode_id = item.get("id") or new_id()
+        episode_id = new_id() if item.get("id") is None else item["id"]
         return {
             "id": check_name(episode_id, "id"),
             "session_id": check_optional_name(item.get("session_id"), "session_id"),

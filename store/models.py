@@ -229,6 +229,10 @@ class ForgetReceipt(_Model):
 
 
 class AuditEntry(_Model):
+    """One audit entry. ``origin`` is ``"local"`` when it happened in this store and
+    ``"imported"`` when it is history copied from an import file: an imported ``forget`` says
+    what the file claims happened elsewhere, not an erasure done here."""
+
     at: datetime
     actor: str
     action: Literal["forget", "export", "import"]
@@ -236,10 +240,18 @@ class AuditEntry(_Model):
     scope: dict[str, Any]
     counts: dict[str, int]
     digest: str
+    origin: Literal["local", "imported"] = "local"
 
 
 class ImportReport(_Model):
+    """What an import did, per section: ``counts`` written (added, or replacing an older
+    version), ``unchanged`` already held as in the file, ``kept_existing`` not written because
+    the store held a newer version (blocks, keys, task states by ``updated_at``) or different
+    content under the same id. ``reembedded`` counts vectors computed afresh."""
+
     tenants: list[str | None]
     counts: dict[str, int]
+    unchanged: dict[str, int] = Field(default_factory=dict)
+    kept_existing: dict[str, int] = Field(default_factory=dict)
     reembedded: int
     manifest: dict[str, Any]

@@ -14,7 +14,7 @@ from .models import Checkpoint, CheckpointDiff, KeyValueEntry, ScratchpadEntry, 
 from .schema import checkpoints_t, episodes_t, from_micros, kv_t, scratch_t, task_t, to_micros
 from .tenancy import Tenant
 from .tiers.common import ensure_session, find_session, loads, new_id, touch_tenant
-from .validation import check_int, check_json, check_name, check_number, check_text, check_ttl, utcnow
+from .validation import check_datetime, check_int, check_json, check_name, check_number, check_text, check_ttl, parse_time, utcnow
 
 if TYPE_CHECKING:
     from .memory import MemoryStore
@@ -421,3 +421,82 @@ def _make_task_state(task, current_step, total_steps, progress_percent, status, 
         data=data,
         updated_at=now,
     )
+
+
+# --- the shapes the session tier writes, checked where they come from outside (imports) -------
+
+_TASK_FIELDS = set(TaskState.model_fields)
+
+
+def check_task_state(state: Any, *, limit: int) -> TaskState:
+    """A task state as :meth:`SessionMemory.set_task_state` would have made it: the same
+    fields, types and ranges (the steps as 64-bit integers, ``data`` as JSON within limits)."""
+    if not isinstance(state, dict):
+        raise InvalidInputError(f"task state must be an object, not {type(state).__name__}")
+    unknown = set(state) - _TASK_FIELDS
+    if unknown:
+        raise InvalidInputError(f"task state has unknown fields: {', '.join(sorted(unknown))}")
+    task = state.get("task")
+    if task is not None:
+        check_text(task, "task", limit=limit)
+    current_step = check_int(state.get("current_step", 0), "current_step")
+    total_steps = state.get("total_steps")
+    if total_steps is not None:
+        check_int(total_steps, "total_steps")
+    percent = state.get("progress_percent", 0.0)
+    if isinstance(percent, bool) or not isinstance(percent, (int, float)) or not 0 <= percent <= 100:
+        raise InvalidInputError("progress_percent must be a number from 0 to 100")
+    data = state.get("data", {})
+    if not isinstance(data, dict):
+        raise InvalidInputError("task state data must be an object")
+    check_json(data, "data", limit=limit)
+    updated_at = state.get("updated_at")
+    if updated_at is not None:
+        updated_at = parse_time(updated_at, "updated_at")
+    return _make_task_state(task, current_step, total_steps, percent, state.get("status", "pending"), data, updated_at)
+
+
+def check_snapshot(snapshot: Any, *, limit: int) -> dict:
+    """A checkpoint snapshot in the shape ``_snapshot`` writes and ``restore_checkpoint`` and
+    ``diff_checkpoint`` read: ``kv`` (key to JSON text and expiry in microseconds),
+    ``task_state`` (None or a task state as JSON text) and ``scratchpad`` (notes)."""
+    if not isinstance(snapshot, dict) or set(snapshot) != {"kv", "task_state", "scratchpad"}:
+        raise InvalidInputError("snapshot must be an object with exactly kv, task_state and scratchpad")
+    if not isinstance(snapshot["kv"], dict):
+        raise InvalidInputError("snapshot kv must be an object")
+    for key, item in snapshot["kv"].items():
+        check_name(key, "snapshot key")
+        if not isinstance(item, dict) or set(item) != {"value", "expires_at"}:
+            raise InvalidInputError(f"snapshot kv[{key!r}] must be an object with exactly value and expires_at")
+        _json_text(item["value"], f"snapshot kv[{key!r}].value", limit)
+        if item["expires_at"] is not None:
+            _micros(item["expires_at"], f"snapshot kv[{key!r}].expires_at")
+    if snapshot["task_state"] is not None:
+        check_task_state(_json_text(snapshot["task_state"], "snapshot task_state", limit), limit=limit)
+    if not isinstance(snapshot["scratchpad"], list):
+        raise InvalidInputError("snapshot scratchpad must be a list")
+    for index, note in enumerate(snapshot["scratchpad"]):
+        if not isinstance(note, dict) or set(note) != {"created_at", "content"}:
+            raise InvalidInputError(f"snapshot scratchpad[{index}] must be an object with exactly created_at and content")
+        _micros(note["created_at"], f"snapshot scratchpad[{index}].created_at")
+        check_text(note["content"], f"snapshot scratchpad[{index}].content", limit=limit)
+    return snapshot
+
+
+def _json_text(text: Any, field: str, limit: int) -> Any:
+    check_text(text, field, limit=limit)
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        raise InvalidInputError(f"{field} is not JSON text") from None
+    check_json(value, field, limit=limit)
+    return value
+
+
+def _micros(value: Any, field: str) -> datetime:
+    check_int(value, field, minimum=-(2**63), maximum=2**63 - 1)
+    try:
+        moment = from_micros(value)
+    except (ValueError, OverflowError, OSError):
+        raise InvalidInputError(f"{field} is not a time memlens can represent") from None
+    return check_datetime(moment, field)

@@ -114,13 +114,6 @@ def all_tenants(conn, tenants_table: Table) -> list[Tenant]:
     return [Tenant(key) for key in conn.execute(select(tenants_table.c.user_id)).scalars()]
 
 
-def owner_of(conn, table: Table, key_column, value) -> "Tenant | None":
-    """The tenant owning the row whose globally unique ``key_column`` is ``value``, if any:
-    imports use it to refuse ids that belong to someone else."""
-    row = conn.execute(select(table.c.user_id).where(key_column == value)).first()
-    return None if row is None else Tenant(row[0])
-
-
 def require_tenant(conn, tenant: Tenant, *, missing_ok: bool = False) -> bool:
     """Whether ``tenant`` holds anything in this store (has a tenant row). Unless ``missing_ok``,
     a missing tenant raises :class:`UnknownTenantError` naming tenants whose names differ only

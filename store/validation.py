@@ -192,3 +192,32 @@ def set_clock(clock: Callable[[], datetime] | None) -> None:
     """Replace the clock (tests and screenshots freeze it); None restores the system clock."""
     global _clock
     _clock = clock or _system_clock
+
+
+# --- rules that imports apply too (a record in a file meets the same rules as an API call) ----
+
+def check_vector(data: bytes, dim: int | None, field: str) -> bytes:
+    """float32 bytes of one embedding: ``dim`` values (any count when None), all finite."""
+    import numpy as np
+
+    if len(data) % 4 or not data:
+        raise InvalidInputError(f"{field} is {len(data)} bytes, not a whole number of float32 values")
+    if dim is not None and len(data) != dim * 4:
+        raise InvalidInputError(f"{field} has {len(data) // 4} dimensions; this store's model makes {dim}")
+    if not np.isfinite(np.frombuffer(data, dtype=np.float32)).all():
+        raise InvalidInputError(f"{field} holds NaN or infinite values")
+    return data
+
+
+def parse_time(value: Any, field: str) -> datetime:
+    """An ISO 8601 date-time with a timezone, as exports write them, checked like an API datetime."""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{field} must be an ISO 8601 date-time string, not {type(value).__name__}")
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise InvalidInputError(f"{field} {value[:40]!r} is not an ISO 8601 date-time") from None
+    try:
+        return check_datetime(parsed, field)
+    except OverflowError:  # e.g. 9999-12-31T23:59-05:00 is in year 10000 once in UTC
+        raise InvalidInputError(f"{field} {value!r} is out of the range of representable times") from None

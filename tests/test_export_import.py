@@ -128,7 +128,7 @@ def test_tampered_or_truncated_files_are_refused(source, tmp_path):
         assert target.tenants() == []
 
 
-def test_an_id_owned_by_another_tenant_is_refused_atomically(source, tmp_path):
+def test_a_document_without_a_manifest_is_refused(source, tmp_path):
     doc = source.export(user_id="alice")
     for record in doc["episodes"]:
         record["user_id"] = "bob"

@@ -59,6 +59,15 @@ def ensure_session(conn: Connection, tenant: Tenant, session_id: str, now: datet
     return find_session(conn, tenant, session_id)  # type: ignore[return-value]
 
 
+def ids_present(conn: Connection, tenant: Tenant, table: Any, ids: list[str]) -> set[str]:
+    """Which of ``ids`` this tenant already uses in ``table`` (ids are unique per tenant)."""
+    found: set[str] = set()
+    for start in range(0, len(ids), 500):  # SQLite caps bound parameters per statement
+        stmt = tenant.select(table, table.c.id).where(table.c.id.in_(ids[start : start + 500]))
+        found.update(conn.execute(stmt).scalars())
+    return found
+
+
 def find_session(conn: Connection, tenant: Tenant, session_id: str) -> int | None:
     return conn.execute(
         tenant.select(sessions_t, sessions_t.c.pk).where(sessions_t.c.session_id == session_id)
