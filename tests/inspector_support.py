@@ -41,12 +41,26 @@ async def wait_for(pilot, condition: Callable[[], bool], timeout: float = 10.0, 
     await pilot.pause(0.05)
 
 
+def painted(app) -> bool:
+    """The screen has no layout, repaint or widget update pending, nor a table that has yet to
+    size its columns for new rows (a DataTable does that when idle, then repaints)."""
+    from textual.widgets import DataTable
+
+    screen = app.screen
+    if screen._layout_required or screen._repaint_required or screen._dirty_widgets:
+        return False
+    return not any(table._require_update_dimensions for table in screen.query(DataTable))
+
+
 async def settle(pilot, app) -> None:
-    """Wait until the store is open, a tenant selected, and no worker is still running."""
+    """Wait until the store is open, a tenant selected, no worker is still running, and the screen
+    is painted: a dialog opened next freezes the screen below it as last painted, so a pending
+    repaint of the results (after a re-search) showed in some snapshots and not in others."""
     await wait_for(pilot, lambda: app.tenants and app.user_id is not None and app.user_id != "", what="tenants")
     from inspector.app import is_idle
 
     await wait_for(pilot, lambda: is_idle(app), what="workers")
+    await wait_for(pilot, lambda: painted(app), what="paint")
 
 
 async def open_tenant(pilot, app, user_id) -> None:
