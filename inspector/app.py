@@ -23,7 +23,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from . import config, messages as msg
 from .commands import system_commands
-from .formatting import tenant_label, when
+from .formatting import count, tenant_label, when
 from .actions import ActionsMixin
 from .loading import DETAIL_HINT, NO_TENANT, TenantViewsMixin
 from .screens import FatalScreen, HelpScreen, KeysFooter, StoreAuditScreen
@@ -365,8 +365,8 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
             c = t.counts
             label = Text(tenant_label(t.user_id), style="italic" if t.user_id is None else "bold")
             # Lines of at most 23 characters: the width of the list at 80 columns.
-            label.append(f"\n{c.episodes} episodes · {c.facts} facts\n{c.sessions} sessions · {c.blocks} blocks"
-                         f"\n{c.kv_entries} keys · {c.checkpoints} checkpoints", style="dim")
+            label.append(f"\n{count(c.episodes, 'episodes')} · {count(c.facts, 'facts')}\n{count(c.sessions, 'sessions')} · "
+                         f"{count(c.blocks, 'blocks')}\n{count(c.kv_entries, 'keys')} · {count(c.checkpoints, 'checkpoints')}", style="dim")
             label.append(f"\nactive {when(t.last_activity)}\n", style="dim italic")
             options.add_option(Option(label, id=self.tenant_option_id(t.user_id)))
         keys = [self.tenant_option_id(t.user_id) for t in shown]

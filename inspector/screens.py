@@ -20,7 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, RadioButton, RadioSet, Select, Static
 
 from . import detail
-from .formatting import tenant_label, when
+from .formatting import count, tenant_label, when
 from .views import RecordTable, parse_day
 
 COUNT_COLUMNS = 3  # nine tiers in three rows: the whole dry run fits an 80x24 dialog
@@ -282,7 +282,7 @@ class StoreAuditScreen(ModalScreen[None]):
         for i, a in enumerate(entries):
             total = sum(v for k, v in a.counts.items() if k != "vectors")
             table.add_record(f"{i}:{a.digest}", a, when(a.at), a.action, tenant_label(a.user_id), a.actor, str(total), a.digest[:16])
-        self.query_one("#store-audit-status", Static).update(f"{len(entries)} entries" if entries else "no entries yet")
+        self.query_one("#store-audit-status", Static).update(count(len(entries), "entries") if entries else "no entries yet")
         if entries:
             table.show_detail(table.selected())
 
