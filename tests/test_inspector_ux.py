@@ -482,7 +482,8 @@ async def test_a_damaged_store_gets_a_message_that_stays(demo):
     app = app_for(demo)
     async with app.run_test(size=WIDE) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, FatalScreen), what="the message")
-        assert "damaged" in str(app.screen.query_one("#fatal").content)
+        shown = str(app.screen.query_one("#fatal").content)
+        assert "cannot read" in shown and "damaged" in shown  # opened fine; found damaged while reading
         await pilot.press("slash", "1", "escape", "t")
         await pilot.pause(0.5)
         assert isinstance(app.screen, FatalScreen) and "damaged" in screen_text(app)
