@@ -1,4 +1,5 @@
-"""The inspector's actions on the selected tenant: export, forget, checkpoint diff and restore.
+"""The inspector's keys and actions: which are enabled (and why not), tab switching, and the
+actions on the selected tenant: export, forget, checkpoint diff and restore.
 
 Mixed into the App. Each collects parameters through a dialog, then runs the store call in
 a thread worker that posts its result back. Handlers use Textual's naming convention
@@ -11,24 +12,75 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from textual.widgets import TabbedContent
+from textual import events
+from textual.widgets import Input, OptionList, TabbedContent
 
 from . import detail, messages as msg
+from .loading import NO_TENANT
 from .screens import ConfirmScreen, DiffScreen, ExportScreen, ForgetScreen, ReceiptScreen
-from .views import SessionsView
+from .views import RecordTable, SessionsView
 
-NO_TENANT = object()
+MAIN_TABLE = {"search": "#results", "blocks": "#blocks-table", "episodes": "#episodes-table", "facts": "#facts-table",
+              "sessions": "#sessions-table", "audit": "#audit-table"}
 
 
 class ActionsMixin:
-    def has_tenant(self) -> bool:
-        if self.store is None or self.user_id is NO_TENANT:
-            self.notify("select a tenant first", severity="warning")
+    def disabled_reason(self, action: str) -> str | None:
+        """Why ``action`` cannot run now, or None. Keys of disabled actions show dimmed and say this."""
+        if action in ("forget", "restore") and self.read_only_reason:
+            return f"the store is read-only ({self.read_only_reason})"
+        if action in ("export", "forget") and (self.store is None or self.user_id is NO_TENANT):
+            return "no tenant selected: pick one in the tenant list"
+        if action in ("diff", "mark", "restore") and self.picked_checkpoint() is None:
+            return "pick a checkpoint in the Sessions view first"
+        return None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if self.failed:
+            return action in ("quit", "help_quit")
+        if action == "focus_tenants" and self.focused is not None and self.focused.id == "tenants":
+            return False  # already there: off the footer, which needs the room at 80 columns
+        return None if self.disabled_reason(action) else True
+
+    def on_key(self, event: events.Key) -> None:
+        """A key whose action is disabled says why, instead of doing nothing."""
+        active = self.screen.active_bindings.get(event.key)
+        if active is None or active.enabled:
+            return
+        reason = self.disabled_reason(active.binding.action.split(".")[-1].split("(")[0])
+        if reason:
+            event.stop()
+            self.notify(f"{active.binding.description}: {reason}", severity="warning")
+
+    def action_show_view(self, name: str) -> None:
+        tabs = self.query_one("#tabs", TabbedContent)
+        leaving = self.focused is not None and tabs in self.focused.ancestors
+        tabs.active = name
+        if leaving:
+            # Focus would otherwise fall back to a widget of the hidden tab (the search field, whose
+            # text it selected), and that switches the tab back: go to the shown tab's list instead.
+            self.screen.set_focus(self.query_one(MAIN_TABLE[name]))
+
+    def action_focus_search(self) -> None:
+        self.action_show_view("search")
+        self.query_one("#query", Input).focus()
+
+    def action_focus_tenants(self) -> None:
+        self.query_one("#tenants", OptionList).focus()
+
+    def allowed(self, action: str) -> bool:
+        """For actions reached without their key (the command palette): refuse with the reason."""
+        reason = self.disabled_reason(action)
+        if reason:
+            self.notify(f"{action}: {reason}", severity="warning")
             return False
+        if action in ("export", "forget") and self.visible_tenant() != self.user_id:
+            self.notify(f"{action}: no tenant selected: pick one in the tenant list", severity="warning")
+            return False  # never act on a tenant the list does not show selected
         return True
 
     def action_export(self) -> None:
-        if not self.has_tenant():
+        if not self.allowed("export"):
             return
         stamp = self.now().strftime("%Y%m%d-%H%M%S")
         name = "anonymous" if self.user_id is None else "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in self.user_id)
@@ -54,10 +106,11 @@ class ActionsMixin:
 
     def on_export_done(self, m: msg.ExportDone) -> None:
         total = sum(m.manifest["counts"].values())
-        self.notify(f"exported {total} records to {m.path}", title="export", timeout=10)
+        unrecorded = " (read-only store: not in its audit log)" if self.read_only_reason else ""
+        self.notify(f"exported {total} records to {m.path}{unrecorded}", title="export", timeout=10)
 
     def action_forget(self) -> None:
-        if not self.has_tenant():
+        if not self.allowed("forget"):
             return
         user = self.user_id
 
@@ -91,19 +144,20 @@ class ActionsMixin:
         )
 
     def on_forget_done(self, m: msg.ForgetDone) -> None:
+        self.clear_detail()  # it may show a record that is gone now
         self.push_screen(ReceiptScreen(m.receipt))
         self.load_tenants()
         self.load_tenant_views()
 
-    def selected_checkpoint(self) -> Any:
-        if not self.has_tenant():
+    def picked_checkpoint(self) -> Any:
+        """The checkpoint under the cursor of the checkpoints table, if the user is in that table."""
+        if self.store is None or self.user_id is NO_TENANT or not self.query(SessionsView):
             return None
-        if self.query_one("#tabs", TabbedContent).active != "sessions":
-            self.action_show_view("sessions")
-        checkpoint = self.query_one(SessionsView).selected_checkpoint()
-        if checkpoint is None:
-            self.notify("select a checkpoint in the Sessions view", severity="warning")
-        return checkpoint
+        table = self.query_one("#checkpoints-table", RecordTable)
+        return table.selected() if self.focused is table else None
+
+    def selected_checkpoint(self) -> Any:
+        return self.picked_checkpoint() if self.allowed("diff") else None
 
     def action_mark(self) -> None:
         checkpoint = self.selected_checkpoint()
@@ -136,7 +190,7 @@ class ActionsMixin:
 
     def action_restore(self) -> None:
         checkpoint = self.selected_checkpoint()
-        if checkpoint is None:
+        if checkpoint is None or not self.allowed("restore"):
             return
         store, user = self.store, self.user_id
 

@@ -3,6 +3,8 @@ that posts a message back; handlers update the widgets."""
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import time
 from datetime import datetime
@@ -10,21 +12,22 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.lazy import Lazy
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Footer, Header, Input, OptionList, Static, TabbedContent, TabPane
+from textual.widgets import Button, Header, Input, OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
-from textual.worker import get_current_worker
+from textual.worker import Worker, WorkerState, get_current_worker
 
-from . import messages as msg
+from . import config, messages as msg
 from .commands import system_commands
-from .formatting import tenant_label, when
-from .actions import NO_TENANT, ActionsMixin
-from .screens import HelpScreen
-from .views import AuditView, BlocksView, EpisodesView, FactsView, SearchView, SessionsView, ShowDetail, session_rows
+from .formatting import count, tenant_label, when
+from .actions import ActionsMixin
+from .loading import DETAIL_HINT, NO_TENANT, TenantViewsMixin
+from .screens import FatalScreen, HelpScreen, KeysFooter, StoreAuditScreen
+from .views import AuditView, BlocksView, EpisodesView, FactsView, SearchView, SessionsView
 
 VIEWS = ["search", "blocks", "episodes", "facts", "sessions", "audit"]
 LONG_LIVED = ("poll", "model", "search", "vectors")  # worker groups that are not one-off loads
@@ -36,15 +39,30 @@ def is_idle(app: "MemlensApp") -> bool:
 SEARCH_LIMIT = 25  # about a screenful; more costs time on every keystroke
 
 
+def describe(error: BaseException) -> str:
+    """A store error's own message says what to do; anything else also needs its type to mean something."""
+    from store.errors import MemlensError
+
+    return str(error) if isinstance(error, MemlensError) else f"{type(error).__name__}: {error}"
+
+
+def is_damage(error: BaseException) -> bool:
+    from store.errors import DamagedStoreError
+
+    return isinstance(error, DamagedStoreError)
+
+
 class LatestOnly:
     """One long-lived thread that runs the newest request, dropping any it never got to.
 
     Starting a Textual worker (and a thread) per keystroke cost ~7 ms before the search even
     began; typing faster than searches finish now skips the stale ones instead of queueing them.
+    A request that raises is reported to ``on_error`` and the thread goes on with the next one.
     """
 
-    def __init__(self, handle: Callable[[Any], None]):
+    def __init__(self, handle: Callable[[Any], None], on_error: Callable[[Any, Exception], None] | None = None):
         self.handle = handle
+        self.on_error = on_error
         self.worker = None
         self._condition = threading.Condition()
         self._pending: Any = None
@@ -79,8 +97,15 @@ class LatestOnly:
                 self._handling = True
             try:
                 self.handle(request)
+            except Exception as error:  # one failed search must not end searching for the session
+                if self.on_error is not None:
+                    self.on_error(request, error)
             finally:
                 self._handling = False
+
+
+class Sidebar(Vertical):
+    BINDINGS = [Binding("a", "app.store_audit", "Audit log"), Binding("down", "app.pick_tenant", "Tenants", show=False)]
 
 
 class ContentArea(Vertical):
@@ -103,27 +128,28 @@ class ContentArea(Vertical):
             with TabPane("Audit", id="audit"):
                 yield AuditView(id="audit-view")
         with VerticalScroll(id="detail"):
-            yield Static("Select a record to see it whole.", id="detail-body")
+            yield Static(DETAIL_HINT, id="detail-body")
 
     def on_mount(self) -> None:
         self.query_one("#detail").border_title = "detail"
 
 
-class MemlensApp(ActionsMixin, App):
+class MemlensApp(ActionsMixin, TenantViewsMixin, App):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute, so subclasses elsewhere find it
     TITLE = "memlens"
     AUTO_FOCUS = "#tenants"
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
     BINDINGS = [
         Binding("slash", "focus_search", "Search"),
         Binding("t", "focus_tenants", "Tenants"),
-        Binding("escape", "focus_tenants", "Leave the field", show=False),
+        Binding("escape", "focus_tenants", "Tenants", show=False),
         Binding("e", "export", "Export"),
         Binding("f", "forget", "Forget"),
-        Binding("d", "diff", "Diff"),
-        Binding("m", "mark", "Mark", show=False),
-        Binding("r", "restore", "Restore"),
         Binding("question_mark", "help", "Help"),
         Binding("q", "quit", "Quit"),
+        # Ctrl+C quits, as in every terminal program (Textual would only say "press ctrl+q").
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
         Binding("ctrl+r", "reload", "Reload", show=False),
         *[Binding(str(i + 1), f"show_view('{name}')", name.title(), show=False) for i, name in enumerate(VIEWS)],
     ]
@@ -137,27 +163,35 @@ class MemlensApp(ActionsMixin, App):
         self.poll_seconds = poll_seconds
         self.show_timings = show_timings  # off for snapshots, where a measured time would differ per run
         self.store = None
+        self.read_only_reason: str | None = None
+        self.failed: str | None = None
         self.tenants: list[Any] = []
         self.user_id: Any = NO_TENANT
+        self.picked_a_tenant = False  # the first tenant is selected once, at start-up; never again by itself
         self.search_seq = 0
         self.search_mode = "keyword"
         self.marked_checkpoint: Any = None
         self.seen_version: int | None = None
         self.session_names: list[str] = []
-        self.searcher = LatestOnly(self.run_search)
+        self.searcher = LatestOnly(self.run_search, self._search_failed)
+        self.model_thread: threading.Thread | None = None
+        saved_theme = config.load().get("theme")
+        if saved_theme in self.available_themes:
+            self.theme = saved_theme
 
     # --- layout ----------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
         yield Header()
         with Horizontal(id="main"):
-            with Vertical(id="sidebar"):
+            with Sidebar(id="sidebar"):
                 yield Input(placeholder="filter tenants", id="tenant-filter")
                 yield OptionList(id="tenants")
+                yield Button("Audit log (all tenants)", id="store-audit", compact=True)
             # The content area mounts just after the first frame: the frame comes sooner, and the
             # tier views are there long before the store has opened (that waits for the frame too).
             yield Lazy(ContentArea(self._search, id="content"))
-        yield Footer()
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.sub_title = f"{self.path.name} · opening…"
@@ -173,28 +207,40 @@ class MemlensApp(ActionsMixin, App):
 
     def get_system_commands(self, screen):
         yield from super().get_system_commands(screen)
-        yield from system_commands(self)
+        if not self.failed:
+            yield from system_commands(self)
+
+    def watch_theme(self, theme: str) -> None:
+        if config.load().get("theme") == theme:
+            return
+        try:
+            config.save(theme=theme)
+        except OSError as error:
+            self.notify(f"the theme is not kept for next time: {error}", severity="warning")
 
     # --- store lifecycle --------------------------------------------------------------------
 
     @work(thread=True, group="open", exit_on_error=False)
     def open_store(self) -> None:
         # Imported here, in the worker, so the first paint waits for neither SQLAlchemy nor numpy.
-        from store import MemoryStore
         from store.errors import MemlensError
 
+        from .opening import open_for_inspection
+
         try:
-            store = MemoryStore.open(self.path, embedder=self.embedder_spec, create=False)
-        except MemlensError as error:
-            self.post_message(msg.StoreFailed(str(error)))
+            store, reason = open_for_inspection(self.path, self.embedder_spec)
+        except (MemlensError, OSError) as error:  # anything else: on_worker_state_changed says so
+            self.post_message(msg.StoreFailed(describe(error)))
             return
         self.store = store
         self.seen_version = store.data_version()
-        self.post_message(msg.StoreOpened(str(store.path)))
+        self.post_message(msg.StoreOpened(str(store.path), reason))
 
     @on(msg.StoreOpened)
     def _opened(self, message: msg.StoreOpened) -> None:
+        self.read_only_reason = message.read_only_reason
         self.update_subtitle()
+        self.refresh_bindings()
         self.load_tenants()
         if self.warm_on_start and self.store.embedder is not None:
             self.warm_model()
@@ -203,25 +249,48 @@ class MemlensApp(ActionsMixin, App):
 
     @on(msg.StoreFailed)
     def _failed(self, message: msg.StoreFailed) -> None:
-        self.query_one("#main").display = False
-        self.mount(Static(f"memlens cannot open {self.path}\n\n{message.error}\n\nPress q to quit.", id="fatal"), before=self.query_one(Footer))
-        self.sub_title = "not opened"
+        if self.failed:
+            return
+        self.failed = message.error
+        verb = "open" if self.store is None else "read"
+        self.sub_title = "not opened" if self.store is None else "damaged"
+        self.query_one("#main").display = False  # nothing in it may keep focus, and so keys, from the message
+        self.push_screen(FatalScreen(f"memlens cannot {verb} {self.path}", message.error))
 
-    @work(thread=True, group="model", exit_on_error=False)
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A worker that raised: say so, and keep the app usable (the open worker: say why it failed)."""
+        if event.state != WorkerState.ERROR:
+            return
+        worker, error = event.worker, event.worker.error
+        if worker.group == "open" or is_damage(error):
+            self.post_message(msg.StoreFailed(describe(error)))
+            return
+        if worker is self.searcher.worker:
+            self.searcher.worker = None  # the next keystroke starts a new search thread
+        self.notify(f"{worker.group}: {describe(error)}", title="failed", severity="error", timeout=15)
+
     def warm_model(self) -> None:
+        # A daemon thread of its own, not a Textual worker: workers run in asyncio's executor, which
+        # is joined at exit, so quitting during the one-time model export (~20 s) sat on a blank
+        # screen until the export was done (~9 s here). run() ends the process instead.
+        self.model_thread = threading.Thread(target=self._warm_model, name="memlens-model", daemon=True)
+        self.model_thread.start()
+
+    def _warm_model(self) -> None:
         try:
             self.store.warm_model()
             if self.user_id is not NO_TENANT:
                 self.store.warm_vectors(user_id=self.user_id)
         except Exception as error:  # a missing or broken model leaves keyword search working
-            self.post_message(msg.ModelFailed(str(error)))
+            self.post_message(msg.ModelFailed(describe(error)))
             return
         self.post_message(msg.ModelReady(getattr(self.store.embedder, "active_backend", None) or "model"))
 
     @on(msg.ModelReady)
     def _model_ready(self) -> None:
         self.update_subtitle()
-        self.query_one(SearchView).request()
+        if self.query(SearchView):
+            self.query_one(SearchView).request()
 
     @on(msg.ModelFailed)
     def _model_failed(self, message: msg.ModelFailed) -> None:
@@ -232,10 +301,12 @@ class MemlensApp(ActionsMixin, App):
             return
         mode = "semantic + keyword search" if self.store.model_ready else (
             "keyword search (model warming…)" if self.store.embedder is not None else "keyword search")
-        self.sub_title = f"{self.path.name} · {mode}"
+        access = " · read-only" if self.read_only_reason else ""
+        self.sub_title = f"{self.path.name}{access} · {mode}"
 
     def poll_changes(self) -> None:
-        self.run_worker(self._check_version, thread=True, group="poll", exclusive=True, exit_on_error=False)
+        if not self.failed:
+            self.run_worker(self._check_version, thread=True, group="poll", exclusive=True, exit_on_error=False)
 
     def _check_version(self) -> None:
         version = self.store.data_version()
@@ -253,15 +324,17 @@ class MemlensApp(ActionsMixin, App):
     def call_store(self, what: str, call: Callable[[], Any], then: Callable[[Any], Any], *, group: str,
                    exclusive: bool = False, errors: tuple[type[BaseException], ...] = ()) -> None:
         """Run ``call`` in a thread worker, then ``then(result)`` there too; a message it returns
-        is posted back. A store error (or one of ``errors``) becomes an ActionFailed notification;
-        the result of a worker replaced by a newer one in an exclusive group is dropped."""
+        is posted back. A store error (or one of ``errors``) becomes an ActionFailed notification,
+        a damaged store the message that stays; anything else fails the worker, which
+        ``on_worker_state_changed`` reports. The result of a worker replaced by a newer one in an
+        exclusive group is dropped."""
         from store.errors import MemlensError
 
         def job() -> None:
             try:
                 result = call()
             except (MemlensError, *errors) as error:
-                self.post_message(msg.ActionFailed(what, str(error)))
+                self.post_message(msg.StoreFailed(str(error)) if is_damage(error) else msg.ActionFailed(what, str(error)))
                 return
             if not get_current_worker().is_cancelled:
                 message = then(result)
@@ -270,10 +343,10 @@ class MemlensApp(ActionsMixin, App):
 
         self.run_worker(job, thread=True, group=group, exclusive=exclusive, exit_on_error=False)
 
-    def fetch(self, view: str, call: Callable[[], Any], *, append: bool = False) -> None:
-        """Run ``call`` in a worker; its result arrives as ViewLoaded for ``view`` and this tenant."""
+    def fetch(self, view: str, call: Callable[[], Any], make: Callable[[Any, Any], msg.TenantResult]) -> None:
+        """Run ``call`` in a worker; ``make(tenant, result)`` is the message posted back."""
         tenant = self.user_id
-        self.call_store(view, call, lambda data: msg.ViewLoaded(view, tenant, data, append), group=f"view-{view}", exclusive=True)
+        self.call_store(view, call, lambda data: make(tenant, data), group=f"view-{view}", exclusive=True)
 
     def load_tenants(self) -> None:
         self.call_store("tenants", self.store.tenants, msg.TenantsLoaded, group="tenants", exclusive=True)
@@ -291,89 +364,61 @@ class MemlensApp(ActionsMixin, App):
         for t in shown:
             c = t.counts
             label = Text(tenant_label(t.user_id), style="italic" if t.user_id is None else "bold")
-            label.append(f"\n{c.episodes} ep · {c.facts} facts · {c.sessions} sess\n{c.blocks} blocks · {c.kv_entries} keys · {c.checkpoints} ckpt", style="dim")
+            # Lines of at most 23 characters: the width of the list at 80 columns.
+            label.append(f"\n{count(c.episodes, 'episodes')} · {count(c.facts, 'facts')}\n{count(c.sessions, 'sessions')} · "
+                         f"{count(c.blocks, 'blocks')}\n{count(c.kv_entries, 'keys')} · {count(c.checkpoints, 'checkpoints')}", style="dim")
             label.append(f"\nactive {when(t.last_activity)}\n", style="dim italic")
             options.add_option(Option(label, id=self.tenant_option_id(t.user_id)))
         keys = [self.tenant_option_id(t.user_id) for t in shown]
         current = self.tenant_option_id(self.user_id) if self.user_id is not NO_TENANT else None
         if current in keys:
             options.highlighted = keys.index(current)
-        elif keys and self.user_id is NO_TENANT:
+        elif self.user_id is not NO_TENANT:
+            # Hidden by the filter, erased, or removed by another process: an action must never
+            # reach a tenant the list does not show selected, so nothing stays selected.
+            self.select_tenant(NO_TENANT)
+        elif keys and not self.picked_a_tenant:
             options.highlighted = 0
-        elif self.user_id is not NO_TENANT and current not in [self.tenant_option_id(t.user_id) for t in self.tenants]:
-            self.select_tenant(NO_TENANT)  # it was erased, or another process removed it
-            if keys:
-                options.highlighted = 0
 
     @staticmethod
     def tenant_option_id(user_id: Any) -> str:
         return "anonymous" if user_id is None else f"user:{user_id}"
+
+    def visible_tenant(self) -> Any:
+        """The tenant highlighted in the list as shown, or NO_TENANT."""
+        options = self.query_one("#tenants", OptionList)
+        if options.highlighted is None:
+            return NO_TENANT
+        option_id = options.get_option_at_index(options.highlighted).id or ""
+        return None if option_id == "anonymous" else option_id.removeprefix("user:")
 
     @on(Input.Changed, "#tenant-filter")
     def _filter_tenants(self, event: Input.Changed) -> None:
         event.stop()
         self.show_tenants()
 
+    @on(Input.Submitted, "#tenant-filter")
+    def action_pick_tenant(self) -> None:
+        """From the filter into the list, on its first tenant if none is selected."""
+        options = self.query_one("#tenants", OptionList)
+        options.focus()
+        if options.highlighted is None and options.option_count:
+            options.highlighted = 0
+
     @on(OptionList.OptionHighlighted, "#tenants")
     def _tenant_highlighted(self, event: OptionList.OptionHighlighted) -> None:
-        option_id = event.option.id or ""
-        user_id = None if option_id == "anonymous" else option_id.removeprefix("user:")
-        if user_id != self.user_id:
+        user_id = self.visible_tenant()
+        if user_id is not NO_TENANT and user_id != self.user_id:
             self.select_tenant(user_id)
 
     def select_tenant(self, user_id: Any) -> None:
         self.user_id = user_id
+        self.picked_a_tenant = self.picked_a_tenant or user_id is not NO_TENANT
         self.marked_checkpoint = None
-        if self.query("#detail-body"):
-            self.query_one("#detail-body", Static).update("Select a record to see it whole.")
+        self.session_names = []
+        self.clear_views()
+        self.refresh_bindings()
         self.load_tenant_views()
-
-    def load_tenant_views(self) -> None:
-        if self.store is None or self.user_id is NO_TENANT:
-            return
-        if not self.query(AuditView):  # the lazily mounted content area is not there yet
-            self.call_after_refresh(self.load_tenant_views)
-            return
-        user, store = self.user_id, self.store
-        if store.model_ready:
-            self.run_worker(lambda: store.warm_vectors(user_id=user), thread=True, group="vectors", exclusive=True, exit_on_error=False)
-        self.fetch("blocks", lambda: store.working(user_id=user))
-        self.fetch("sessions", lambda: store.sessions(user_id=user))
-        self.fetch("audit", lambda: store.audit_log(user_id=user))
-        self.query_one(EpisodesView).request(None)
-        self.query_one(FactsView).request()
-        self.query_one(SearchView).request()
-
-    # --- view requests ----------------------------------------------------------------------------
-
-    @on(EpisodesView.Wanted)
-    def _episodes_wanted(self, m: EpisodesView.Wanted) -> None:
-        if self.store is None or self.user_id is NO_TENANT:
-            return
-        user, store = self.user_id, self.store
-        self.fetch("episodes", lambda: store.episodes(user_id=user, session_id=m.session_id, since=m.since, until=m.until,
-                                                      limit=100, cursor=m.cursor), append=m.cursor is not None)
-
-    @on(FactsView.Wanted)
-    def _facts_wanted(self, m: FactsView.Wanted) -> None:
-        if self.store is None or self.user_id is NO_TENANT:
-            return
-        user, store = self.user_id, self.store
-        self.fetch("facts", lambda: (store.facts(user_id=user, valid_at=m.valid_at, include_history=m.history and m.valid_at is None), m.valid_at))
-
-    @on(SessionsView.Picked)
-    def _session_picked(self, m: SessionsView.Picked) -> None:
-        self.load_session(m.session_id)
-
-    def load_session(self, session_id: str) -> None:
-        user, store = self.user_id, self.store
-
-        def call():
-            memory = store.session(session_id, user_id=user)
-            return {"session_id": session_id, "task": memory.get_task_state(), "entries": memory.entries(),
-                    "notes": memory.get_scratchpad(), "checkpoints": memory.list_checkpoints()}
-
-        self.fetch("session", call)
 
     def _search(self, m: SearchView.Changed) -> None:
         if self.store is None or self.user_id is NO_TENANT:
@@ -394,10 +439,14 @@ class MemlensApp(ActionsMixin, App):
             hits = self.store.recall(m.query, user_id=user, limit=SEARCH_LIMIT, kind=m.kind, session_id=m.session_id,
                                      time_range=(m.since, m.until), mode=mode, prefix=True)
         except MemlensError as error:
-            self.post_message(msg.ActionFailed("search", str(error)))
+            self._search_failed(request, error)
             return
         if seq == self.search_seq:  # a newer keystroke has asked for its own search
             self.post_message(msg.SearchResults(seq, m.query, mode, hits, (time.perf_counter() - start) * 1000))
+
+    def _search_failed(self, request, error: Exception) -> None:
+        """On the search thread: this request failed; the next one is searched as usual."""
+        self.post_message(msg.StoreFailed(str(error)) if is_damage(error) else msg.ActionFailed("search", describe(error)))
 
     @on(msg.SearchResults)
     def _search_results(self, m: msg.SearchResults) -> None:
@@ -408,52 +457,13 @@ class MemlensApp(ActionsMixin, App):
         timing = f" · {m.elapsed_ms:.1f} ms" if self.show_timings else ""
         self.query_one(SearchView).show(m.hits, f"{what} · {mode}{timing}")
 
-    @on(msg.ViewLoaded)
-    def _view_loaded(self, m: msg.ViewLoaded) -> None:
-        if m.tenant_key != self.user_id:
-            return  # for a tenant no longer selected
-        if m.view == "blocks":
-            self.query_one(BlocksView).show(m.data)
-        elif m.view == "episodes":
-            self.query_one(EpisodesView).show(m.data, m.append)
-        elif m.view == "facts":
-            self.query_one(FactsView).show(*m.data)
-        elif m.view == "audit":
-            self.query_one(AuditView).show(m.data)
-        elif m.view == "sessions":
-            self.session_names = [s.session_id for s in m.data]
-            view = self.query_one(SessionsView)
-            view.show_sessions(m.data)
-            for target in (self.query_one(SearchView), self.query_one(EpisodesView)):
-                target.set_sessions(self.session_names)
-            chosen = view.selected_session()
-            if chosen:
-                self.load_session(chosen)
-        elif m.view == "session":
-            d = m.data
-            rows = session_rows(d["entries"], d["notes"], d["checkpoints"], self.now())
-            self.query_one(SessionsView).show_session(d["session_id"], {"task": d["task"], **rows})
-
-    @on(ShowDetail)
-    def _show_detail(self, m: ShowDetail) -> None:
-        self.query_one("#detail").border_title = m.title
-        self.query_one("#detail-body", Static).update(m.body)
-
     @on(msg.ActionFailed)
     def _action_failed(self, m: msg.ActionFailed) -> None:
-        self.notify(f"{m.what}: {m.error}", severity="error", timeout=8)
+        if m.what == "search" and self.query(SearchView):
+            self.query_one(SearchView).show_error(f"search failed: {m.error} (type to search again)")
+        self.notify(f"{m.what}: {m.error}", title="failed", severity="error", timeout=15)
 
     # --- actions -------------------------------------------------------------------------------------
-
-    def action_show_view(self, name: str) -> None:
-        self.query_one("#tabs", TabbedContent).active = name
-
-    def action_focus_search(self) -> None:
-        self.action_show_view("search")
-        self.query_one("#query", Input).focus()
-
-    def action_focus_tenants(self) -> None:
-        self.query_one("#tenants", OptionList).focus()
 
     def action_reload(self) -> None:
         if self.store is not None:
@@ -463,10 +473,37 @@ class MemlensApp(ActionsMixin, App):
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
 
+    @on(Button.Pressed, "#store-audit")
+    def action_store_audit(self) -> None:
+        if self.store is None:
+            return
+        self.push_screen(StoreAuditScreen())
+        self.call_store("audit log", lambda: self.store.audit_log(all_tenants=True), msg.StoreAuditLoaded, group="store-audit")
+
+    @on(msg.StoreAuditLoaded)
+    def _store_audit_loaded(self, m: msg.StoreAuditLoaded) -> None:
+        if isinstance(self.screen, StoreAuditScreen):
+            self.screen.show(m.entries)
+
     async def on_unmount(self) -> None:
         self.searcher.stop()
         if self.store is not None:
             self.store.close()
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        result = super().run(*args, **kwargs)
+        if self.model_thread is not None and self.model_thread.is_alive():
+            # Quit during the one-time model export: end now instead of waiting for it, and leave
+            # no half-written model behind (the next start exports it again).
+            from store.embedding import unfinished_exports
+
+            for partial in unfinished_exports():
+                partial.unlink(missing_ok=True)
+            print("memlens: quit before the one-time model export finished; it runs again next time.", file=sys.stderr)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(self.return_code or 0)
+        return result
 
 
 def make_app(path: str | Path, **options: Any) -> MemlensApp:

@@ -15,6 +15,13 @@ def tenant_label(user_id: str | None) -> str:
     return ANONYMOUS_LABEL if user_id is None else user_id
 
 
+def count(n: int, noun: str) -> str:
+    """'1 key', '2 keys'; ``noun`` is the plural, and '-ies' nouns become '-y'."""
+    if n != 1:
+        return f"{n} {noun}"
+    return f"{n} {noun[:-3]}y" if noun.endswith("ies") else f"{n} {noun[:-1]}"
+
+
 def when(value: datetime | None) -> str:
     return "-" if value is None else value.strftime("%Y-%m-%d %H:%M")
 

@@ -1,4 +1,8 @@
-"""Messages that workers post back to the event loop. Workers never touch widgets."""
+"""Messages that workers post back to the event loop. Workers never touch widgets.
+
+One class per kind of result, so each has one handler and its fields say what it carries.
+Results for one tenant carry ``tenant_key``: the App drops those for a tenant no longer selected.
+"""
 
 from __future__ import annotations
 
@@ -11,11 +15,13 @@ from textual.message import Message
 @dataclass
 class StoreOpened(Message):
     description: str
+    read_only_reason: str | None = None
+    """Why the store was opened read-only (the file, its folder or its filesystem), or None."""
 
 
 @dataclass
 class StoreFailed(Message):
-    """The path could not be opened as a store; ``error`` is the message a user reads."""
+    """The store cannot be used (not opened, or found damaged later); ``error`` is the message a user reads."""
 
     error: str
 
@@ -36,13 +42,58 @@ class TenantsLoaded(Message):
 
 
 @dataclass
-class ViewLoaded(Message):
-    """Data for one tier view of one tenant. ``append`` adds a page below what is shown."""
+class TenantResult(Message):
+    """Base of the results that belong to one tenant."""
 
-    view: str
-    tenant_key: str
-    data: Any
+    tenant_key: Any
+
+
+@dataclass
+class BlocksLoaded(TenantResult):
+    blocks: list[Any]
+
+
+@dataclass
+class EpisodesLoaded(TenantResult):
+    """One page of episodes; ``append`` adds it below what is shown."""
+
+    page: Any
     append: bool = False
+
+
+@dataclass
+class FactsLoaded(TenantResult):
+    facts: list[Any]
+    valid_at: Any
+    history: bool
+
+
+@dataclass
+class SessionsLoaded(TenantResult):
+    sessions: list[Any]
+
+
+@dataclass
+class SessionLoaded(TenantResult):
+    """The working memory of one session: task state, key-value entries, notes, checkpoints."""
+
+    session_id: str
+    task: Any
+    entries: list[Any]
+    notes: list[Any]
+    checkpoints: list[Any]
+
+
+@dataclass
+class AuditLoaded(TenantResult):
+    entries: list[Any]
+
+
+@dataclass
+class StoreAuditLoaded(Message):
+    """The audit log of the whole store, every tenant (erased ones included)."""
+
+    entries: list[Any]
 
 
 @dataclass

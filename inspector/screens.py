@@ -1,5 +1,9 @@
-"""Dialogs. They collect parameters and show results; the App does the work in workers.
-Every destructive dialog opens with Cancel focused, so a stray Enter erases nothing."""
+"""Dialogs and whole screens. They collect parameters and show results; the App does the work in
+workers. Every destructive dialog opens with Cancel focused, so a stray Enter erases nothing.
+
+Every dialog keeps its buttons on screen (docked at its foot) and scrolls its body when the
+terminal is too small for it; the forget dialog's counts are laid out to fit whole at 80x24.
+"""
 
 from __future__ import annotations
 
@@ -10,19 +14,43 @@ from rich.table import Table
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Select, Static
+from textual.widgets import Button, Footer, Input, Label, RadioButton, RadioSet, Select, Static
 
-from .formatting import tenant_label, when
-from .views import parse_day
+from . import detail
+from .formatting import count, tenant_label, when
+from .views import RecordTable, parse_day
+
+COUNT_COLUMNS = 3  # nine tiers in three rows: the whole dry run fits an 80x24 dialog
 
 
 def counts_table(counts: dict[str, int]) -> Table:
-    table = Table("tier", "records", box=None, padding=(0, 2))
-    for tier, count in counts.items():
-        table.add_row(tier.replace("_", " "), Text(str(count), style="bold red" if count else "dim"))
+    """Every tier and its count, in COUNT_COLUMNS side-by-side columns."""
+    table = Table.grid(padding=(0, 1))
+    for _ in range(COUNT_COLUMNS):
+        table.add_column(style="dim")
+        table.add_column(justify="right", min_width=5)
+    items = list(counts.items())
+    for row in range(0, len(items), COUNT_COLUMNS):
+        cells: list[Any] = []
+        for tier, count in items[row:row + COUNT_COLUMNS]:
+            cells += [tier.replace("_", " "), Text(str(count), style="bold red" if count else "dim")]
+        table.add_row(*cells)
     return table
+
+
+class KeysFooter(Footer):
+    """At 80 columns the spaced-out keys and "^p palette" pushed "q Quit" off the edge."""
+
+    def on_resize(self) -> None:
+        narrow = self.app.size.width < 120
+        self.compact, self.show_command_palette = narrow, not narrow
+
+
+def buttons(*items: Button) -> Horizontal:
+    return Horizontal(*items, classes="buttons")
 
 
 class ForgetScreen(ModalScreen[tuple[str | None, datetime | None] | None]):
@@ -39,18 +67,17 @@ class ForgetScreen(ModalScreen[tuple[str | None, datetime | None] | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog danger"):
-            yield Label(Text.assemble("Erase memory of ", (tenant_label(self.user_id), "bold")), classes="title")
-            with RadioSet(id="forget-scope"):
-                yield RadioButton("the whole tenant", value=True, id="scope-tenant")
-                yield RadioButton("one session", id="scope-session")
-                yield RadioButton("everything before a date", id="scope-before")
-            yield Select([(s, s) for s in self.sessions], prompt="session", id="forget-session", disabled=True)
-            yield Input(placeholder="before YYYY-MM-DD", id="forget-before", disabled=True)
-            yield Static("counting…", id="forget-counts")
-            yield Static("This cannot be undone. The erasure is recorded in the audit log.", classes="warning")
-            with Horizontal(classes="buttons"):
-                yield Button("Cancel", id="cancel", variant="primary")
-                yield Button("Erase", id="erase", variant="error", disabled=True)
+            yield buttons(Button("Cancel", id="cancel", variant="primary"), Button("Erase", id="erase", variant="error", disabled=True))
+            with VerticalScroll(classes="dialog-body"):
+                yield Label(Text.assemble("Erase memory of ", (tenant_label(self.user_id), "bold")), classes="title")
+                with RadioSet(id="forget-scope", compact=True):
+                    yield RadioButton("whole tenant", value=True, id="scope-tenant")
+                    yield RadioButton("one session", id="scope-session")
+                    yield RadioButton("before a date", id="scope-before")
+                yield Select([(s, s) for s in self.sessions], prompt="session", id="forget-session", classes="hidden")
+                yield Input(placeholder="before YYYY-MM-DD", id="forget-before", classes="hidden")
+                yield Static("counting…", id="forget-counts")
+                yield Static("This cannot be undone. The erasure is recorded in the audit log.", classes="warning")
 
     def on_mount(self) -> None:
         self.query_one("#cancel", Button).focus()
@@ -72,8 +99,9 @@ class ForgetScreen(ModalScreen[tuple[str | None, datetime | None] | None]):
 
     @on(RadioSet.Changed)
     def _scope_kind(self, event: RadioSet.Changed) -> None:
-        self.query_one("#forget-session", Select).disabled = event.pressed.id != "scope-session"
-        self.query_one("#forget-before", Input).disabled = event.pressed.id != "scope-before"
+        # Only the field the scope needs is shown: the rows are what lets the counts fit at 80x24.
+        self.query_one("#forget-session", Select).set_class(event.pressed.id != "scope-session", "hidden")
+        self.query_one("#forget-before", Input).set_class(event.pressed.id != "scope-before", "hidden")
         self.request_preview()
 
     @on(Select.Changed)
@@ -111,8 +139,7 @@ class InfoScreen(ModalScreen[None]):
     BINDINGS = [("escape", "close", "Close"), ("q", "close", "Close")]
 
     def close_row(self) -> ComposeResult:
-        with Horizontal(classes="buttons"):
-            yield Button("Close", id="close", variant="primary")
+        yield buttons(Button("Close", id="close", variant="primary"))
 
     def on_mount(self) -> None:
         self.query_one("#close", Button).focus()
@@ -133,12 +160,14 @@ class ReceiptScreen(InfoScreen):
         scope = "whole tenant" if r.session_id is None and r.before is None else (
             f"session {r.session_id}" if r.session_id else f"before {when(r.before)}")
         with Vertical(classes="dialog"):
-            yield Label(Text.assemble("Erased ", (tenant_label(r.user_id), "bold"), f" · {scope}"), classes="title")
-            yield Static(counts_table(r.counts))
-            yield Static(Text.assemble("receipt digest ", (r.digest, "bold"), f"\nat {r.at.isoformat(timespec='seconds')} by {r.actor}"))
-            scrubbed = "deleted content is gone from the files" if r.disk_scrubbed else "another process holds the file: run `memlens scrub` later"
-            yield Label(scrubbed, classes="ok" if r.disk_scrubbed else "warning")
             yield from self.close_row()
+            with VerticalScroll(classes="dialog-body"):
+                yield Label(Text.assemble("Erased ", (tenant_label(r.user_id), "bold"), f" · {scope}"), classes="title")
+                yield Static(counts_table(r.counts))
+                yield Static(Text.assemble("receipt digest ", (r.digest, "bold"), f"\nat {r.at.isoformat(timespec='seconds')} by {r.actor}"))
+                scrubbed = "deleted content is gone from the files" if r.disk_scrubbed else "another process holds the file: run `memlens scrub` later"
+                yield Static(scrubbed, classes="ok" if r.disk_scrubbed else "warning")
+                yield Static("The audit log of every tenant: press a in the tenant list.", classes="hint")
 
 
 class ExportScreen(ModalScreen[str | None]):
@@ -151,12 +180,11 @@ class ExportScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(Text.assemble("Export everything held for ", (tenant_label(self.user_id), "bold")), classes="title")
-            yield Label("to file (.json: one document, otherwise JSON Lines):")
-            yield Input(self.default_path, id="export-path")
-            with Horizontal(classes="buttons"):
-                yield Button("Cancel", id="cancel")
-                yield Button("Export", id="export", variant="primary")
+            yield buttons(Button("Cancel", id="cancel"), Button("Export", id="export", variant="primary"))
+            with VerticalScroll(classes="dialog-body"):
+                yield Label(Text.assemble("Export everything held for ", (tenant_label(self.user_id), "bold")), classes="title")
+                yield Static("to file (.json: one document, otherwise JSON Lines):")
+                yield Input(self.default_path, id="export-path")
 
     def on_mount(self) -> None:
         self.query_one("#export-path", Input).focus()
@@ -184,10 +212,9 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog danger"):
-            yield Label(self.question, classes="title")
-            with Horizontal(classes="buttons"):
-                yield Button("Cancel", id="no", variant="primary")
-                yield Button(self.yes, id="yes", variant="error")
+            yield buttons(Button("Cancel", id="no", variant="primary"), Button(self.yes, id="yes", variant="error"))
+            with VerticalScroll(classes="dialog-body"):
+                yield Static(self.question, id="question", classes="title")  # a Static wraps; a Label cut it off
 
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus()
@@ -208,10 +235,64 @@ class DiffScreen(InfoScreen):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide"):
-            yield Label(self.heading, classes="title")
-            with VerticalScroll():
-                yield Static(self.body)
             yield from self.close_row()
+            yield Static(self.heading, classes="title")
+            with VerticalScroll(classes="dialog-body"):
+                yield Static(self.body)
+
+
+class FatalScreen(ModalScreen[None]):
+    """The store cannot be used: the reason stays on screen until the user quits. Only q and
+    Ctrl+C work here (no other key can move the focus somewhere q would be typed)."""
+
+    BINDINGS = [Binding("q", "app.quit", "Quit"), Binding("ctrl+c", "app.quit", "Quit", show=False, priority=True)]
+
+    def __init__(self, heading: str, error: str):
+        super().__init__()
+        self.heading, self.error = heading, error
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="fatal-box"):
+            yield Static(Text.assemble((self.heading, "bold"), "\n\n", self.error, "\n\nPress q to quit."), id="fatal")
+        yield KeysFooter()
+
+
+class StoreAuditScreen(ModalScreen[None]):
+    """The audit log of the whole store: every tenant's exports, imports and erasures, the entries
+    of erased tenants included (the log outlives the erasure it records)."""
+
+    BINDINGS = [("escape", "close", "Close"), ("q", "close", "Close")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog wide"):
+            yield buttons(Button("Close", id="close", variant="primary"))
+            yield Label("Audit log · every tenant, erased ones included · newest first", classes="title")
+            yield Static("loading…", id="store-audit-status")
+            yield RecordTable("when", "action", "tenant", "actor", "records", "digest", id="store-audit-table",
+                              render=lambda a: (f"{a.action} {tenant_label(a.user_id)} {when(a.at)}", detail.audit_entry(a)))
+            with VerticalScroll(id="store-audit-detail"):
+                yield Static("", id="store-audit-body")
+
+    def on_mount(self) -> None:
+        self.query_one("#store-audit-table").focus()
+
+    def show(self, entries: list[Any]) -> None:
+        table = self.query_one(RecordTable)
+        table.reset()
+        for i, a in enumerate(entries):
+            total = sum(v for k, v in a.counts.items() if k != "vectors")
+            table.add_record(f"{i}:{a.digest}", a, when(a.at), a.action, tenant_label(a.user_id), a.actor, str(total), a.digest[:16])
+        self.query_one("#store-audit-status", Static).update(count(len(entries), "entries") if entries else "no entries yet")
+        if entries:
+            table.show_detail(table.selected())
+
+    def on_show_detail(self, message) -> None:
+        message.stop()  # the record goes to this screen's own pane, not the App's
+        self.query_one("#store-audit-body", Static).update(message.body)
+
+    @on(Button.Pressed, "#close")
+    def action_close(self) -> None:
+        self.dismiss(None)
 
 
 HELP = """\
@@ -221,23 +302,33 @@ Browse what an agent remembers, search it, export it, erase it.
 
 | key | does |
 |---|---|
+| `tab`, `shift+tab` | move between the tenant filter, the tenant list, the tabs and the fields and lists of a tab |
+| `↑` `↓`, `enter` | move in a list; in the tenant filter or the search field, go into the list below |
 | `/` | search the selected tenant (results update as you type) |
-| `1`–`6` | search · blocks · episodes · facts · sessions · audit |
-| `t` | focus the tenant list (type in the filter above it) |
-| `escape` | leave a text field |
+| `1`–`6` | from a list: search · blocks · episodes · facts · sessions · audit (in a text field, digits type) |
+| `t`, `escape` | back to the tenant list (type in the filter above it to narrow it) |
+| `a` | in the tenant list: the audit log of every tenant, erased ones included |
 | `e` | export the selected tenant to a file |
 | `f` | forget: erase the tenant, a session, or what is older than a date |
-| `d` | diff the selected checkpoint with the current state (after `m`: with the marked one) |
-| `m` | mark the selected checkpoint for a diff |
-| `r` | restore the selected checkpoint (asks first) |
+| `d` | in a session's checkpoints: diff the one under the cursor with now (after `m`: with the marked one) |
+| `m` | in a session's checkpoints: mark one for a diff |
+| `r` | in a session's checkpoints: restore the one under the cursor (asks first) |
 | `ctrl+r` | reload everything |
-| `ctrl+p` | command palette |
+| `ctrl+p` | command palette (every action, and the theme, which is kept for next time) |
 | `?` | this help |
-| `q` | quit |
+| `q`, `ctrl+c` | quit |
 
-Keyword results show at once; semantic results join when the model is warm
-(the header says which mode search is in). Views refresh by themselves when
-another process writes to the store.
+**Filters.** Search: kind (episodes, facts, working blocks, scratchpad notes, all), session,
+and dates (`2026-03-01`; *until* includes that day). Episodes: session and dates. Facts: the
+date they were believed on (empty: now) and *history*, which adds superseded facts.
+
+**Mouse.** Click a tenant, a tab, a row or a button; scroll lists and the detail pane with the wheel.
+
+The tenant list shows a tenant selected, or none: with none (the filter hides it, or it was
+erased) the views are empty and export and forget say so. A read-only store says so in the
+header, and forget and restore are off. Keyword results show at once; semantic results join
+when the model is warm (the header says which mode search is in). Views refresh by themselves
+when another process writes to the store.
 """
 
 
@@ -248,5 +339,6 @@ class HelpScreen(InfoScreen):
         from textual.widgets import Markdown  # markdown-it costs 35 ms at start-up; only help needs it
 
         with Vertical(classes="dialog wide"):
-            yield Markdown(HELP)
             yield from self.close_row()
+            with VerticalScroll(classes="dialog-body"):
+                yield Markdown(HELP)

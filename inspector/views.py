@@ -11,9 +11,10 @@ from typing import Any
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
-from textual.widgets import DataTable, Input, Label, ProgressBar, Select, Static, Switch
+from textual.widgets import Checkbox, DataTable, Input, Label, ProgressBar, Select, Static
 
 from . import detail
 from .formatting import highlighted, one_line, rank, remaining, score, when
@@ -23,6 +24,8 @@ from .formatting import highlighted, one_line, rank, remaining, score, when
 class ShowDetail(Message):
     title: str
     body: Any
+    source: Any = None
+    """The table that asks; the App ignores it once that table no longer has the focus."""
 
 
 def parse_day(text: str, *, end: bool = False) -> datetime | None:
@@ -91,7 +94,17 @@ class RecordTable(DataTable):
     def show_detail(self, record: Any) -> None:
         if record is not None and self.render_detail is not None:
             title, body = self.render_detail(record)
-            self.post_message(ShowDetail(title, body))
+            self.post_message(ShowDetail(title, body, self))
+
+
+class CheckpointsTable(RecordTable):
+    """The checkpoint keys live here: they act on the checkpoint the user has the cursor on."""
+
+    BINDINGS = [
+        Binding("d", "app.diff", "Diff"),
+        Binding("m", "app.mark", "Mark", show=False),  # the section's title says it; the footer needs the room
+        Binding("r", "app.restore", "Restore"),
+    ]
 
 
 class SearchView(Vertical):
@@ -103,6 +116,8 @@ class SearchView(Vertical):
         since: datetime | None
         until: datetime | None
 
+    BINDINGS = [Binding("down", "focus_results", "Results", show=False)]
+
     def __init__(self, *, on_search=None, **kwargs: Any):
         super().__init__(**kwargs)
         self.on_search = on_search
@@ -110,10 +125,11 @@ class SearchView(Vertical):
     def compose(self) -> ComposeResult:
         yield Input(placeholder="search this tenant's memory…  (/ to focus)", id="query")
         with Horizontal(classes="filters"):
-            yield Select([(k, k) for k in ("episodic", "facts", "working", "scratchpad", "all")], value="all", allow_blank=False, id="search-kind", prompt="kind")
-            yield Select([], prompt="any session", id="search-session")
-            yield Input(placeholder="since YYYY-MM-DD", id="search-since", classes="date")
-            yield Input(placeholder="until YYYY-MM-DD", id="search-until", classes="date")
+            yield Select([(k, k) for k in ("episodic", "facts", "working", "scratchpad", "all")], value="all", allow_blank=False,
+                         id="search-kind", prompt="kind", compact=True)
+            yield Select([], prompt="session", id="search-session", compact=True)
+            yield Input(placeholder="since YYYY-MM-DD", id="search-since", classes="date", compact=True)
+            yield Input(placeholder="until YYYY-MM-DD", id="search-until", classes="date", compact=True)
         yield Label("", id="search-status")
         yield RecordTable("kind", "memory", "fused", "vector", "keyword", "when", id="results",
                           render=lambda h: (f"{h.kind} {h.id[:12]}", detail.hit(h)))
@@ -126,6 +142,11 @@ class SearchView(Vertical):
     def _changed(self, event) -> None:
         event.stop()
         self.request()
+
+    @on(Input.Submitted)
+    def action_focus_results(self) -> None:
+        """Down or Enter in a field: on to the results (they are already up to date)."""
+        self.query_one("#results", RecordTable).focus()
 
     def request(self) -> None:
         try:
@@ -155,6 +176,13 @@ class SearchView(Vertical):
             )
         self.query_one("#search-status", Label).update(status)
 
+    def show_error(self, text: str) -> None:
+        self.query_one("#search-status", Label).update(Text(text, style="bold red"))
+
+    def clear(self, hint: str) -> None:
+        self.query_one(RecordTable).reset()
+        self.query_one("#search-status", Label).update(hint)
+
 
 class BlocksView(Vertical):
     def compose(self) -> ComposeResult:
@@ -167,6 +195,9 @@ class BlocksView(Vertical):
         for b in blocks:
             table.add_record(b.name, b, str(b.pinned_order), b.name, one_line(b.content, 70), when(b.updated_at))
         table.select_key(keep)
+
+    def clear(self, hint: str) -> None:
+        self.query_one(RecordTable).reset()
 
 
 class EpisodesView(Vertical):
@@ -186,9 +217,9 @@ class EpisodesView(Vertical):
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="filters"):
-            yield Select([], prompt="any session", id="episodes-session")
-            yield Input(placeholder="since YYYY-MM-DD", id="episodes-since", classes="date")
-            yield Input(placeholder="until YYYY-MM-DD", id="episodes-until", classes="date")
+            yield Select([], prompt="any session", id="episodes-session", compact=True)
+            yield Input(placeholder="since YYYY-MM-DD", id="episodes-since", classes="date", compact=True)
+            yield Input(placeholder="until YYYY-MM-DD", id="episodes-until", classes="date", compact=True)
         yield Label("", id="episodes-status")
         yield RecordTable("when", "session", "input", "output", id="episodes-table",
                           render=lambda e: (f"episode {e.id[:12]}", detail.episode(e)))
@@ -230,6 +261,11 @@ class EpisodesView(Vertical):
         self.query_one("#episodes-status", Label).update(f"{table.row_count} episodes shown, newest first{more}")
         table.select_key(keep)
 
+    def clear(self, hint: str) -> None:
+        self.query_one(RecordTable).reset()
+        self.next_cursor = None
+        self.query_one("#episodes-status", Label).update(hint)
+
     @on(DataTable.RowHighlighted, "#episodes-table")
     def _near_end(self, event: DataTable.RowHighlighted) -> None:
         table = self.query_one(RecordTable)
@@ -245,15 +281,14 @@ class FactsView(Vertical):
 
     def compose(self) -> ComposeResult:
         with Horizontal(classes="filters"):
-            yield Input(placeholder="as of YYYY-MM-DD (empty: now)", id="facts-as-of", classes="date")
-            yield Label("history", classes="switch-label")
-            yield Switch(value=False, id="facts-history")
+            yield Input(placeholder="as of YYYY-MM-DD (empty: now)", id="facts-as-of", classes="date", compact=True)
+            yield Checkbox("history", value=False, id="facts-history", compact=True)
         yield Label("", id="facts-status")
         yield RecordTable("subject", "predicate", "object", "conf.", "valid from", "valid until", "status", id="facts-table",
                           render=lambda f: (f"fact {f.subject} {f.predicate}", detail.fact(f)))
 
     @on(Input.Changed)
-    @on(Switch.Changed)
+    @on(Checkbox.Changed)
     def _changed(self, event) -> None:
         event.stop()
         self.request()
@@ -264,9 +299,9 @@ class FactsView(Vertical):
         except ValueError:
             self.query_one("#facts-status", Label).update("dates look like 2026-03-01")
             return
-        self.post_message(self.Wanted(valid_at, self.query_one("#facts-history", Switch).value))
+        self.post_message(self.Wanted(valid_at, self.query_one("#facts-history", Checkbox).value))
 
-    def show(self, facts: list[Any], valid_at: datetime | None) -> None:
+    def show(self, facts: list[Any], valid_at: datetime | None, history: bool = False) -> None:
         table = self.query_one(RecordTable)
         keep = table.selected_key()
         table.reset()
@@ -277,9 +312,22 @@ class FactsView(Vertical):
                 f.id, f, Text(f.subject, style=style), Text(f.predicate, style=style), Text(f.object, style=style),
                 f"{f.confidence:.2f}", when(f.valid_from), when(f.valid_until), status,
             )
-        label = f"believed on {when(valid_at)}" if valid_at else "believed now"
-        self.query_one("#facts-status", Label).update(f"{len(facts)} facts {label}")
+        self.query_one("#facts-status", Label).update(facts_headline(facts, valid_at, history))
         table.select_key(keep)
+
+    def clear(self, hint: str) -> None:
+        self.query_one(RecordTable).reset()
+        self.query_one("#facts-status", Label).update(hint)
+
+
+def facts_headline(facts: list[Any], valid_at: datetime | None, history: bool) -> str:
+    """Counts what the table shows: with history, the superseded facts are counted apart."""
+    if valid_at is not None:
+        return f"{len(facts)} facts believed on {when(valid_at)}"
+    superseded = sum(1 for f in facts if f.valid_until is not None)
+    if not history:
+        return f"{len(facts)} facts believed now"
+    return f"{len(facts)} facts: {len(facts) - superseded} believed now, {superseded} superseded"
 
 
 class SessionsView(Horizontal):
@@ -291,15 +339,15 @@ class SessionsView(Horizontal):
 
     def compose(self) -> ComposeResult:
         yield RecordTable("session", "episodes", "updated", id="sessions-table", classes="sessions-list")
-        with Vertical(classes="session-detail"):
+        with VerticalScroll(classes="session-detail"):
             yield Static("", id="task-state")
             yield ProgressBar(total=100, show_eta=False, id="task-progress")
             yield Label("keys", classes="section")
             yield RecordTable("key", "value", "TTL", id="kv-table", render=self._kv_detail)
             yield Label("scratchpad", classes="section")
             yield RecordTable("written", "note", id="notes-table", render=lambda n: ("note", detail.note(n)))
-            yield Label("checkpoints  (d: diff with now, m then d: diff two, r: restore)", classes="section")
-            yield RecordTable("created", "description", "id", id="checkpoints-table", render=lambda c: (f"checkpoint {c.id[:12]}", detail.checkpoint(c)))
+            yield Label("checkpoints  (d diff with now · m then d diff two · r restore)", classes="section")
+            yield CheckpointsTable("created", "description", "id", id="checkpoints-table", render=lambda c: (f"checkpoint {c.id[:12]}", detail.checkpoint(c)))
 
     def _kv_detail(self, entry):
         return f"key {entry.key}", detail.kv(entry, self.app.now())
@@ -340,6 +388,13 @@ class SessionsView(Horizontal):
     def selected_checkpoint(self) -> Any:
         return self.query_one("#checkpoints-table", RecordTable).selected()
 
+    def clear(self, hint: str) -> None:
+        self.shown_session = None
+        for table in self.query(RecordTable):
+            table.reset()
+        self.query_one("#task-state", Static).update(Text(hint, style="dim"))
+        self.query_one("#task-progress", ProgressBar).update(progress=0)
+
 
 def session_rows(entries, notes, checkpoints, now: datetime) -> dict[str, Any]:
     return {
@@ -361,3 +416,9 @@ class AuditView(Vertical):
             total = sum(v for k, v in a.counts.items() if k != "vectors")
             action = a.action if a.origin == "local" else f"{a.action} (imported)"  # history from a file, not done here
             table.add_record(f"{i}:{a.digest}", a, when(a.at), action, a.actor, str(total), a.digest[:16])
+
+    def clear(self, hint: str) -> None:
+        self.query_one(RecordTable).reset()
+
+
+TENANT_VIEWS = (SearchView, BlocksView, EpisodesView, FactsView, SessionsView, AuditView)

@@ -9,6 +9,7 @@ change gives the same files.
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -17,7 +18,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from inspector.app import make_app  # noqa: E402
-from inspector.screens import DiffScreen, ExportScreen, ForgetScreen, HelpScreen  # noqa: E402
+from inspector.screens import DiffScreen, ExportScreen, ForgetScreen, HelpScreen, StoreAuditScreen  # noqa: E402
 from inspector.views import RecordTable  # noqa: E402
 from store.demo import DEMO_NOW, build_demo_store  # noqa: E402
 from store.tiers.common import set_id_source  # noqa: E402
@@ -96,10 +97,20 @@ async def shoot(store_path: Path) -> None:
         await pilot.press("question_mark")
         await wait(pilot, lambda: isinstance(app.screen, HelpScreen))
         save("help")
+        await pilot.press("escape")
+        # The DPO's view after an erasure: the store-wide audit log keeps the erased tenant's entry.
+        app.store.forget(user_id="carol", actor="dpo@example.com")
+        app.action_reload()
+        await wait(pilot, lambda: all(t.user_id != "carol" for t in app.tenants) and idle(app))
+        app.query_one("#tenants").focus()
+        await pilot.press("a")
+        await wait(pilot, lambda: isinstance(app.screen, StoreAuditScreen) and app.screen.query_one(RecordTable).row_count > 0)
+        save("audit-all")
 
 
 def main() -> None:
     counter = iter(range(1, 1 << 30))
+    os.environ["MEMLENS_CONFIG_DIR"] = tempfile.mkdtemp()  # the default theme, whatever this user chose
     set_clock(lambda: DEMO_NOW)
     set_id_source(lambda: f"{next(counter):08x}" + "c0ffee" * 4)
     with tempfile.TemporaryDirectory() as tmp:

@@ -286,6 +286,12 @@ def export_onnx(model_dir: Path, target: Path) -> None:
     os.replace(partial, target)
 
 
+def unfinished_exports() -> list[Path]:
+    """This process's ONNX exports still being written (the partial files of ``export_onnx``), for a
+    caller that exits before the export ends to remove them."""
+    return sorted((cache_dir() / "onnx").glob(f"*.{os.getpid()}.partial"))
+
+
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 

@@ -45,6 +45,13 @@ def fake_default_embedder(request, monkeypatch):
     assert not loaded, f"a unit test loaded {sorted(loaded)}: mark it `model` or give it the fake embedder"
 
 
+@pytest.fixture(autouse=True)
+def inspector_config_dir(tmp_path, monkeypatch):
+    """The inspector keeps settings (the theme) in the user's config directory: tests never read
+    or write the real one, and none sees another's."""
+    monkeypatch.setenv("MEMLENS_CONFIG_DIR", str(tmp_path / "memlens-config"))
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "memory.db"

@@ -41,12 +41,26 @@ async def wait_for(pilot, condition: Callable[[], bool], timeout: float = 10.0, 
     await pilot.pause(0.05)
 
 
+def painted(app) -> bool:
+    """The screen has no layout, repaint or widget update pending, nor a table that has yet to
+    size its columns for new rows (a DataTable does that when idle, then repaints)."""
+    from textual.widgets import DataTable
+
+    screen = app.screen
+    if screen._layout_required or screen._repaint_required or screen._dirty_widgets:
+        return False
+    return not any(table._require_update_dimensions for table in screen.query(DataTable))
+
+
 async def settle(pilot, app) -> None:
-    """Wait until the store is open, a tenant selected, and no worker is still running."""
+    """Wait until the store is open, a tenant selected, no worker is still running, and the screen
+    is painted: a dialog opened next freezes the screen below it as last painted, so a pending
+    repaint of the results (after a re-search) showed in some snapshots and not in others."""
     await wait_for(pilot, lambda: app.tenants and app.user_id is not None and app.user_id != "", what="tenants")
     from inspector.app import is_idle
 
     await wait_for(pilot, lambda: is_idle(app), what="workers")
+    await wait_for(pilot, lambda: painted(app), what="paint")
 
 
 async def open_tenant(pilot, app, user_id) -> None:
@@ -91,4 +105,51 @@ class GatedEmbedder(FakeEmbedder):
         self._warm = True
 
 
-__all__ = ["FROZEN", "GatedEmbedder", "counting_ids", "frozen_clock", "make_demo", "open_session", "open_tenant", "settle", "wait_for"]
+def notes(app) -> list[str]:
+    """The notifications shown so far (toasts), oldest first."""
+    return [n.message for n in app._notifications]
+
+
+def screen_text(app) -> str:
+    """What the terminal shows, as text: the screen as rendered, every layer composited."""
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+async def _read_only_probe(path: str) -> dict:
+    from inspector.app import make_app
+    from inspector.screens import ConfirmScreen, FatalScreen, ForgetScreen
+
+    app = make_app(path, embedder=FakeEmbedder(), poll_seconds=0)
+    seen: dict = {}
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.tenants or isinstance(app.screen, FatalScreen), what="the store or a message")
+        if isinstance(app.screen, FatalScreen):
+            seen["fatal"] = str(app.screen.query_one("#fatal").content)
+            return seen
+        await open_tenant(pilot, app, "alice")
+        seen["header"] = app.sub_title
+        seen["forget_key_enabled"] = app.screen.active_bindings["f"].enabled
+        await pilot.press("f")
+        await pilot.pause(0.3)
+        seen["forget_dialog"] = isinstance(app.screen, ForgetScreen)
+        await open_session(pilot, app, "trip-lisbon")
+        app.query_one("#checkpoints-table").focus()
+        await pilot.pause(0.1)
+        await pilot.press("r")
+        await pilot.pause(0.3)
+        seen["restore_dialog"] = isinstance(app.screen, ConfirmScreen)
+        seen["notes"] = notes(app)
+    return seen
+
+
+def read_only_probe() -> None:
+    """Entry point of the subprocess that opens a read-only store in the inspector (run where the
+    store really is read-only: another user, or a read-only mount) and prints what it showed."""
+    import json
+    import sys
+
+    print("PROBE " + json.dumps(asyncio.run(_read_only_probe(sys.argv[1]))))
+
+
+__all__ = ["FROZEN", "GatedEmbedder", "counting_ids", "frozen_clock", "make_demo", "notes", "open_session", "open_tenant",
+           "read_only_probe", "screen_text", "settle", "wait_for"]

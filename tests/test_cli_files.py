@@ -509,8 +509,8 @@ async def test_the_inspector_refuses_an_empty_file_and_creates_nothing(tmp_path)
             path.touch()
         app = make_app(path, embedder=FakeEmbedder(), poll_seconds=0)
         async with app.run_test(size=(120, 40)) as pilot:
-            await wait_for(pilot, lambda: app.query("#fatal"), what="message")
-            text = str(app.query_one("#fatal").content)
+            await wait_for(pilot, lambda: app.screen.query("#fatal"), what="message")
+            text = str(app.screen.query_one("#fatal").content)
             assert ("empty file" if path.name == "empty.db" else "does not exist") in text
     assert listing(tmp_path) == ["empty.db"] and (tmp_path / "empty.db").stat().st_size == 0
 

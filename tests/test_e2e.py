@@ -93,3 +93,31 @@ def test_the_memlens_command_shows_live_search_results_in_a_terminal(tmp_path):
         assert terminal.proc.returncode == 0
     finally:
         terminal.close()
+
+
+@pytest.mark.model
+def test_quitting_during_the_first_model_export_ends_at_once_and_says_so(tmp_path):
+    """The one-time ONNX export (~20 s) runs when the inspector starts on an empty model cache;
+    q in the middle of it must end the process at once, not after the export, on a blank screen."""
+    from store import MemoryStore
+
+    store_path = tmp_path / "empty.db"
+    MemoryStore.open(store_path).close()  # opening does not load the model
+    cache = tmp_path / "cache"
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": str(COLUMNS), "LINES": str(LINES), "MEMLENS_CACHE_DIR": str(cache)}
+    terminal = Terminal([*memlens_command(), str(store_path)], env)
+    try:
+        terminal.wait_for("model warming")
+        terminal.pump(1.0)  # well into the export
+        terminal.type("q")
+        pressed = time.monotonic()
+        while terminal.proc.poll() is None and time.monotonic() - pressed < 30:
+            terminal.pump(0.05)
+        took = time.monotonic() - pressed
+        assert terminal.proc.returncode == 0
+        assert took < 2.0, f"quit took {took:.1f} s"
+        terminal.pump(0.2)
+        assert "model export" in terminal.text()  # what happened is said, not a blank screen
+        assert not list(cache.rglob("*.partial"))
+    finally:
+        terminal.close()

@@ -7,7 +7,7 @@ import io
 import pytest
 
 from inspector.app import NO_TENANT, make_app
-from inspector.screens import ConfirmScreen, DiffScreen, ExportScreen, ForgetScreen, HelpScreen, ReceiptScreen
+from inspector.screens import ConfirmScreen, DiffScreen, ExportScreen, FatalScreen, ForgetScreen, HelpScreen, ReceiptScreen
 from inspector.views import RecordTable
 from store import MemoryStore
 from store.embedding import FakeEmbedder
@@ -56,7 +56,7 @@ async def test_tenants_are_listed_with_the_anonymous_bucket_and_filterable(demo)
         assert options.option_count == 4
         labels = [str(options.get_option_at_index(i).prompt) for i in range(4)]
         assert any(label.startswith("(anonymous)") for label in labels)
-        assert all("ep ·" in label and "active" in label for label in labels)
+        assert all("episodes ·" in label and "active" in label for label in labels)
         app.query_one("#tenant-filter").focus()
         await pilot.press(*"bo")
         await wait_for(pilot, lambda: options.option_count == 1, what="filter")
@@ -320,6 +320,6 @@ async def test_a_path_that_is_not_a_store_gives_a_readable_message(tmp_path, con
         path.write_bytes(content)
     app = app_for(path)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.query("#fatal"), what="message")
-        assert expected in str(app.query_one("#fatal").content)
+        await wait_for(pilot, lambda: isinstance(app.screen, FatalScreen), what="message")
+        assert expected in str(app.screen.query_one("#fatal").content)
         assert app.user_id is NO_TENANT

@@ -1,5 +1,6 @@
-"""SVG snapshots of the main views and dialogs. Deterministic: fixed size, frozen clock, fake
-embedder, no cursor blink, no notifications. Update on purpose with `pytest --snapshot-update`."""
+"""SVG snapshots of the main views and dialogs, at 80x24 (the smallest terminal the inspector
+promises to be usable in) and 200x55. Deterministic: fixed size, frozen clock, fake embedder, no
+cursor blink, no notifications. Update on purpose with `pytest --snapshot-update`."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 from textual.widgets import Input
 
 from inspector.app import make_app
-from inspector.screens import DiffScreen, ExportScreen, ForgetScreen
+from inspector.screens import ConfirmScreen, DiffScreen, ExportScreen, ForgetScreen, StoreAuditScreen
 from inspector.views import RecordTable
 from store.embedding import FakeEmbedder
 from store.tiers.common import set_id_source
@@ -15,7 +16,8 @@ from store.validation import set_clock
 
 from .inspector_support import counting_ids, frozen_clock, make_demo, open_session, open_tenant, settle, wait_for
 
-SIZE = (150, 48)
+SMALL, LARGE = (80, 24), (200, 55)
+SIZES = pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "200x55"])
 
 
 @pytest.fixture
@@ -38,7 +40,8 @@ def still(app) -> None:
 
 
 class TestMainViews:
-    def test_search(self, snap_compare, demo):
+    @SIZES
+    def test_search(self, snap_compare, demo, size):
         app = app_for(demo)
 
         async def run_before(pilot):
@@ -51,10 +54,11 @@ class TestMainViews:
             await pilot.pause(0.2)
             still(app)
 
-        assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+        assert snap_compare(app, terminal_size=size, run_before=run_before)
 
+    @SIZES
     @pytest.mark.parametrize("view", ["blocks", "episodes", "facts", "audit"])
-    def test_tier_view(self, snap_compare, demo, view):
+    def test_tier_view(self, snap_compare, demo, view, size):
         app = app_for(demo)
 
         async def run_before(pilot):
@@ -68,9 +72,10 @@ class TestMainViews:
             await pilot.pause(0.2)
             still(app)
 
-        assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+        assert snap_compare(app, terminal_size=size, run_before=run_before)
 
-    def test_sessions(self, snap_compare, demo):
+    @SIZES
+    def test_sessions(self, snap_compare, demo, size):
         app = app_for(demo)
 
         async def run_before(pilot):
@@ -78,7 +83,7 @@ class TestMainViews:
             await open_session(pilot, app, "trip-lisbon")
             still(app)
 
-        assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+        assert snap_compare(app, terminal_size=size, run_before=run_before)
 
 
 class TestDialogs:
@@ -91,7 +96,7 @@ class TestDialogs:
             await wait_for(pilot, lambda: isinstance(app.screen, ForgetScreen) and not app.screen.query_one("#erase").disabled)
             still(app)
 
-        assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+        assert snap_compare(app, terminal_size=SMALL, run_before=run_before)
 
     def test_export(self, snap_compare, demo):
         app = app_for(demo)
@@ -103,7 +108,7 @@ class TestDialogs:
             app.screen.query_one("#export-path").value = "/exports/alice.jsonl"
             still(app)
 
-        assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+        assert snap_compare(app, terminal_size=SMALL, run_before=run_before)
 
     def test_checkpoint_diff(self, snap_compare, demo):
         app = app_for(demo)
@@ -118,7 +123,36 @@ class TestDialogs:
             await wait_for(pilot, lambda: isinstance(app.screen, DiffScreen))
             still(app)
 
-        assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+        assert snap_compare(app, terminal_size=SMALL, run_before=run_before)
+
+    def test_restore(self, snap_compare, demo):
+        app = app_for(demo)
+
+        async def run_before(pilot):
+            await open_tenant(pilot, app, "alice")
+            await open_session(pilot, app, "trip-lisbon")
+            app.query_one("#checkpoints-table", RecordTable).focus()
+            await pilot.press("r")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+            await pilot.pause(0.2)
+
+        assert snap_compare(app, terminal_size=SMALL, run_before=run_before)
+
+    def test_store_audit_log(self, snap_compare, demo):
+        app = app_for(demo)
+
+        async def run_before(pilot):
+            await open_tenant(pilot, app, "bob")
+            app.store.forget(user_id="bob", actor="dpo@example.com")
+            app.action_reload()
+            await wait_for(pilot, lambda: all(t.user_id != "bob" for t in app.tenants))
+            await settle(pilot, app)
+            app.query_one("#tenants").focus()
+            await pilot.press("a")
+            await wait_for(pilot, lambda: isinstance(app.screen, StoreAuditScreen) and app.screen.query_one(RecordTable).row_count == 1)
+            await pilot.pause(0.2)
+
+        assert snap_compare(app, terminal_size=SMALL, run_before=run_before)
 
     def test_help(self, snap_compare, demo):
         app = app_for(demo)
@@ -128,4 +162,4 @@ class TestDialogs:
             await pilot.press("question_mark")
             await pilot.pause(0.3)
 
-        assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+        assert snap_compare(app, terminal_size=SMALL, run_before=run_before)

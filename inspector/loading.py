@@ -1,0 +1,143 @@
+"""Filling the tier views of the selected tenant, and keeping the detail pane honest.
+
+Mixed into the App. Store calls run in thread workers (``App.fetch``); each result comes back
+as its own message, dropped when it is for a tenant no longer selected. Handlers use Textual's
+naming convention (``on_blocks_loaded``), since ``@on`` is only collected from the App's own
+class body.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.widgets import Static, TabbedContent
+
+from . import messages as msg
+from .views import (AuditView, BlocksView, EpisodesView, FactsView, RecordTable, SearchView, SessionsView, ShowDetail,
+                    TENANT_VIEWS, session_rows)
+
+NO_TENANT = object()
+DETAIL_HINT = "Select a record to see it whole."
+
+
+class TenantViewsMixin:
+    def views_mounted(self) -> bool:
+        """The tier views are all there: not yet just after start (they mount lazily), nor any more while closing."""
+        return all(self.query(view) for view in TENANT_VIEWS)
+
+    def clear_views(self) -> None:
+        """Nothing of the previous tenant stays on screen while the next one loads (or when none is selected)."""
+        if not self.views_mounted():
+            return
+        hint = "" if self.user_id is not NO_TENANT else "no tenant selected: pick one in the tenant list"
+        for view in TENANT_VIEWS:
+            self.query_one(view).clear(hint)
+        self.clear_detail()
+
+    def clear_detail(self) -> None:
+        if self.query("#detail-body"):
+            self.query_one("#detail").border_title = "detail"
+            self.query_one("#detail-body", Static).update(DETAIL_HINT)
+
+    def load_tenant_views(self) -> None:
+        if self.store is None or self.user_id is NO_TENANT or self.failed:
+            return
+        if not self.views_mounted():
+            if not self._exit:  # not there yet: try again after the next frame
+                self.call_after_refresh(self.load_tenant_views)
+            return
+        user, store = self.user_id, self.store
+        if store.model_ready:
+            self.run_worker(lambda: store.warm_vectors(user_id=user), thread=True, group="vectors", exclusive=True, exit_on_error=False)
+        self.fetch("blocks", lambda: store.working(user_id=user), msg.BlocksLoaded)
+        self.fetch("sessions", lambda: store.sessions(user_id=user), msg.SessionsLoaded)
+        self.fetch("audit", lambda: store.audit_log(user_id=user), msg.AuditLoaded)
+        self.query_one(EpisodesView).request(None)
+        self.query_one(FactsView).request()
+        self.query_one(SearchView).request()
+
+    # --- what the views ask for -----------------------------------------------------------------
+
+    def on_episodes_view_wanted(self, m: EpisodesView.Wanted) -> None:
+        if self.store is None or self.user_id is NO_TENANT:
+            return
+        user, store, append = self.user_id, self.store, m.cursor is not None
+        self.fetch("episodes", lambda: store.episodes(user_id=user, session_id=m.session_id, since=m.since, until=m.until,
+                                                      limit=100, cursor=m.cursor), lambda t, page: msg.EpisodesLoaded(t, page, append))
+
+    def on_facts_view_wanted(self, m: FactsView.Wanted) -> None:
+        if self.store is None or self.user_id is NO_TENANT:
+            return
+        user, store, history = self.user_id, self.store, m.history and m.valid_at is None
+        self.fetch("facts", lambda: store.facts(user_id=user, valid_at=m.valid_at, include_history=history),
+                   lambda t, facts: msg.FactsLoaded(t, facts, m.valid_at, history))
+
+    def on_sessions_view_picked(self, m: SessionsView.Picked) -> None:
+        self.load_session(m.session_id)
+
+    def load_session(self, session_id: str) -> None:
+        user, store = self.user_id, self.store
+
+        def call():
+            memory = store.session(session_id, user_id=user)
+            return memory.get_task_state(), memory.entries(), memory.get_scratchpad(), memory.list_checkpoints()
+
+        self.fetch("session", call, lambda t, parts: msg.SessionLoaded(t, session_id, *parts))
+
+    # --- results --------------------------------------------------------------------------------
+
+    def for_this_tenant(self, m: msg.TenantResult) -> bool:
+        return m.tenant_key == self.user_id and self.user_id is not NO_TENANT and self.views_mounted()
+
+    def on_blocks_loaded(self, m: msg.BlocksLoaded) -> None:
+        if self.for_this_tenant(m):
+            self.query_one(BlocksView).show(m.blocks)
+
+    def on_episodes_loaded(self, m: msg.EpisodesLoaded) -> None:
+        if self.for_this_tenant(m):
+            self.query_one(EpisodesView).show(m.page, m.append)
+
+    def on_facts_loaded(self, m: msg.FactsLoaded) -> None:
+        if self.for_this_tenant(m):
+            self.query_one(FactsView).show(m.facts, m.valid_at, m.history)
+
+    def on_audit_loaded(self, m: msg.AuditLoaded) -> None:
+        if self.for_this_tenant(m):
+            self.query_one(AuditView).show(m.entries)
+
+    def on_sessions_loaded(self, m: msg.SessionsLoaded) -> None:
+        if not self.for_this_tenant(m):
+            return
+        self.session_names = [s.session_id for s in m.sessions]
+        view = self.query_one(SessionsView)
+        view.show_sessions(m.sessions)
+        for target in (self.query_one(SearchView), self.query_one(EpisodesView)):
+            target.set_sessions(self.session_names)
+        chosen = view.selected_session()
+        if chosen:
+            self.load_session(chosen)
+
+    def on_session_loaded(self, m: msg.SessionLoaded) -> None:
+        if self.for_this_tenant(m):
+            rows = session_rows(m.entries, m.notes, m.checkpoints, self.now())
+            self.query_one(SessionsView).show_session(m.session_id, {"task": m.task, **rows})
+
+    # --- the detail pane ------------------------------------------------------------------------
+
+    def on_show_detail(self, m: ShowDetail) -> None:
+        if m.source is not None and m.source is not self.focused:
+            return  # asked for by a table the user has since left
+        self.query_one("#detail").border_title = m.title
+        self.query_one("#detail-body", Static).update(m.body)
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        """The detail pane belongs to the tab on screen: clear it, then show the focused record there, if any."""
+        self.clear_detail()
+        self.refresh_bindings()
+        focused: Any = self.focused
+        if isinstance(focused, RecordTable) and focused.id in self.active_tables():
+            focused.show_detail(focused.selected())
+
+    def active_tables(self) -> set[str]:
+        pane = self.query_one("#tabs", TabbedContent).active_pane
+        return {table.id for table in pane.query(RecordTable)} if pane is not None else set()
