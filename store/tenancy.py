@@ -9,12 +9,13 @@ can be built without the partition.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Delete, Select, Table, Update, delete, func, select, update
 
-from .errors import InvalidInputError
+from .errors import InvalidInputError, UnknownTenantError
 
 ANONYMOUS_KEY = ""
 
@@ -105,3 +106,22 @@ def owner_of(conn, table: Table, key_column, value) -> "Tenant | None":
     imports use it to refuse ids that belong to someone else."""
     row = conn.execute(select(table.c.user_id).where(key_column == value)).first()
     return None if row is None else Tenant(row[0])
+
+
+def require_tenant(conn, tenant: Tenant, *, missing_ok: bool = False) -> bool:
+    """Whether ``tenant`` holds anything here (a row in ``tenants``). A missing one raises
+    :class:`~store.errors.UnknownTenantError` naming close matches, so a typo (``Alice`` for
+    ``alice``) is caught instead of acted on, unless ``missing_ok``."""
+    from .schema import tenants_t
+
+    if conn.execute(tenant.select(tenants_t, tenants_t.c.user_id)).first() is not None:
+        return True
+    if missing_ok:
+        return False
+    names = [k for k in conn.execute(select(tenants_t.c.user_id)).scalars() if k != ANONYMOUS_KEY]
+    wanted = tenant.key.casefold()
+    close = [n for n in names if n.casefold() == wanted]
+    close += [n for n in difflib.get_close_matches(tenant.key, names) if n not in close]
+    who = "the anonymous bucket" if tenant.is_anonymous else f"tenant {tenant.key!r}"
+    hint = f"; did you mean {', '.join(repr(n) for n in close)}?" if close else ""
+    raise UnknownTenantError(f"{who} holds nothing in this store{hint}", close_matches=close)
