@@ -11,7 +11,7 @@ import sqlite3
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 from urllib.parse import quote
 
 from sqlalchemy import Connection, Engine, create_engine, event, exc
@@ -24,6 +24,7 @@ from .errors import (
     NotADatabaseError,
     ReadOnlyStoreError,
     SchemaTooNewError,
+    StoreBusyError,
     StoreOpenError,
 )
 from .migrations import APPLICATION_ID, CURRENT_VERSION, migrate, read_version
@@ -57,6 +58,11 @@ def translate(error: BaseException, path: Path) -> MemlensError | None:
         )
     if "readonly" in message or "read-only" in message or "attempt to write a readonly" in message:
         return ReadOnlyStoreError(f"{path} is open read-only; reopen it with read_only=False to change it")
+    if "database is locked" in message or "database table is locked" in message:
+        return StoreBusyError(
+            f"{path} is busy: another connection held it for longer than the busy timeout "
+            f"({BUSY_TIMEOUT_MS / 1000:g} s); nothing was changed, try again"
+        )
     return None
 
 
@@ -99,6 +105,9 @@ def inspect_file(path: Path) -> tuple[bool, int]:
 
 class Database:
     """An engine plus the discipline around it: pragmas, migrations, typed errors."""
+
+    # Called after every committed write transaction (the store retries pending scrubs there).
+    after_write: Callable[[], None] | None = None
 
     def __init__(self, path: str | Path, *, read_only: bool = False):
         self.path = resolve_path(path)
@@ -167,6 +176,8 @@ class Database:
             conn.execution_options(memlens_begin="IMMEDIATE")
             with conn.begin():
                 yield conn
+        if self.after_write is not None:
+            self.after_write()
 
     @contextmanager
     def raw(self) -> Iterator[sqlite3.Connection]:
