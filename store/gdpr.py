@@ -181,27 +181,32 @@ class GdprMixin:
 
     def _scrub_locked(self, *, budget: float, rewrite: bool = False) -> tuple[bool, str | None]:
         """Finish what erasures left on disk, holding ``_scrub_lock``. ``rewrite`` rewrites the
-        keyword indexes even if no erasure asks for it. Returns (done, why not)."""
+        keyword indexes even if no erasure asks for it. Returns (done, why not).
+
+        Only erasures already committed when it starts are marked done: one committed while the
+        indexes were being merged stays pending (its own scrub, or the next one, finishes it)."""
         if self.read_only:
             return False, "the store is open read-only; open it read-write to scrub"
+        with self._db.read() as conn:
+            pending, erasures = forget.read_pending(conn), forget.erasure_count(conn)
+        taken = [] if pending is None else pending["erasures"]
+        if rewrite or (pending is not None and pending["indexes"]):
+            if not forget.rewrite_keyword_indexes(self._db.write):
+                return False, "agents wrote faster than the keyword indexes could be merged; the scrub stays pending"
         with self._db.write() as conn:
             forget.purge_expired_kv(conn, utcnow())
-            pending = forget.read_pending(conn)
-            if rewrite or (pending is not None and pending["indexes"]):
-                forget.rewrite_keyword_indexes(conn)
-                if pending is not None:
-                    pending["indexes"] = False
-                    forget.write_pending(conn, pending)
-            taken = [] if pending is None else pending["erasures"]
+            now_pending = forget.read_pending(conn)
+            if now_pending is not None and now_pending["indexes"] and forget.erasure_count(conn) == erasures:
+                now_pending["indexes"] = False
+                forget.write_pending(conn, now_pending)
         with self._db.raw() as raw:
             done, reason = forget.truncate_wal(raw, budget)
         if done and taken:
             with self._db.write() as conn:
-                pending = forget.read_pending(conn)
-                if pending is not None:
-                    # Erasures committed since the indexes were rewritten stay pending.
-                    pending["erasures"] = [e for e in pending["erasures"] if e not in taken]
-                    forget.write_pending(conn, pending)
+                now_pending = forget.read_pending(conn)
+                if now_pending is not None:
+                    now_pending["erasures"] = [e for e in now_pending["erasures"] if e not in taken]
+                    forget.write_pending(conn, now_pending)
                 audit.mark_scrubbed(conn, taken, utcnow())
         return done, reason
 

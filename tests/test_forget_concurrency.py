@@ -254,3 +254,35 @@ def test_an_open_with_nothing_pending_writes_nothing(db_path):
     before = dump(db_path)
     MemoryStore.open(db_path, embedder=None).close()
     assert dump(db_path) == before
+
+
+def test_an_erasure_committed_during_a_scrub_stays_pending(db_path, monkeypatch):
+    from store import audit, forget
+    from store.tenancy import Tenant
+    from store.validation import utcnow
+
+    with MemoryStore.open(db_path, embedder=FakeEmbedder()) as s:
+        plant(s, "alice")
+        theirs = plant(s, "bob")
+        real = forget.rewrite_keyword_indexes
+
+        def rewrite_then_another_erasure(write, **kwargs):
+            done = real(write, **kwargs)
+            # Another process erases bob now, and dies before its own scrub.
+            with s._db.write() as conn:
+                counts = forget.delete(conn, forget.Scope(Tenant("bob"), None, None))
+                digest = audit.record(conn, Tenant("bob"), action="forget", actor="other", scope={}, counts=counts, at=utcnow(),
+                                      status={"disk_scrubbed": False})
+                forget.mark_pending(conn, Tenant("bob"), digest, utcnow())
+            return done
+
+        monkeypatch.setattr(forget, "rewrite_keyword_indexes", rewrite_then_another_erasure)
+        assert s.forget(user_id="alice").disk_scrubbed
+        pending = s.pending_scrub()
+        assert pending.erasures == 1 and not pending.indexes_rewritten  # bob's merge is still owed
+        assert s.audit_log(user_id="bob")[0].disk_scrubbed is False
+        monkeypatch.undo()
+        assert s.scrub() and s.pending_scrub() is None
+        assert s.audit_log(user_id="bob")[0].disk_scrubbed is True
+        raw = file_bytes(db_path)
+        assert [t for t in theirs if t.encode() in raw] == []
