@@ -205,9 +205,9 @@ def print_writer_wait(quick: bool) -> None:
               f"{r['p99']:.0f} ms, {len(r['errors'])} errors, {verdict}")
         for note in notes:
             print(f"  - {note}")
-        errors = sorted(set(stats["old"]["errors"] + r["errors"]))
-        if errors:
-            print(f"  - errors seen: {'; '.join(errors)}")
+        for name in ("forget", "old"):
+            if stats[name]["errors"]:
+                print(f"  - errors {labels[name]}: {'; '.join(sorted(set(stats[name]['errors'])))}")
 
 
 def main() -> None:

@@ -225,8 +225,8 @@ class GdprMixin:
 
     def _after_write(self) -> None:
         """After each committed write, at most once a second: retry a pending scrub (any
-        process's) with a single non-blocking checkpoint attempt, so a scrub left pending by a
-        reader finishes soon after the reader does, without holding up this write."""
+        process's) with a single checkpoint attempt that never waits for the lock, so a scrub
+        left pending by a reader finishes soon after the reader does."""
         now = time.monotonic()
         if now < self._next_scrub_retry or not self._scrub_lock.acquire(blocking=False):
             return
