@@ -226,7 +226,8 @@ class GdprMixin:
     def _after_write(self) -> None:
         """After each committed write, at most once a second: retry a pending scrub (any
         process's) with a single checkpoint attempt that never waits for the lock, so a scrub
-        left pending by a reader finishes soon after the reader does."""
+        left pending by a reader finishes soon after the reader does. Only the WAL step: index
+        rewrites still owed belong to the forget under way, or to the next open if it died."""
         now = time.monotonic()
         if now < self._next_scrub_retry or not self._scrub_lock.acquire(blocking=False):
             return
@@ -234,7 +235,7 @@ class GdprMixin:
             self._next_scrub_retry = now + SCRUB_RETRY_INTERVAL
             with self._db.read() as conn:
                 pending = forget.read_pending(conn)
-            if pending is not None:
+            if pending is not None and not pending["indexes"]:
                 self._scrub_locked(budget=0)
         except MemlensError:
             pass  # the write itself succeeded; the scrub stays pending for the next try
