@@ -1,8 +1,10 @@
-"""Forget benchmark: erasing one tenant, step by step, as the store grows.
+"""Forget benchmark: erasing one tenant, step by step, as the store grows; and how long an
+agent writing meanwhile waits while a reader in a third process holds an old snapshot.
 
     python bench/forget_bench.py            # stores of 10k, 100k and 1M episodes (building 1M takes minutes)
     python bench/forget_bench.py --quick    # 10k and 100k
     python bench/forget_bench.py --keyword  # only keyword search over blocks and notes
+    python bench/forget_bench.py --writer-wait-only  # only the writer wait during forgets
 
 The erased tenant holds 10k episodes (1k in the 10k store). Vectors are random 384-d
 float32 (the erase cost does not depend on what they mean).
@@ -11,9 +13,12 @@ float32 (the erase cost does not depend on what they mean).
 from __future__ import annotations
 
 import argparse
+import multiprocessing as mp
+import sqlite3
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -64,14 +69,23 @@ def erase_in_steps(store: MemoryStore) -> dict[str, float]:
         audit.record(conn, tenant, action="forget", actor="bench", scope={}, counts=counts, at=utcnow())
     times["delete rows (one transaction)"] = time.perf_counter() - start
     start = time.perf_counter()
-    with store._db.write() as conn:
-        forget.rewrite_keyword_indexes(conn)
+    steps = []
+
+    @contextmanager
+    def timed_write():
+        began = time.perf_counter()
+        with store._db.write() as conn:
+            yield conn
+        steps.append(time.perf_counter() - began)
+
+    assert forget.rewrite_keyword_indexes(timed_write)
     times["rewrite FTS5 indexes"] = time.perf_counter() - start
+    times["(longest write-lock hold of the rewrite)"] = max(steps)
     start = time.perf_counter()
     with store._db.raw() as raw:
-        assert forget.truncate_wal(raw)
+        assert forget.truncate_wal(raw)[0]
     times["truncate WAL"] = time.perf_counter() - start
-    times["total"] = sum(times.values())
+    times["total"] = sum(v for k, v in times.items() if not k.startswith("("))
     return times
 
 
@@ -143,13 +157,140 @@ def timed_ms(fn, repeat: int = 21) -> tuple[float, float]:
     return times[len(times) // 2], times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]
 
 
+# --- writer wait during a forget, with a long-lived reader --------------------------------------
+
+WRITE_EVERY = 0.01  # an agent writing ~80 times a second
+TARGET_P99 = 0.250
+
+
+def _agent(path: str, stop, out) -> None:
+    """Another process writing episodes; records (start, wait, error) for every write."""
+    store = MemoryStore.open(path, embedder=None, check_model=False)
+    samples, i = [], 0
+    while not stop.is_set():
+        start, error = time.monotonic(), None
+        try:
+            store.remember(f"agent turn {i}", "reply", user_id="agent", session_id="live")
+        except Exception as exc:  # counted, not raised: the table reports them
+            error = f"{type(exc).__name__}: {str(exc)[:60]}"
+        samples.append((start, time.monotonic() - start, error))
+        i += 1
+        time.sleep(WRITE_EVERY)
+    store.close()
+    out.put(samples)
+
+
+def _reader(path: str, ready, release) -> None:
+    """A third process holding one read snapshot for as long as it is told (an inspector mid-query)."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("BEGIN")
+    conn.execute("SELECT count(*) FROM episodes").fetchone()
+    ready.set()
+    release.wait()
+    conn.execute("COMMIT")
+    conn.close()
+
+
+def _stats(samples, windows) -> dict:
+    inside = [(wait, error) for start, wait, error in samples if any(a <= start <= b for a, b in windows)]
+    waits = np.array([w for w, _ in inside]) * 1000
+    errors = [e for _, e in inside if e]
+    return {"writes": len(inside), "p50": np.percentile(waits, 50), "p99": np.percentile(waits, 99), "max": waits.max(), "errors": errors}
+
+
+def writer_wait(path: Path, total: int, victims: list[str]) -> tuple[dict, list[str]]:
+    """Writer waits (ms) with a reader holding a snapshot: no forget (baseline), during forgets,
+    and during one checkpoint the way forget used to run it (busy handler on, 10 s timeout)."""
+    store = build(path, total, min(10_000, total // 10))
+    ctx = mp.get_context("spawn")
+    stop, ready, release, out = ctx.Event(), ctx.Event(), ctx.Event(), ctx.Queue()
+    agent = ctx.Process(target=_agent, args=(str(path), stop, out))
+    reader = ctx.Process(target=_reader, args=(str(path), ready, release))
+    agent.start()
+    time.sleep(2.0)  # the agent's interpreter and store are up
+    reader.start()
+    ready.wait(30)
+    windows: dict[str, list[tuple[float, float]]] = {"baseline": [], "forget": [], "old": []}
+    start = time.monotonic()
+    time.sleep(3.0)
+    windows["baseline"].append((start, time.monotonic()))
+    notes = []
+    for victim in victims:
+        start = time.monotonic()
+        receipt = store.forget(user_id=victim, actor="bench")
+        windows["forget"].append((start, time.monotonic()))
+        notes.append(f"forget {victim} ({receipt.counts['episodes']:,} episodes): {time.monotonic() - start:.2f} s, "
+                     f"disk_scrubbed={receipt.disk_scrubbed}")
+        time.sleep(0.5)
+    release.set()
+    start = time.monotonic()
+    reader.join(30)
+    while store.pending_scrub() is not None and time.monotonic() - start < 30:
+        time.sleep(0.05)
+    notes.append(f"pending scrub finished {time.monotonic() - start:.2f} s after the reader ended, by the agent's next write"
+                 if store.pending_scrub() is None else "pending scrub NOT finished 30 s after the reader ended")
+    # The old way, once: TRUNCATE with the 10 s busy handler while a reader holds a snapshot.
+    ready, release = ctx.Event(), ctx.Event()
+    reader = ctx.Process(target=_reader, args=(str(path), ready, release))
+    reader.start()
+    ready.wait(30)
+    store.remember("make the WAL non-empty", user_id="agent")
+    with store._db.raw() as raw:
+        start = time.monotonic()
+        raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        windows["old"].append((start, time.monotonic()))
+    release.set()
+    reader.join(30)
+    stop.set()
+    samples = out.get(timeout=60)
+    agent.join(30)
+    store.close()
+    return {name: _stats(samples, spans) for name, spans in windows.items()}, notes
+
+
+def print_writer_wait(quick: bool) -> None:
+    sizes = [(10_000, ["victim", "user0", "user1"]), (100_000, ["victim", "user0", "user1"])]
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for total, victims in sizes[:1] if quick else sizes:
+            results[total] = writer_wait(Path(tmp) / f"wait-{total}.db", total, victims)
+    print("\n## Writer wait while a reader in another process holds an old snapshot\n")
+    print(f"An agent process writes an episode every {WRITE_EVERY * 1000:.0f} ms; a third process holds one read transaction "
+          "open from before the forgets until after them. Waits in ms; ratio: p99 against the baseline.\n")
+    print("| store | phase | writes | p50 | p99 | max | errors | ratio |")
+    print("|---|---|---|---|---|---|---|---|")
+    labels = {"baseline": "baseline: reader holds a snapshot, no forget", "forget": "during 3 forgets (each erases a tenant)",
+              "old": "during one checkpoint as forget ran it before (busy handler on)"}
+    for total, (stats, _notes) in results.items():
+        base = stats["baseline"]["p99"]
+        for name in ("baseline", "forget", "old"):
+            r = stats[name]
+            print(f"| {total:,} episodes | {labels[name]} | {r['writes']} | {r['p50']:.1f} | {r['p99']:.1f} | {r['max']:.1f} | "
+                  f"{len(r['errors'])} | {r['p99'] / base:.1f}x |")
+    print()
+    for total, (stats, notes) in results.items():
+        r = stats["forget"]
+        verdict = "met" if r["p99"] < TARGET_P99 * 1000 and not r["errors"] else "MISSED"
+        print(f"- {total:,} episodes: target writer p99 < {TARGET_P99 * 1000:.0f} ms and no errors during a forget: "
+              f"{r['p99']:.0f} ms, {len(r['errors'])} errors, {verdict}")
+        for note in notes:
+            print(f"  - {note}")
+        for name in ("forget", "old"):
+            if stats[name]["errors"]:
+                print(f"  - errors {labels[name]}: {'; '.join(sorted(set(stats[name]['errors'])))}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--keyword", action="store_true", help="only the keyword search tables")
+    parser.add_argument("--writer-wait-only", action="store_true", help="only the writer-wait table")
     args = parser.parse_args()
     if args.keyword:
         keyword_tables()
+        return
+    if args.writer_wait_only:
+        print_writer_wait(args.quick)
         return
     sizes = [10_000, 100_000] if args.quick else [10_000, 100_000, 1_000_000]
     results = {}
@@ -170,6 +311,7 @@ def main() -> None:
     target = results.get(100_000)
     if target:
         print(f"\ntarget: erase 10k episodes in a 100k store in < 2 s: {target[1]['total']:.2f} s, {'met' if target[1]['total'] < 2 else 'MISSED'}")
+    print_writer_wait(args.quick)
     keyword_tables()
 
 

@@ -59,6 +59,14 @@ def _summary(store) -> None:
         )
     # Piped output has no terminal width; 120 columns keeps the table whole in logs.
     Console(width=None if sys.stdout.isatty() else 120).print(table)
+    pending = store.pending_scrub()
+    if pending is not None:
+        print(_pending_line(pending))
+
+
+def _pending_line(pending) -> str:
+    return (f"scrub pending: {pending.erasures} erasure(s) since {pending.since.isoformat(timespec='seconds')} may still "
+            "have bytes in the files; it runs on the next read-write open, or run `memlens scrub`")
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -176,7 +184,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
     if not receipt.dry_run:
         print(f"receipt digest {receipt.digest}")
         if not receipt.disk_scrubbed:
-            print("warning: another process held the database open; run `memlens scrub` once it has closed", file=sys.stderr)
+            print(f"warning: rows erased, bytes not yet scrubbed from the files: {receipt.scrub_pending_reason}", file=sys.stderr)
     return 0
 
 
@@ -206,8 +214,14 @@ def cmd_reembed(args: argparse.Namespace) -> int:
 def cmd_scrub(args: argparse.Namespace) -> int:
     with _open(args.db, embedder=None, check_model=False) as store:
         done = store.scrub()
-    print("scrubbed: deleted content is gone from the files" if done else "another process still holds the database; try again")
-    return 0 if done else 1
+        pending = store.pending_scrub()
+    if pending is not None:
+        print(_pending_line(pending))
+    if not done:
+        print("a reader (in this or another process) still holds an old snapshot; run `memlens scrub` again once it has finished")
+    elif pending is None:
+        print("scrubbed: deleted content is gone from the files")
+    return 0 if done and pending is None else 1
 
 
 def _tenant_options(parser: argparse.ArgumentParser, *, required: bool, every: str | None = None) -> None:

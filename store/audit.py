@@ -12,7 +12,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, func
 
 from .models import AuditEntry
 from .schema import audit_t, to_micros
@@ -28,12 +28,14 @@ def digest(action: str, tenant: Tenant, scope: dict[str, Any], counts: dict[str,
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
-def record(conn: Connection, tenant: Tenant, *, action: str, actor: str, scope: dict, counts: dict, at: datetime) -> str:
+def record(conn: Connection, tenant: Tenant, *, action: str, actor: str, scope: dict, counts: dict, at: datetime,
+           status: dict | None = None) -> str:
+    """Append an entry; ``status`` is stored in its scope but not digested (it may change later)."""
     value = digest(action, tenant, scope, counts, at)
     conn.execute(
         audit_t.insert().values(
             tenant.stamp(
-                {"at": at, "actor": actor, "action": action, "scope": json.dumps(scope, sort_keys=True),
+                {"at": at, "actor": actor, "action": action, "scope": json.dumps({**scope, **(status or {})}, sort_keys=True),
                  "counts": json.dumps(counts, sort_keys=True), "digest": value}
             )
         )
@@ -58,3 +60,12 @@ def to_model(row) -> AuditEntry:
         at=row.at, actor=row.actor, action=row.action, user_id=Tenant(row.user_id).user_id,
         scope=json.loads(row.scope), counts=json.loads(row.counts), digest=row.digest, origin=row.origin,
     )
+
+
+def mark_scrubbed(conn: Connection, erasures: list[list[str]], at: datetime) -> None:
+    """Record on each forget entry (``[tenant key, digest]``) that its bytes have left the files."""
+    for key, value in erasures:
+        conn.execute(
+            Tenant(key).update(audit_t).where(audit_t.c.digest == value, audit_t.c.action == "forget")
+            .values(scope=func.json_set(audit_t.c.scope, "$.disk_scrubbed", func.json("true"), "$.scrubbed_at", at.isoformat()))
+        )

@@ -14,7 +14,7 @@ import stat
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 from urllib.parse import quote
 
 from sqlalchemy import Connection, Engine, create_engine, event, exc
@@ -28,6 +28,7 @@ from .errors import (
     ReadOnlyStoreError,
     SchemaTooNewError,
     StoreNotFoundError,
+    StoreBusyError,
     StoreOpenError,
 )
 from . import schema_check
@@ -104,6 +105,11 @@ def translate(error: BaseException, path: Path) -> MemlensError | None:
         if reason:
             return ReadOnlyStoreError(f"{path} is read-only ({reason}); open it with read_only=True to look at it")
         return ReadOnlyStoreError(f"{path} is open read-only; reopen it with read_only=False to change it")
+    if "database is locked" in message or "database table is locked" in message:
+        return StoreBusyError(
+            f"{path} is busy: another connection held it for longer than the busy timeout "
+            f"({BUSY_TIMEOUT_MS / 1000:g} s); nothing was changed, try again"
+        )
     if "unable to open database file" in message:
         reason = _read_only_reason(path)
         return StoreOpenError(f"cannot open {path}" + (f": {reason}" if reason else f" ({orig}); check that it and its folder are readable"))
@@ -188,6 +194,9 @@ def _harden(conn: sqlite3.Connection, cur: sqlite3.Cursor) -> None:
 
 class Database:
     """An engine plus the discipline around it: pragmas, migrations, typed errors."""
+
+    # Called after every committed write transaction (the store retries pending scrubs there).
+    after_write: Callable[[], None] | None = None
 
     def __init__(self, path: str | Path, *, read_only: bool = False, create: bool = True):
         self.path = resolve_path(path)
@@ -309,6 +318,8 @@ class Database:
             conn.execution_options(memlens_begin="IMMEDIATE")
             with conn.begin():
                 yield conn
+        if self.after_write is not None:
+            self.after_write()
 
     @contextmanager
     def raw(self) -> Iterator[sqlite3.Connection]:

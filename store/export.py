@@ -13,11 +13,12 @@ import json
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, func, or_, select
 
 from . import schema
 from .schema import audit_t, blocks_t, checkpoints_t, episodes_t, facts_t, kv_t, scratch_t, sessions_t, task_t, vectors_t
 from .tenancy import Tenant
+from .validation import utcnow
 
 if TYPE_CHECKING:
     from .memory import MemoryStore
@@ -94,7 +95,9 @@ def tenant_records(conn: Connection, tenant: Tenant, *, embeddings: bool) -> Ite
     names = {s.pk: s.session_id for s in sessions}
     for s in sessions:
         yield "sessions", {**base, "type": "session", "session_id": s.session_id, "created_at": iso(s.created_at), "updated_at": iso(s.updated_at)}
-    for r in conn.execute(tenant.select(kv_t).order_by(kv_t.c.session_pk, kv_t.c.key)):
+    # An expired entry is gone for every reader, exports included, even before it is purged.
+    live = or_(kv_t.c.expires_at.is_(None), kv_t.c.expires_at > utcnow())
+    for r in conn.execute(tenant.select(kv_t).where(live).order_by(kv_t.c.session_pk, kv_t.c.key)):
         yield "kv_entries", {**base, "type": "kv", "session_id": names[r.session_pk], "key": r.key, "value": json.loads(r.value),
                              "expires_at": iso(r.expires_at), "updated_at": iso(r.updated_at)}
     for r in conn.execute(tenant.select(task_t).order_by(task_t.c.session_pk)):

@@ -1,23 +1,41 @@
 """Erasure that leaves nothing behind: rows of every tier, what was derived from them (keyword
-index entries, vectors, facts sourced from erased episodes, checkpoint snapshots holding erased
-notes), and finally the bytes on disk.
+index entries, vectors, facts resting only on erased episodes, checkpoint snapshots holding
+erased notes), and finally the bytes on disk.
 
 Each tier's scope is one ``select`` of row keys, used both to count (dry run) and to delete,
 so the receipt of a dry run and of the real erase cannot disagree. Rows go in one write
-transaction (a crash leaves all or nothing); then the FTS5 indexes are rewritten (deleted
-terms otherwise stay in old segments) and the WAL is truncated (old frames keep old pages).
+transaction (a crash leaves all or nothing), which also records a pending-scrub marker; then
+the FTS5 indexes are rewritten in short steps (deleted terms otherwise stay in old segments)
+and the WAL is truncated (old frames keep old pages). Until both are done the marker says so, in the file,
+so any later process can finish the work.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Callable, ContextManager
 
-from sqlalchemy import Connection, Select, exists, func, literal_column, or_, select
+from sqlalchemy import Connection, Select, exists, func, literal_column, or_, select, text
 
-from .schema import blocks_t, checkpoints_t, episodes_t, facts_t, kv_t, scratch_t, sessions_t, task_t, tenants_t, to_micros, vectors_t
+from .schema import (
+    blocks_t,
+    checkpoints_t,
+    episodes_t,
+    facts_t,
+    kv_t,
+    meta_t,
+    scratch_t,
+    sessions_t,
+    task_t,
+    tenants_t,
+    to_micros,
+    vectors_t,
+)
 from .tenancy import Tenant
+from .tiers import facts as fact_tier
 
 
 @dataclass(frozen=True)
@@ -31,9 +49,15 @@ class Scope:
         return self.session_id is None and self.before is None
 
 
-def _json_each(source, path: str | None = None):
+def _json_each(source, path: str | None = None, name: str = "j"):
     args = (source,) if path is None else (source, path)
-    return func.json_each(*args).table_valued("value", name="j")
+    return func.json_each(*args).table_valued("value", name=name)
+
+
+def _cites(ids: Select, name: str):
+    """The fact cites at least one episode id produced by ``ids``."""
+    sourced = _json_each(facts_t.c.source_episode_ids, name=name)
+    return exists(select(literal_column("1")).select_from(sourced).where(sourced.c.value.in_(ids)))
 
 
 def scopes(scope: Scope) -> dict[str, Select]:
@@ -42,17 +66,14 @@ def scopes(scope: Scope) -> dict[str, Select]:
     sessions = t.select(sessions_t, sessions_t.c.pk)
     if session_id is not None:
         sessions = sessions.where(sessions_t.c.session_id == session_id)
-    episodes = t.select(episodes_t, episodes_t.c.pk)
-    if session_id is not None:
-        episodes = episodes.where(episodes_t.c.session_id == session_id)
-    if before is not None:
-        episodes = episodes.where(episodes_t.c.occurred_at < before)
-    erased_ids = t.select(episodes_t, episodes_t.c.id).where(episodes_t.c.pk.in_(episodes))
-    sourced = _json_each(facts_t.c.source_episode_ids)
-    derived = exists(select(literal_column("1")).select_from(sourced).where(sourced.c.value.in_(erased_ids)))
+    episodes = erased_episodes(scope)
     facts = t.select(facts_t, facts_t.c.pk)
     if not scope.whole_tenant:
-        facts = facts.where(or_(derived, facts_t.c.recorded_at < before) if before is not None else derived)
+        # A fact goes when it rests only on erased episodes: it cites one, and none of the
+        # episodes it cites survives. Facts citing no episode go only with the whole tenant.
+        erased_ids = t.select(episodes_t, episodes_t.c.id).where(episodes_t.c.pk.in_(episodes))
+        surviving_ids = t.select(episodes_t, episodes_t.c.id).where(episodes_t.c.pk.not_in(episodes))
+        facts = facts.where(_cites(erased_ids, "erased"), ~_cites(surviving_ids, "surviving"))
     notes = t.select(scratch_t, scratch_t.c.pk)
     checkpoints = t.select(checkpoints_t, checkpoints_t.c.pk)
     if session_id is not None:
@@ -78,6 +99,15 @@ def scopes(scope: Scope) -> dict[str, Select]:
     return result
 
 
+def erased_episodes(scope: Scope) -> Select:
+    episodes = scope.tenant.select(episodes_t, episodes_t.c.pk)
+    if scope.session_id is not None:
+        episodes = episodes.where(episodes_t.c.session_id == scope.session_id)
+    if scope.before is not None:
+        episodes = episodes.where(episodes_t.c.occurred_at < scope.before)
+    return episodes
+
+
 TABLES = {
     "episodes": (episodes_t, episodes_t.c.pk),
     "facts": (facts_t, facts_t.c.pk),
@@ -90,58 +120,179 @@ TABLES = {
 }
 # Children before parents, so cascades never hide a count.
 ORDER = ["kv_entries", "task_states", "scratchpad_entries", "checkpoints", "facts", "episodes", "sessions", "blocks"]
+_VECTOR_KINDS = {"episodes": "episode", "facts": "fact", "scratchpad_entries": "scratchpad", "blocks": "block"}
+_CHUNK = 30_000  # under SQLite's 32,766 bound variables
 
 
 def count(conn: Connection, scope: Scope) -> dict[str, int]:
-    counts = {name: conn.execute(select(func.count()).select_from(stmt.subquery())).scalar() for name, stmt in scopes(scope).items()}
-    counts["vectors"] = _vector_count(conn, scope, counts)
+    stmts = scopes(scope)
+    counts = {name: conn.execute(select(func.count()).select_from(stmt.subquery())).scalar() for name, stmt in stmts.items()}
+    counts["vectors"] = _vector_count(conn, scope, stmts)
     return {name: counts.get(name, 0) for name in [*ORDER, "vectors"]}
 
 
-def _vector_count(conn: Connection, scope: Scope, counts: dict[str, int]) -> int:
-    kinds = {"episodes": "episode", "facts": "fact", "scratchpad_entries": "scratchpad", "blocks": "block"}
+def _vector_count(conn: Connection, scope: Scope, stmts: dict[str, Select]) -> int:
     total = 0
-    for name, stmt in scopes(scope).items():
-        if name in kinds:
+    for name, stmt in stmts.items():
+        if name in _VECTOR_KINDS:
             total += conn.execute(
-                scope.tenant.select(vectors_t, func.count()).where(vectors_t.c.kind == kinds[name], vectors_t.c.item_pk.in_(stmt))
+                scope.tenant.select(vectors_t, func.count()).where(vectors_t.c.kind == _VECTOR_KINDS[name], vectors_t.c.item_pk.in_(stmt))
             ).scalar()
     return total
 
 
 def delete(conn: Connection, scope: Scope) -> dict[str, int]:
-    """Delete everything in scope inside the caller's transaction; returns what was there."""
-    counts = count(conn, scope)
+    """Delete everything in scope inside the caller's transaction; returns what was there.
+
+    The counts come from the very key lists that are deleted, selected by the statements
+    :func:`count` counts, so a dry run and the erase agree.
+    """
     stmts = scopes(scope)
+    counts = {"vectors": _vector_count(conn, scope, stmts)}
     keys = {name: conn.execute(stmt).scalars().all() for name, stmt in stmts.items()}
+    counts.update((name, len(k)) for name, k in keys.items())
+    if not scope.whole_tenant:
+        _amend_surviving_facts(conn, scope, stmts, keys["facts"])
     for name in ORDER:
         if name not in keys:
             continue
         table_, key = TABLES[name]
         ids = keys[name]
-        for start in range(0, len(ids), 30_000):
-            conn.execute(scope.tenant.delete(table_).where(key.in_(ids[start : start + 30_000])))
+        for start in range(0, len(ids), _CHUNK):
+            conn.execute(scope.tenant.delete(table_).where(key.in_(ids[start : start + _CHUNK])))
     if scope.whole_tenant:
         # Vectors of every kind are removed by triggers with their rows; this catches any orphan.
         conn.execute(scope.tenant.delete(vectors_t))
         conn.execute(scope.tenant.delete(tenants_t))
-    return counts
+    return {name: counts.get(name, 0) for name in [*ORDER, "vectors"]}
 
 
-def rewrite_keyword_indexes(conn: Connection) -> None:
-    """FTS5 keeps deleted terms in old segments until they are merged; 'optimize' merges them all
-    into one new segment, and secure_delete zeroes the freed pages."""
-    conn.exec_driver_sql("INSERT INTO episodes_fts(episodes_fts) VALUES ('optimize')")
-    conn.exec_driver_sql("INSERT INTO facts_fts(facts_fts) VALUES ('optimize')")
+def _amend_surviving_facts(conn: Connection, scope: Scope, stmts: dict[str, Select], erased_facts: list[int]) -> None:
+    """Facts that stay keep nothing of what goes: erased episode ids leave their source lists,
+    and the history rule (:func:`store.tiers.facts.close_gaps`) reopens or re-closes facts
+    an erased fact had closed."""
+    t = scope.tenant
+    erased_ids_stmt = t.select(episodes_t, episodes_t.c.id).where(episodes_t.c.pk.in_(stmts["episodes"]))
+    citing = t.select(facts_t, facts_t.c.pk, facts_t.c.source_episode_ids).where(
+        _cites(erased_ids_stmt, "erased"), facts_t.c.pk.not_in(stmts["facts"])
+    )
+    rows = conn.execute(citing).all()
+    if rows:
+        erased_ids = set(conn.execute(erased_ids_stmt).scalars())
+        for pk, sources in rows:
+            kept = [s for s in json.loads(sources) if s not in erased_ids]
+            conn.execute(t.update(facts_t).where(facts_t.c.pk == pk).values(source_episode_ids=json.dumps(kept)))
+    fact_tier.close_gaps(conn, t, erased_facts)
 
 
-def truncate_wal(raw, attempts: int = 20, pause: float = 0.1) -> bool:
+# --- the pending scrub and the erasure counter, kept in memlens_meta --------------------------
+
+PENDING_KEY = "scrub_pending"
+ERASURES_KEY = "erasures"
+
+
+def erasure_count(conn: Connection) -> int:
+    """How many erasures were ever committed to this file, by any process: caches compare it."""
+    value = conn.execute(select(meta_t.c.value).where(meta_t.c.key == ERASURES_KEY)).scalar()
+    return int(value) if value else 0
+
+
+def read_pending(conn: Connection) -> dict | None:
+    """``{"since", "indexes", "erasures": [[tenant key, audit digest], ...]}`` or None.
+    ``indexes`` is true while the keyword indexes still need rewriting."""
+    value = conn.execute(select(meta_t.c.value).where(meta_t.c.key == PENDING_KEY)).scalar()
+    return None if value is None else json.loads(value)
+
+
+def _put(conn: Connection, key: str, value: str) -> None:
+    conn.execute(text("INSERT OR REPLACE INTO memlens_meta (key, value) VALUES (:k, :v)"), {"k": key, "v": value})
+
+
+def write_pending(conn: Connection, pending: dict | None) -> None:
+    if pending is None or (not pending["erasures"] and not pending["indexes"]):
+        conn.execute(meta_t.delete().where(meta_t.c.key == PENDING_KEY))
+    else:
+        _put(conn, PENDING_KEY, json.dumps(pending, sort_keys=True))
+
+
+def mark_pending(conn: Connection, tenant: Tenant, digest: str, at: datetime) -> None:
+    """In the erasure's own transaction: count it, and record that its bytes still need scrubbing."""
+    _put(conn, ERASURES_KEY, str(erasure_count(conn) + 1))
+    pending = read_pending(conn) or {"since": at.isoformat(), "indexes": True, "erasures": []}
+    pending["indexes"] = True
+    pending["erasures"].append([tenant.key, digest])
+    write_pending(conn, pending)
+
+
+# --- scrubbing the files ------------------------------------------------------------------------
+
+
+# Pages one merge step writes. One 'optimize' held the write lock for the whole index rewrite
+# (0.75-2.9 s at 1M episodes here, with every agent write waiting); a step of 100 pages holds
+# it for tens of milliseconds.
+MERGE_PAGES = 100
+KEYWORD_INDEXES = ("episodes_fts", "facts_fts")
+
+
+def rewrite_keyword_indexes(write: Callable[[], ContextManager[Connection]], max_steps: int = 100_000) -> bool:
+    """FTS5 keeps deleted terms in old segments until they are merged. A negative 'merge' is an
+    'optimize' done in steps: each step folds every segment (new ones included) into one merge
+    and writes ``MERGE_PAGES`` pages of it, so once a step finds nothing to do the index is one
+    segment without the deleted terms, as after 'optimize'; secure_delete zeroes freed pages.
+    Each step is its own short write transaction (``write`` opens one). Returns False if
+    concurrent writes kept it from finishing within ``max_steps``."""
+    for table in KEYWORD_INDEXES:
+        for _ in range(max_steps):
+            with write() as conn:
+                before = conn.exec_driver_sql("SELECT total_changes()").scalar()
+                conn.exec_driver_sql(f"INSERT INTO {table}({table}, rank) VALUES ('merge', -{MERGE_PAGES})")
+                worked = conn.exec_driver_sql("SELECT total_changes()").scalar() - before >= 2
+            if not worked:
+                break
+        else:
+            return False
+    return True
+
+
+READER_HOLDS_WAL = (
+    "another connection (a reader in this or another process) still holds a snapshot from before the erasure, "
+    "so the WAL cannot be emptied yet; the scrub stays pending and is retried on this store's next write, "
+    "the next read-write open, or `memlens scrub`"
+)
+
+
+def truncate_wal(raw, budget: float = 1.0, pause: float = 0.05) -> tuple[bool, str | None]:
     """Copy the WAL into the database and truncate it to zero bytes, so old frames are gone.
-    A reader holding an old snapshot blocks it; retry briefly, then report failure."""
-    for _ in range(attempts):
-        busy, _log, _done = raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        if busy == 0:
-            return True
-        time.sleep(pause)
-    return False
 
+    A TRUNCATE checkpoint waits for readers of old snapshots *while holding the write lock*:
+    with the store's 10 s busy timeout every agent write stalled behind it (10 s per attempt,
+    3 writes in 40 s failed). So the busy handler is off for the checkpoint: each attempt
+    takes the write lock only if it is free and gives it back at once if a reader is in the
+    way; the retries wait with no lock held. A PASSIVE checkpoint first copies the bulk of
+    the WAL without the write lock, so the TRUNCATE attempt itself is short.
+    Returns (done, why not).
+    """
+    previous = raw.execute("PRAGMA busy_timeout").fetchone()[0]
+    raw.execute("PRAGMA busy_timeout = 0")
+    deadline = time.monotonic() + budget
+    try:
+        while True:
+            raw.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            busy, _log, _done = raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if busy == 0:
+                return True, None
+            if time.monotonic() + pause > deadline:
+                return False, READER_HOLDS_WAL
+            time.sleep(pause)
+    finally:
+        raw.execute(f"PRAGMA busy_timeout = {int(previous)}")
+
+
+def purge_expired_kv(conn: Connection, now: datetime) -> int:
+    """Delete every expired key-value entry of every tenant (reads and exports already hide them)."""
+    return conn.execute(kv_t.delete().where(kv_t.c.expires_at.is_not(None), kv_t.c.expires_at <= now)).rowcount
+
+
+def has_expired_kv(conn: Connection, now: datetime) -> bool:
+    stmt = select(kv_t.c.pk).where(kv_t.c.expires_at.is_not(None), kv_t.c.expires_at <= now).limit(1)
+    return conn.execute(stmt).first() is not None

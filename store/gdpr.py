@@ -4,20 +4,27 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, Callable
 
 from . import audit, export, export_file, forget, import_writer, importer
-from .errors import InvalidInputError, UnknownSessionError
-from .models import AuditEntry, ForgetReceipt, ImportReport
+from .errors import InvalidInputError, MemlensError, StoreBusyError, UnknownSessionError
+from .models import AuditEntry, ForgetReceipt, ImportReport, PendingScrub
 from .schema import audit_t, episodes_t, sessions_t, tenants_t
 from .tenancy import UNSET, Tenant, all_tenants, require_tenant
 from .validation import check_flag, check_int, check_name, check_optional_datetime, utcnow
 
 
+# Seconds between two after-write checks for a pending scrub (one small read each).
+SCRUB_RETRY_INTERVAL = 1.0
+
+
 class GdprMixin:
-    """Mixed into MemoryStore; relies on its ``_db``, ``_tenant`` and ``_indexer``."""
+    """Mixed into MemoryStore; relies on its ``_db``, ``_tenant``, ``_indexer``, ``_scrub_lock``
+    (held by whoever scrubs) and ``_next_scrub_retry``."""
 
     def require_tenant(self, *, user_id: Any = UNSET, missing_ok: bool = False) -> bool:
         """Whether the store holds this tenant. Unless ``missing_ok``, a tenant it does not hold
@@ -129,13 +136,20 @@ class GdprMixin:
         before: datetime | None = None,
         dry_run: bool = False,
         actor: str = "api",
+        missing_ok: bool = False,
     ) -> ForgetReceipt:
         """Erase a tenant, one of its sessions, or what is older than ``before``, and everything
         derived from it, down to the bytes on disk. Returns a receipt (counts, never content).
 
+        ``user_id`` is required (``None`` means the anonymous bucket). A tenant that holds
+        nothing raises :class:`~store.errors.UnknownTenantError` unless ``missing_ok``.
         ``dry_run=True`` returns the same counts and changes nothing. Other tenants are not
-        touched. The erasure is one transaction: a crash leaves all of the scope or none of it.
+        touched. The erasure is one transaction: a crash leaves all of the scope or none of it;
+        if the bytes cannot be scrubbed at once, the receipt says why and the scrub is finished
+        later (next write, next open, or :meth:`scrub`).
         """
+        if user_id is UNSET:
+            raise InvalidInputError("forget needs user_id: name the tenant to erase, or pass user_id=None for the anonymous bucket")
         tenant = self._tenant(user_id)
         if session_id is not None:
             check_name(session_id, "session_id")
@@ -144,31 +158,114 @@ class GdprMixin:
         scope = forget.Scope(tenant, session_id, before)
         scope_record = {"session_id": session_id, "before": None if before is None else before.isoformat()}
         at = utcnow()
+        nothing = dict.fromkeys([*forget.ORDER, "vectors"], 0)
         if dry_run:
             with self._db.read() as conn:
-                self._require_session(conn, tenant, session_id)
-                counts = forget.count(conn, scope)
+                counts = nothing
+                if require_tenant(conn, tenant, missing_ok=missing_ok):
+                    self._require_session(conn, tenant, session_id)
+                    counts = forget.count(conn, scope)
             return ForgetReceipt(user_id=tenant.user_id, session_id=session_id, before=before, dry_run=True, counts=counts,
                                  at=at, actor=actor, digest=audit.digest("forget", tenant, scope_record, counts, at))
-        with self._db.write() as conn:
-            self._require_session(conn, tenant, session_id)
-            counts = forget.delete(conn, scope)
-            digest = audit.record(conn, tenant, action="forget", actor=actor, scope=scope_record, counts=counts, at=at)
-        self._indexer.cache.clear(tenant)
-        scrubbed = self.scrub()
+        with self._scrub_lock:  # so the write below does not start the after-write retry
+            with self._db.write() as conn:
+                counts = nothing
+                if require_tenant(conn, tenant, missing_ok=missing_ok):
+                    self._require_session(conn, tenant, session_id)
+                    counts = forget.delete(conn, scope)
+                digest = audit.record(conn, tenant, action="forget", actor=actor, scope=scope_record, counts=counts, at=at,
+                                      status={"disk_scrubbed": False})
+                forget.mark_pending(conn, tenant, digest, at)
+            self._indexer.cache.clear()
+            try:
+                scrubbed, reason = self._scrub_locked(budget=1.0)
+            except StoreBusyError as error:
+                scrubbed, reason = False, f"{error}; the scrub stays pending"
         return ForgetReceipt(user_id=tenant.user_id, session_id=session_id, before=before, dry_run=False, counts=counts,
-                             at=at, actor=actor, digest=digest, disk_scrubbed=scrubbed)
+                             at=at, actor=actor, digest=digest, disk_scrubbed=scrubbed, scrub_pending_reason=reason)
 
     def scrub(self) -> bool:
-        """Make deleted content unrecoverable from the files: rewrite the keyword indexes and
-        truncate the WAL. Returns False if a reader in another process held the WAL; call again."""
-        export_file.remove_leftover_exports(self._db)
+        """Make deleted content unrecoverable from the files: delete expired key-value entries,
+        rewrite the keyword indexes and truncate the WAL, then mark pending erasures as scrubbed.
+        Returns False if a reader still held an old snapshot; call again once it has finished."""
+        return self._scrub(budget=1.0, rewrite=True)[0]
+
+    def pending_scrub(self) -> PendingScrub | None:
+        """Erasures whose rows are gone but whose bytes may still be in the files, if any."""
+        with self._db.read() as conn:
+            pending = forget.read_pending(conn)
+        if pending is None:
+            return None
+        return PendingScrub(erasures=len(pending["erasures"]), since=datetime.fromisoformat(pending["since"]),
+                            digests=[d for _, d in pending["erasures"]], indexes_rewritten=not pending["indexes"])
+
+    def _scrub(self, *, budget: float, rewrite: bool = False) -> tuple[bool, str | None]:
+        with self._scrub_lock:
+            return self._scrub_locked(budget=budget, rewrite=rewrite)
+
+    def _scrub_locked(self, *, budget: float, rewrite: bool = False) -> tuple[bool, str | None]:
+        """Finish what erasures left on disk, holding ``_scrub_lock``. ``rewrite`` rewrites the
+        keyword indexes even if no erasure asks for it. Returns (done, why not).
+
+        Only erasures already committed when it starts are marked done: one committed while the
+        indexes were being merged stays pending (its own scrub, or the next one, finishes it)."""
         if self.read_only:
-            return False
+            return False, "the store is open read-only; open it read-write to scrub"
+        export_file.remove_leftover_exports(self._db)  # a killed export's partial file holds personal data too
+        with self._db.read() as conn:
+            pending, erasures = forget.read_pending(conn), forget.erasure_count(conn)
+        taken = [] if pending is None else pending["erasures"]
+        if rewrite or (pending is not None and pending["indexes"]):
+            if not forget.rewrite_keyword_indexes(self._db.write):
+                return False, "agents wrote faster than the keyword indexes could be merged; the scrub stays pending"
         with self._db.write() as conn:
-            forget.rewrite_keyword_indexes(conn)
+            forget.purge_expired_kv(conn, utcnow())
+            now_pending = forget.read_pending(conn)
+            if now_pending is not None and now_pending["indexes"] and forget.erasure_count(conn) == erasures:
+                now_pending["indexes"] = False
+                forget.write_pending(conn, now_pending)
         with self._db.raw() as raw:
-            return forget.truncate_wal(raw)
+            done, reason = forget.truncate_wal(raw, budget)
+        if done and taken:
+            with self._db.write() as conn:
+                now_pending = forget.read_pending(conn)
+                if now_pending is not None:
+                    now_pending["erasures"] = [e for e in now_pending["erasures"] if e not in taken]
+                    forget.write_pending(conn, now_pending)
+                audit.mark_scrubbed(conn, taken, utcnow())
+        return done, reason
+
+    def _finish_scrubs(self, *, budget: float) -> None:
+        """On open: run a pending scrub (and delete expired entries) if there is one. A store
+        too busy to scrub now still opens; the work stays pending."""
+        if self.read_only:
+            return
+        with self._db.read() as conn:
+            needed = forget.read_pending(conn) is not None or forget.has_expired_kv(conn, utcnow())
+        if needed:
+            try:
+                self._scrub(budget=budget)
+            except StoreBusyError:
+                pass
+
+    def _after_write(self) -> None:
+        """After each committed write, at most once a second: retry a pending scrub (any
+        process's) with a single checkpoint attempt that never waits for the lock, so a scrub
+        left pending by a reader finishes soon after the reader does. Only the WAL step: index
+        rewrites still owed belong to the forget under way, or to the next open if it died."""
+        now = time.monotonic()
+        if now < self._next_scrub_retry or not self._scrub_lock.acquire(blocking=False):
+            return
+        try:
+            self._next_scrub_retry = now + SCRUB_RETRY_INTERVAL
+            with self._db.read() as conn:
+                pending = forget.read_pending(conn)
+            if pending is not None and not pending["indexes"]:
+                self._scrub_locked(budget=0)
+        except MemlensError:
+            pass  # the write itself succeeded; the scrub stays pending for the next try
+        finally:
+            self._scrub_lock.release()
 
     @staticmethod
     def _require_session(conn, tenant: Tenant, session_id: str | None) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import warnings
 from collections import Counter
 from datetime import datetime
@@ -14,6 +15,7 @@ from sqlalchemy import func
 from . import schema
 from .db import Database
 from . import indexing
+from .forget import purge_expired_kv
 from .indexing import Indexer, record_model, recorded_model
 from .indexing import check_model as check_model_of
 from .errors import DuplicateIdError, InvalidInputError, IsolationWarning, ReadOnlyStoreError
@@ -73,7 +75,9 @@ class MemoryStore(RecallMixin, GdprMixin):
         self._indexer = indexer
         self.max_content_bytes = max_content_bytes
         self.scratchpad_limit = scratchpad_limit
-        self._checked_vectors: dict[tuple[str, str], int] = {}
+        self._scrub_lock = threading.Lock()
+        self._next_scrub_retry = 0.0
+        db.after_write = self._after_write
 
     @classmethod
     def open(
@@ -109,10 +113,14 @@ class MemoryStore(RecallMixin, GdprMixin):
             if check_model:
                 with db.read() as conn:
                     check_model_of(conn, embedder, db.path)
+            store = cls(db, Indexer(embedder, db.data_version), max_content_bytes=max_content_bytes, scratchpad_limit=scratchpad_limit)
+            # An erasure whose process died (or met a reader) before its bytes were scrubbed is
+            # finished here, and expired key-value entries leave the file.
+            store._finish_scrubs(budget=0.5)
         except BaseException:
             db.close()
             raise
-        return cls(db, Indexer(embedder, db.data_version), max_content_bytes=max_content_bytes, scratchpad_limit=scratchpad_limit)
+        return store
 
     @property
     def path(self) -> Path:
@@ -527,10 +535,8 @@ class MemoryStore(RecallMixin, GdprMixin):
 
     def purge_expired(self) -> int:
         """Delete every expired key-value entry of every tenant (reads already hide them)."""
-        now = utcnow()
-        kv = schema.kv_t
         with self._db.write() as conn:
-            return conn.execute(kv.delete().where(kv.c.expires_at.is_not(None), kv.c.expires_at <= now)).rowcount
+            return purge_expired_kv(conn, utcnow())
 
     # --- overviews ------------------------------------------------------------------------
 

@@ -221,11 +221,24 @@ class ForgetReceipt(_Model):
     at: datetime
     actor: str
     digest: str
+    # True once the erased content is gone from the files too (keyword indexes rewritten, WAL
+    # truncated); False: the rows are gone but old bytes may remain until the pending scrub
+    # runs (``scrub_pending_reason`` says why it could not run now).
     disk_scrubbed: bool = False
+    scrub_pending_reason: str | None = None
 
     @property
     def total(self) -> int:
         return sum(v for k, v in self.counts.items() if k != "vectors")
+
+
+class PendingScrub(_Model):
+    """Erasures whose rows are gone but whose old bytes may still be in the files."""
+
+    erasures: int
+    since: datetime
+    digests: list[str]
+    indexes_rewritten: bool
 
 
 class AuditEntry(_Model):
@@ -241,6 +254,11 @@ class AuditEntry(_Model):
     counts: dict[str, int]
     digest: str
     origin: Literal["local", "imported"] = "local"
+
+    @property
+    def disk_scrubbed(self) -> bool | None:
+        """For a forget: whether its erased bytes have left the files (None: not recorded)."""
+        return self.scope.get("disk_scrubbed") if self.action == "forget" else None
 
 
 class ImportReport(_Model):

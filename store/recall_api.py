@@ -104,9 +104,11 @@ class RecallMixin:
     def _ensure_vectors(self, tenant: Tenant, kind: str) -> None:
         """Embed the tenant's blocks or notes whose vector is missing or stale (text changed since)."""
         version = self._db.data_version()
-        if self._checked_vectors.get((tenant.key, kind)) == version:
+        checked = self._indexer.cache.checked
+        if checked.get((tenant.key, kind)) == version:
             return  # nothing was committed since the last check: search as you type skips it
         with self._db.read() as conn:
+            self._indexer.cache.notice_erasures(conn)
             documents = recall.small_corpus(conn, tenant, kind)
             hashes = {pk: content_hash(text) for pk, text in documents.items()}
             have = dict(conn.execute(
@@ -116,12 +118,12 @@ class RecallMixin:
         stale = [pk for pk in documents if have.get(pk) != hashes[pk]]
         if not stale or self.read_only:
             # Versions are read before the check: a commit that lands meanwhile forces a new one.
-            self._checked_vectors[(tenant.key, kind)] = version
+            checked[(tenant.key, kind)] = version
             return
         vectors = self._vectors(tenant, kind, [documents[pk] for pk in stale], [hashes[pk] for pk in stale])
         with self._db.write() as conn:
             self._store_vectors(conn, tenant, kind, stale, [hashes[pk] for pk in stale], vectors)
-        self._checked_vectors[(tenant.key, kind)] = self._db.data_version()
+        checked[(tenant.key, kind)] = self._db.data_version()
 
     @property
     def embedder(self):

@@ -4,6 +4,11 @@ Loaded on first search in chunks into a preallocated matrix (no 3x transient pea
 kept in step with the table, whichever process wrote it: before each search a signature of
 the tenant's rows (count, max and sum of keys, sum of rowids), read from an index, decides
 between nothing to do, appending the new rows, and reloading after deletes or replacements.
+
+The signature alone cannot see an erasure followed by new rows that reuse the erased row keys
+(SQLite hands out max(key) + 1 again): the matrix would keep the erased vectors under the new
+rows' keys. So every search also compares the store's erasure counter (bumped in the erasing
+transaction, by any process) and drops everything cached when it moved.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Callable
 import numpy as np
 from sqlalchemy import Connection, func, literal_column
 
+from .forget import erasure_count
 from .schema import vectors_t
 from .tenancy import Tenant
 
@@ -94,28 +100,42 @@ class VectorCache:
     """Per-(tenant, kind) matrices for one store; thread-safe.
 
     ``data_version`` (the store's ``PRAGMA data_version`` watch) changes whenever anyone commits;
-    only then is a matrix's signature read again. A search on an unchanged store costs one pragma.
+    only then is a matrix's signature read again. The erasure counter is read on every search,
+    in the search's own snapshot: a version read after the snapshot began could otherwise
+    stamp a matrix loaded from before an erasure as current. A search on an unchanged store
+    costs one pragma and one primary-key lookup.
+
+    ``checked`` holds the data versions at which the store last found a tenant's blocks or
+    notes fully embedded; it is dropped with the matrices.
     """
 
     def __init__(self, data_version: Callable[[], int] | None = None) -> None:
         self._lock = threading.Lock()
         self._matrices: dict[tuple[str, str], TenantMatrix] = {}
         self._data_version = data_version or (lambda: None)
+        self._erasures: int | None = None
+        self.checked: dict[tuple[str, str], int] = {}
 
     def close(self) -> None:
+        self.clear()
+
+    def clear(self) -> None:
         with self._lock:
             self._matrices.clear()
+            self.checked.clear()
 
-    def clear(self, tenant: Tenant | None = None) -> None:
+    def notice_erasures(self, conn: Connection) -> None:
+        """Drop everything cached if any process erased anything since the last look."""
+        erasures = erasure_count(conn)
         with self._lock:
-            if tenant is None:
+            if erasures != self._erasures:
                 self._matrices.clear()
-            else:
-                for key in [k for k in self._matrices if k[0] == tenant.key]:
-                    del self._matrices[key]
+                self.checked.clear()
+                self._erasures = erasures
 
     def get(self, conn: Connection, tenant: Tenant, kind: str, dim: int) -> tuple[np.ndarray, np.ndarray]:
         """(item pks, matrix) for the tenant, brought up to date with the table."""
+        self.notice_erasures(conn)
         with self._lock:
             key = (tenant.key, kind)
             version = self._data_version()

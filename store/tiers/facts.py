@@ -1,4 +1,11 @@
-"""Bi-temporal facts. A new fact about the same subject and predicate closes the open one."""
+"""Bi-temporal facts. A new fact about the same subject and predicate closes the open one.
+
+History after an erasure (:func:`close_gaps`): a surviving fact whose ``valid_until`` was set
+by an erased fact (equal to that fact's ``valid_from``) takes the ``valid_from`` of the next
+surviving fact of the same subject and predicate instead, or is open again if none survives.
+So no timestamp of erased data stays behind, and the belief the erased fact replaced is
+current again.
+"""
 
 from __future__ import annotations
 
@@ -102,3 +109,32 @@ def list_facts(
         stmt = stmt.where(facts_t.c.subject == subject)
     stmt = stmt.order_by(facts_t.c.subject, facts_t.c.predicate, facts_t.c.valid_from.desc(), facts_t.c.pk.desc())
     return [to_model(r) for r in conn.execute(stmt)]
+
+
+def close_gaps(conn: Connection, tenant: Tenant, erased_pks: list[int]) -> int:
+    """Apply the history rule for the facts about to be erased (``erased_pks``, still present);
+    returns how many surviving facts changed."""
+    if not erased_pks:
+        return 0
+    erased_set = set(erased_pks)
+    groups = set()
+    for start in range(0, len(erased_pks), 30_000):
+        chunk = erased_pks[start : start + 30_000]
+        groups.update(conn.execute(tenant.select(facts_t, facts_t.c.subject, facts_t.c.predicate).where(facts_t.c.pk.in_(chunk))).all())
+    changed = 0
+    for subject, predicate in groups:
+        rows = conn.execute(
+            tenant.select(facts_t, facts_t.c.pk, facts_t.c.valid_from, facts_t.c.valid_until)
+            .where(facts_t.c.subject == subject, facts_t.c.predicate == predicate)
+            .order_by(facts_t.c.valid_from, facts_t.c.pk)
+        ).all()
+        erased_starts = {r.valid_from for r in rows if r.pk in erased_set}
+        survivors = [r for r in rows if r.pk not in erased_set]
+        for index, row in enumerate(survivors):
+            if row.valid_until is None or row.valid_until not in erased_starts:
+                continue
+            successor = next((s.valid_from for s in survivors[index + 1 :] if s.valid_from >= row.valid_until), None)
+            if successor != row.valid_until:
+                conn.execute(tenant.update(facts_t).where(facts_t.c.pk == row.pk).values(valid_until=successor))
+                changed += 1
+    return changed
