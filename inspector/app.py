@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rich.text import Text
-from textual import events, on, work
+from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.lazy import Lazy
@@ -30,7 +30,7 @@ from .screens import FatalScreen, HelpScreen, KeysFooter, StoreAuditScreen
 from .views import AuditView, BlocksView, EpisodesView, FactsView, SearchView, SessionsView
 
 VIEWS = ["search", "blocks", "episodes", "facts", "sessions", "audit"]
-LONG_LIVED = ("poll", "model", "search", "vectors")  # worker groups that are not one-off loads
+LONG_LIVED = ("poll", "search", "vectors")  # worker groups that are not one-off loads
 
 
 def is_idle(app: "MemlensApp") -> bool:
@@ -272,7 +272,8 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
     def warm_model(self) -> None:
         # A daemon thread of its own, not a Textual worker: workers run in asyncio's executor, which
         # is joined at exit, so quitting during the one-time model export (~20 s) sat on a blank
-        # screen until the export was done (~9 s here). run() ends the process instead.
+        # screen until the export was done (9 s in the report; over 30 s on this busy machine).
+        # run() ends the process instead (0.3 s from q to exit here, tests/test_e2e.py).
         self.model_thread = threading.Thread(target=self._warm_model, name="memlens-model", daemon=True)
         self.model_thread.start()
 

@@ -114,6 +114,7 @@ def test_quitting_during_the_first_model_export_ends_at_once_and_says_so(tmp_pat
         while terminal.proc.poll() is None and time.monotonic() - pressed < 30:
             terminal.pump(0.05)
         took = time.monotonic() - pressed
+        print(f"quit took {took:.2f} s")
         assert terminal.proc.returncode == 0
         assert took < 2.0, f"quit took {took:.1f} s"
         terminal.pump(0.2)
