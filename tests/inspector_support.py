@@ -8,8 +8,11 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Callable
 
+import pytest
+
 from store.demo import DEMO_NOW, build_demo_store
 from store.embedding import FakeEmbedder
+from store.validation import set_clock
 
 FROZEN = DEMO_NOW + timedelta(hours=1)
 
@@ -22,6 +25,28 @@ def counting_ids():
     """Stable ids: 32 hex characters like the real ones, counting up."""
     counter = iter(range(1, 1 << 30))
     return lambda: f"{next(counter):032x}"
+
+
+@pytest.fixture(autouse=True)
+def frozen():
+    """Import into a test module to freeze the store's clock for each of its tests."""
+    set_clock(frozen_clock)
+    yield
+    set_clock(None)
+
+
+@pytest.fixture
+def demo(tmp_path):
+    return make_demo(tmp_path / "demo.db")
+
+
+def app_for(path, **options):
+    """The app as the CLI makes it, on the fake embedder and without the polling timer."""
+    from inspector.app import make_app
+
+    options.setdefault("embedder", FakeEmbedder())
+    options.setdefault("poll_seconds", 0)
+    return make_app(path, **options)
 
 
 def make_demo(path: Path, embedder=None) -> Path:

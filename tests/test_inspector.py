@@ -6,34 +6,18 @@ import io
 
 import pytest
 
-from inspector.app import NO_TENANT, make_app
+from inspector.app import NO_TENANT
 from inspector.screens import ConfirmScreen, DiffScreen, ExportScreen, FatalScreen, ForgetScreen, HelpScreen, ReceiptScreen
 from inspector.views import RecordTable
 from store import MemoryStore
 from store.embedding import FakeEmbedder
-from store.validation import set_clock
 
-from .inspector_support import GatedEmbedder, frozen_clock, make_demo, open_session, open_tenant, settle, wait_for
+from .inspector_support import (  # noqa: F401 (demo and frozen are fixtures)
+    app_for, demo, frozen, GatedEmbedder, open_session, open_tenant, settle, wait_for,
+)
 
 SIZE = (150, 48)
 
-
-@pytest.fixture(autouse=True)
-def frozen():
-    set_clock(frozen_clock)
-    yield
-    set_clock(None)
-
-
-@pytest.fixture
-def demo(tmp_path):
-    return make_demo(tmp_path / "demo.db")
-
-
-def app_for(path, **options):
-    options.setdefault("embedder", FakeEmbedder())
-    options.setdefault("poll_seconds", 0)
-    return make_app(path, **options)
 
 
 def plain(renderable) -> str:

@@ -15,36 +15,19 @@ import pytest
 from textual.geometry import Region
 
 from inspector import messages as msg
-from inspector.app import NO_TENANT, make_app
+from inspector.app import NO_TENANT
 from inspector.screens import HELP, ConfirmScreen, ExportScreen, FatalScreen, ForgetScreen, ReceiptScreen, StoreAuditScreen
 from inspector.views import RecordTable
 from store import MemoryStore
-from store.embedding import FakeEmbedder
-from store.validation import set_clock
 
-from .inspector_support import frozen_clock, make_demo, notes, open_session, open_tenant, screen_text, settle, wait_for
+from .inspector_support import (  # noqa: F401 (demo and frozen are fixtures)
+    app_for, demo, frozen, notes, open_session, open_tenant, screen_text, settle, wait_for,
+)
 
 SMALL = (80, 24)
 WIDE = (160, 48)
 ROOT = Path(__file__).resolve().parent.parent
 
-
-@pytest.fixture(autouse=True)
-def frozen():
-    set_clock(frozen_clock)
-    yield
-    set_clock(None)
-
-
-@pytest.fixture
-def demo(tmp_path):
-    return make_demo(tmp_path / "demo.db")
-
-
-def app_for(path, **options):
-    options.setdefault("embedder", FakeEmbedder())
-    options.setdefault("poll_seconds", 0)
-    return make_app(path, **options)
 
 
 def table(app, selector) -> RecordTable:
