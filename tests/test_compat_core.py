@@ -137,3 +137,25 @@ def test_reasserting_the_open_fact_keeps_it_open_and_adds_its_source(store):
     assert len(history) == 1 and history[0].valid_until is None
     assert again.id == first.id and again.valid_from == T0
     assert history[0].source_episode_ids == ["e1", "e2"]
+
+
+# --- session clear ----------------------------------------------------------------------
+
+
+def test_clear_keys_only_keeps_task_and_scratchpad_and_counts_live_keys(store):
+    session = store.session("s", user_id="u")
+    session.set("a", 1)
+    session.set("b", 2)
+    session.set("gone", 3, ttl=timedelta(microseconds=1))
+    session.set_task_state("write report", total_steps=4)
+    session.append_scratchpad("thinking")
+    import time
+
+    time.sleep(0.01)
+    assert session.clear(keys_only=True) == 2
+    assert session.list_keys() == []
+    assert session.get_task_state().task == "write report"
+    assert [e.content for e in session.get_scratchpad()] == ["thinking"]
+    session.set("c", 1)
+    assert session.clear() == 1
+    assert session.get_task_state() is None and session.get_scratchpad() == []
