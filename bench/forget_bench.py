@@ -26,7 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from store import MemoryStore  # noqa: E402
-from store import audit, forget  # noqa: E402
+from store.rights import audit, forget  # noqa: E402
 from store.tenancy import Tenant  # noqa: E402
 from store.validation import utcnow  # noqa: E402
 
@@ -101,7 +101,7 @@ def keyword_tables() -> None:
     from corpus import memories
 
     from store.schema import scratch_t
-    from store.search import _TOKEN, bm25_small
+    from store.recall.keyword import _TOKEN, bm25_small
     from store.tiers.common import ensure_session
 
     rng = random.Random(5)

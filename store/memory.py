@@ -13,13 +13,13 @@ from typing import Any, Callable, Iterable, Mapping
 from sqlalchemy import func
 
 from . import schema
-from .db import Database
-from . import indexing
-from .forget import purge_expired_kv
-from .indexing import Indexer, record_model, recorded_model
-from .indexing import check_model as check_model_of
+from .backend.sqlite.database import Database
+from .recall import embeddings as indexing
+from .rights.forget import purge_expired_kv
+from .recall.embeddings import Indexer, record_model, recorded_model
+from .recall.embeddings import check_model as check_model_of
 from .errors import DuplicateIdError, InvalidInputError, IsolationWarning, ReadOnlyStoreError
-from .migrations import CURRENT_VERSION
+from .backend.sqlite.migrations import CURRENT_VERSION
 from .models import (
     Block,
     Episode,
@@ -32,9 +32,9 @@ from .models import (
     TenantSummary,
     TierCounts,
 )
-from .gdpr import GdprMixin
-from .recall_api import RecallMixin
-from .session import SessionMemory
+from .rights.service import GdprMixin
+from .recall.service import RecallMixin
+from .tiers.sessions import SessionMemory
 from .tenancy import UNSET, Tenant, count_by_tenant, named_tenants_exist, user_id_of
 from .tiers import blocks, episodes, facts
 from .tiers.common import content_hash, ensure_session, ids_present, new_id, touch_tenant

@@ -13,11 +13,12 @@ from datetime import timedelta
 
 import pytest
 
-from store import MemoryStore, import_writer
+from store import MemoryStore
+from store.rights import import_write as import_writer
 from store.embedding import FakeEmbedder
 from store.errors import DuplicateIdError, ImportValidationError, ModelMismatchError
-from store.export import Digests, canonical
-from store.importer import SECTION_OF
+from store.rights.export import Digests, canonical
+from store.rights.import_check import SECTION_OF
 from store.validation import set_clock
 
 from .conftest import T0, dump

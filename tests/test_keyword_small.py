@@ -10,8 +10,9 @@ import sqlite3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from store import MemoryStore, search
-from store.search import MIN_PREFIX, _TOKEN, bm25_small, query_terms
+from store import MemoryStore
+from store.recall import keyword as search
+from store.recall.keyword import MIN_PREFIX, _TOKEN, bm25_small, query_terms
 from store.tenancy import Tenant
 
 

@@ -16,9 +16,9 @@ from typing import Iterable
 
 from sqlalchemy import Connection, column, func, literal_column, select, table
 
-from .schema import episodes_t, facts_t, tenants_t
-from .tenancy import Tenant, other_tenants_exist
-from .tiers.episodes import filtered
+from ..schema import episodes_t, facts_t, tenants_t
+from ..tenancy import Tenant, other_tenants_exist
+from ..tiers.episodes import filtered
 
 RRF_K = 60
 # Shorter prefixes expand to thousands of terms (a 3-letter prefix took 605 ms p95 at 100k rows,

@@ -10,12 +10,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, Callable
 
-from . import audit, export, export_file, forget, import_writer, importer
-from .errors import InvalidInputError, MemlensError, StoreBusyError, UnknownSessionError
-from .models import AuditEntry, ForgetReceipt, ImportReport, PendingScrub
-from .schema import audit_t, episodes_t, sessions_t, tenants_t
-from .tenancy import UNSET, Tenant, all_tenants, require_tenant
-from .validation import check_flag, check_int, check_name, check_optional_datetime, utcnow
+from . import audit, export, export_file, forget, import_write as import_writer, import_check as importer
+from ..errors import InvalidInputError, MemlensError, StoreBusyError, UnknownSessionError
+from ..models import AuditEntry, ForgetReceipt, ImportReport, PendingScrub
+from ..schema import audit_t, episodes_t, sessions_t, tenants_t
+from ..tenancy import UNSET, Tenant, all_tenants, require_tenant
+from ..validation import check_flag, check_int, check_name, check_optional_datetime, utcnow
 
 
 # Seconds between two after-write checks for a pending scrub (one small read each).

@@ -14,9 +14,9 @@ from typing import Any
 
 from sqlalchemy import Connection, func
 
-from .models import AuditEntry
-from .schema import audit_t, to_micros
-from .tenancy import Tenant
+from ..models import AuditEntry
+from ..schema import audit_t, to_micros
+from ..tenancy import Tenant
 
 
 def digest(action: str, tenant: Tenant, scope: dict[str, Any], counts: dict[str, int], at: datetime) -> str:

@@ -9,15 +9,15 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, func, or_, select
 
-from .errors import InvalidInputError, UnknownCheckpointError, UnknownSessionError
-from .models import Checkpoint, CheckpointDiff, KeyValueEntry, ScratchpadEntry, SessionStats, TaskState
-from .schema import checkpoints_t, episodes_t, from_micros, kv_t, scratch_t, task_t, to_micros
-from .tenancy import Tenant
-from .tiers.common import ensure_session, find_session, loads, new_id, touch_tenant
-from .validation import check_datetime, check_int, check_json, check_name, check_number, check_text, check_ttl, parse_time, utcnow
+from ..errors import InvalidInputError, UnknownCheckpointError, UnknownSessionError
+from ..models import Checkpoint, CheckpointDiff, KeyValueEntry, ScratchpadEntry, SessionStats, TaskState
+from ..schema import checkpoints_t, episodes_t, from_micros, kv_t, scratch_t, task_t, to_micros
+from ..tenancy import Tenant
+from .common import ensure_session, find_session, loads, new_id, touch_tenant
+from ..validation import check_datetime, check_int, check_json, check_name, check_number, check_text, check_ttl, parse_time, utcnow
 
 if TYPE_CHECKING:
-    from .memory import MemoryStore
+    from ..memory import MemoryStore
 
 _MISSING = object()
 

@@ -16,18 +16,18 @@ from sqlalchemy import Connection, func, select
 
 from . import audit
 from .export import SECTIONS
-from .importer import SECTION_OF, Checked, check_embedding_dims
-from .indexing import Indexer
-from .indexing import check_model as check_model_of
-from .schema import audit_t, blocks_t, checkpoints_t, episodes_t, facts_t, kv_t, scratch_t, sessions_t, task_t
-from .tenancy import Tenant
-from .tiers.common import content_hash, ensure_session, ids_present, touch_tenant
-from .tiers.episodes import embed_text
-from .tiers.facts import fact_text
-from .validation import check_json
+from .import_check import SECTION_OF, Checked, check_embedding_dims
+from ..recall.embeddings import Indexer
+from ..recall.embeddings import check_model as check_model_of
+from ..schema import audit_t, blocks_t, checkpoints_t, episodes_t, facts_t, kv_t, scratch_t, sessions_t, task_t
+from ..tenancy import Tenant
+from ..tiers.common import content_hash, ensure_session, ids_present, touch_tenant
+from ..tiers.episodes import embed_text
+from ..tiers.facts import fact_text
+from ..validation import check_json
 
 if TYPE_CHECKING:
-    from .memory import MemoryStore
+    from ..memory import MemoryStore
 
 WRITTEN, UNCHANGED, KEPT = "written", "unchanged", "kept_existing"
 

@@ -25,11 +25,11 @@ from typing import IO, TYPE_CHECKING, Iterator
 
 from sqlalchemy import delete, insert, select
 
-from .errors import MemlensError, OutputExistsError, OutputPathError
-from .schema import meta_t
+from ..errors import MemlensError, OutputExistsError, OutputPathError
+from ..schema import meta_t
 
 if TYPE_CHECKING:
-    from .db import Database
+    from ..backend.sqlite.database import Database
 
 PARTIAL_SUFFIX = ".memlens-partial"
 RECORD_PREFIX = "export_partial:"
@@ -39,7 +39,7 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 def check_target(target: str | Path, store_path: Path, *, overwrite: bool) -> Path:
     """The absolute output path, or a typed error if writing there would destroy something."""
-    from .db import side_files
+    from ..backend.sqlite.database import side_files
 
     given = Path(target)
     path = Path(os.path.abspath(given.expanduser()))

@@ -5,15 +5,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Callable, Literal
 
-from . import recall, schema, search
-from .errors import InvalidInputError
-from .indexing import record_model
-from .models import RecallHit
-from .recall import Mode
-from .tenancy import UNSET, Tenant, all_tenants
-from .tiers import episodes, facts
-from .tiers.common import content_hash
-from .validation import check_flag, check_int, check_optional_datetime, check_optional_name, check_text
+from . import hits as recall, keyword as search
+from .. import schema
+from ..errors import InvalidInputError
+from .embeddings import record_model
+from ..models import RecallHit
+from .hits import Mode
+from ..tenancy import UNSET, Tenant, all_tenants
+from ..tiers import episodes, facts
+from ..tiers.common import content_hash
+from ..validation import check_flag, check_int, check_optional_datetime, check_optional_name, check_text
 
 RecallScope = Literal["episodic", "facts", "working", "scratchpad", "all"]
 RECALL_SCOPES = ("episodic", "facts", "working", "scratchpad", "all")

@@ -20,7 +20,7 @@ from urllib.parse import quote
 from sqlalchemy import Connection, Engine, create_engine, event, exc
 from sqlalchemy.engine import make_url
 
-from .errors import (
+from ...errors import (
     DamagedStoreError,
     ForeignDatabaseError,
     MemlensError,

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from sqlalchemy import Connection, func, or_, select
 
-from . import schema
-from .schema import audit_t, blocks_t, checkpoints_t, episodes_t, facts_t, kv_t, scratch_t, sessions_t, task_t, vectors_t
-from .tenancy import Tenant
-from .validation import utcnow
+from .. import schema
+from ..schema import audit_t, blocks_t, checkpoints_t, episodes_t, facts_t, kv_t, scratch_t, sessions_t, task_t, vectors_t
+from ..tenancy import Tenant
+from ..validation import utcnow
 
 if TYPE_CHECKING:
-    from .memory import MemoryStore
+    from ..memory import MemoryStore
 
 FORMAT = "memlens-export"
 FORMAT_VERSION = 1
@@ -139,7 +139,7 @@ class Digests:
 
 
 def _schema_version() -> int:
-    from .migrations import CURRENT_VERSION
+    from ..backend.sqlite.migrations import CURRENT_VERSION
 
     return CURRENT_VERSION
 

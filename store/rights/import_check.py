@@ -19,12 +19,12 @@ from typing import Annotated, Any, Callable, Iterator, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, ValidationInfo
 
-from .errors import ImportValidationError, InvalidInputError
+from ..errors import ImportValidationError, InvalidInputError
 from .export import FORMAT, FORMAT_VERSION, SECTIONS, Digests, canonical
-from .models import TaskState
-from .session import check_snapshot, check_task_state
-from .tenancy import UNSET, Tenant
-from .validation import MAX_JSON_DEPTH, check_int, check_json, check_name, check_text, check_vector, parse_time
+from ..models import TaskState
+from ..tiers.sessions import check_snapshot, check_task_state
+from ..tenancy import UNSET, Tenant
+from ..validation import MAX_JSON_DEPTH, check_int, check_json, check_name, check_text, check_vector, parse_time
 
 # --- one validator per kind of field, each the API's own check ----------------------------------
 

@@ -10,17 +10,17 @@ from typing import TYPE_CHECKING, Callable, Literal
 import numpy as np
 from sqlalchemy import Connection, Integer, type_coerce
 
-from . import search
-from .models import RecallHit, ScoreBreakdown
-from .schema import blocks_t, episodes_t, facts_t, from_micros, scratch_t, sessions_t
-from .tenancy import Tenant
-from .tiers import blocks as block_tier
-from .tiers import episodes as episode_tier
-from .tiers import facts as fact_tier
+from . import keyword as search
+from ..models import RecallHit, ScoreBreakdown
+from ..schema import blocks_t, episodes_t, facts_t, from_micros, scratch_t, sessions_t
+from ..tenancy import Tenant
+from ..tiers import blocks as block_tier
+from ..tiers import episodes as episode_tier
+from ..tiers import facts as fact_tier
 from .vectors import top_k
 
 if TYPE_CHECKING:
-    from .memory import MemoryStore
+    from ..memory import MemoryStore
 
 Mode = Literal["hybrid", "keyword", "vector"]
 _ENCODER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlens-query-encode")
@@ -144,7 +144,7 @@ class Recall:
         return hits
 
     def scratchpad(self, limit: int, session_id: str | None) -> Callable[[], list[RecallHit]]:
-        from .models import ScratchpadEntry
+        from ..models import ScratchpadEntry
 
         # Times stay raw microseconds until a note is a hit: converting 3,000 of them was a third
         # of a search over 3,000 notes.

@@ -20,7 +20,7 @@ from typing import Callable, ContextManager
 
 from sqlalchemy import Connection, Select, exists, func, literal_column, or_, select, text
 
-from .schema import (
+from ..schema import (
     blocks_t,
     checkpoints_t,
     episodes_t,
@@ -34,8 +34,8 @@ from .schema import (
     to_micros,
     vectors_t,
 )
-from .tenancy import Tenant
-from .tiers import facts as fact_tier
+from ..tenancy import Tenant
+from ..tiers import facts as fact_tier
 
 
 @dataclass(frozen=True)

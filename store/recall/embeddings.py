@@ -8,10 +8,10 @@ from typing import Any, Callable, Sequence
 
 from sqlalchemy import Connection, select, text
 
-from .embedding import Embedder, LocalModelEmbedder
-from .errors import InvalidInputError, ModelMismatchError
-from .schema import meta_t, vectors_t
-from .tenancy import Tenant
+from ..embedding import Embedder, LocalModelEmbedder
+from ..errors import InvalidInputError, ModelMismatchError
+from ..schema import meta_t, vectors_t
+from ..tenancy import Tenant
 from .vectors import VectorCache
 
 EMBED_BATCH = 64

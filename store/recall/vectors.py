@@ -21,9 +21,9 @@ from typing import Callable
 import numpy as np
 from sqlalchemy import Connection, func, literal_column
 
-from .forget import erasure_count
-from .schema import vectors_t
-from .tenancy import Tenant
+from ..rights.forget import erasure_count
+from ..schema import vectors_t
+from ..tenancy import Tenant
 
 _CHUNK = 8192
 

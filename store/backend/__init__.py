@@ -1,0 +1,1 @@
+"""The database engine behind the store."""

@@ -1,0 +1,1 @@
+"""The SQLite backend: everything that knows the store is an SQLite file."""
