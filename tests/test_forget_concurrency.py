@@ -30,13 +30,13 @@ KILL_AT = textwrap.dedent(
     """
     import os, signal, sys
     sys.path.insert(0, {root!r})
-    import store.rights.forget as forget
+    import store.backend.sqlite.maintenance as maintenance
     from store import MemoryStore
 
     def die(*args, **kwargs):
         os.kill(os.getpid(), signal.SIGKILL)
 
-    setattr(forget, {step!r}, die)   # the delete has committed; the process dies before this step
+    setattr(maintenance, {step!r}, die)   # the delete has committed; the process dies before this step
     s = MemoryStore.open({path!r}, embedder=None)
     s.forget(user_id="alice", actor="dpo")
     """
@@ -264,10 +264,10 @@ def test_an_erasure_committed_during_a_scrub_stays_pending(db_path, monkeypatch)
     with MemoryStore.open(db_path, embedder=FakeEmbedder()) as s:
         plant(s, "alice")
         theirs = plant(s, "bob")
-        real = forget.rewrite_keyword_indexes
+        real = s._db.rewrite_keyword_indexes
 
-        def rewrite_then_another_erasure(write, **kwargs):
-            done = real(write, **kwargs)
+        def rewrite_then_another_erasure(**kwargs):
+            done = real(**kwargs)
             # Another process erases bob now, and dies before its own scrub.
             with s._db.write() as conn:
                 counts = forget.delete(conn, forget.Scope(Tenant("bob"), None, None))
@@ -276,7 +276,7 @@ def test_an_erasure_committed_during_a_scrub_stays_pending(db_path, monkeypatch)
                 forget.mark_pending(conn, Tenant("bob"), digest, utcnow())
             return done
 
-        monkeypatch.setattr(forget, "rewrite_keyword_indexes", rewrite_then_another_erasure)
+        monkeypatch.setattr(s._db, "rewrite_keyword_indexes", rewrite_then_another_erasure)
         assert s.forget(user_id="alice").disk_scrubbed
         pending = s.pending_scrub()
         assert pending.erasures == 1 and not pending.indexes_rewritten  # bob's merge is still owed

@@ -20,7 +20,8 @@ from typing import Annotated, Any, Callable, Iterator, Literal, Union
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, ValidationInfo
 
 from ..errors import ImportValidationError, InvalidInputError
-from .export import FORMAT, FORMAT_VERSION, SECTIONS, Digests, canonical
+from ..tiers.registry import SECTION_OF, SECTIONS
+from .export import FORMAT, FORMAT_VERSION, Digests, canonical
 from ..models import TaskState
 from ..tiers.sessions import check_snapshot, check_task_state
 from ..tenancy import UNSET, Tenant
@@ -199,10 +200,6 @@ AnyRecord = Annotated[
     Field(discriminator="type"),
 ]
 RECORD = TypeAdapter(AnyRecord)
-SECTION_OF = {
-    "block": "blocks", "episode": "episodes", "fact": "facts", "session": "sessions", "kv": "kv_entries",
-    "task_state": "task_states", "note": "scratchpad", "checkpoint": "checkpoints", "audit": "audit",
-}
 
 
 @dataclass
