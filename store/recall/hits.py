@@ -5,22 +5,23 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from functools import cached_property
-from typing import TYPE_CHECKING, Callable, Literal
+from typing import Callable, Literal
 
 import numpy as np
 from sqlalchemy import Connection, Integer, type_coerce
 
-from . import search
-from .models import RecallHit, ScoreBreakdown
-from .schema import blocks_t, episodes_t, facts_t, from_micros, scratch_t, sessions_t
-from .tenancy import Tenant
-from .tiers import blocks as block_tier
-from .tiers import episodes as episode_tier
-from .tiers import facts as fact_tier
+from ..backend import KeywordIndex
+from ..models import RecallHit, ScoreBreakdown
+from ..schema import blocks_t, episodes_t, facts_t, from_micros, scratch_t, sessions_t
+from ..tenancy import Tenant
+from ..tiers import blocks as block_tier
+from ..tiers import episodes as episode_tier
+from ..tiers import facts as fact_tier
+from .embeddings import Indexer
+from . import keyword as in_memory  # called through the module, so a test can watch it
+from .query import MIN_PREFIX, query_terms
+from .ranking import Ranked, fuse
 from .vectors import top_k
-
-if TYPE_CHECKING:
-    from .memory import MemoryStore
 
 Mode = Literal["hybrid", "keyword", "vector"]
 _ENCODER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlens-query-encode")
@@ -31,20 +32,23 @@ def candidate_depth(limit: int) -> int:
 
 
 class Recall:
-    def __init__(self, store: "MemoryStore", conn: Connection, tenant: Tenant, query: str, mode: Mode, prefix: bool):
-        self.store, self.conn, self.tenant, self.query = store, conn, tenant, query
-        self.use_vectors = mode in ("hybrid", "vector") and store._indexer.enabled and bool(query.strip())
+    """One query's recall inside one read transaction: a method per tier."""
+
+    def __init__(self, indexer: Indexer, index: KeywordIndex, conn: Connection, tenant: Tenant, query: str, mode: Mode, prefix: bool):
+        self.indexer, self.index, self.conn, self.tenant, self.query = indexer, index, conn, tenant, query
+        self.use_vectors = mode in ("hybrid", "vector") and indexer.enabled and bool(query.strip())
         self.use_keywords = mode in ("hybrid", "keyword")
         self.prefix = prefix
         # Encode the query in the background while the keyword side runs: onnxruntime and
-        # SQLite both release the GIL, so the two overlap on two cores.
-        self._query_vector = _ENCODER.submit(store._indexer.embedder.embed, [query]) if self.use_vectors else None
+        # the database both release the GIL, so the two overlap on two cores.
+        self._query_vector = _ENCODER.submit(indexer.embedder.embed, [query]) if self.use_vectors else None
 
     @cached_property
     def expression(self) -> str | None:
-        """The FTS5 query for episodes and facts; blocks and notes, ranked in memory, never need it."""
-        common = search.common_terms(self.conn, self.tenant, self.query) if self.use_keywords else set()
-        return search.fts_expression(self.query, prefix_last=self.prefix, too_common=common)
+        """The keyword index's query for episodes and facts; blocks and notes, ranked in memory, never need it."""
+        typing = self.prefix and not self.query.endswith((" ", "\t"))
+        return self.index.expression(self.conn, self.tenant, query_terms(self.query), min_prefix=MIN_PREFIX if typing else None,
+                                     cut_common=self.use_keywords)
 
     @property
     def query_vector(self) -> np.ndarray:
@@ -59,7 +63,7 @@ class Recall:
         if not self.use_vectors:
             return None
         # The matrix is fetched here: the read transaction's connection stays on this thread.
-        pks, matrix = self.store._indexer.cache.get(self.conn, self.tenant, kind, self.store._indexer.embedder.dim)
+        pks, matrix = self.indexer.cache.get(self.conn, self.tenant, kind, self.indexer.embedder.dim)
 
         def scan() -> list[tuple[int, float]]:
             mask = None if allowed is None else np.isin(pks, allowed)
@@ -81,15 +85,15 @@ class Recall:
         vector_job = self.vector_job("episode", depth, allowed)
         keyword = []
         if self.use_keywords and self.expression:
-            keyword = search.keyword_episodes(self.conn, self.tenant, self.expression, depth, session_id, since, until)
+            keyword = self.index.episodes(self.conn, self.tenant, self.expression, depth, session_id, since, until)
         # Highlight the keyword side's best hits while the vector job finishes; afterwards only
         # a fused hit from deeper in the keyword list still needs marking.
-        marked = search.episode_highlights(self.conn, self.tenant, self.expression, [pk for pk, _, _ in keyword[:limit]]) if keyword else {}
+        marked = self.index.episode_highlights(self.conn, self.tenant, self.expression, [pk for pk, _, _ in keyword[:limit]]) if keyword else {}
         vector = vector_job.result() if vector_job is not None else []
-        ranked = search.fuse(vector, keyword)[:limit]
+        ranked = fuse(vector, keyword)[:limit]
         late = [c.pk for c in ranked if c.keyword_rank and c.pk not in marked]
         if late:
-            marked.update(search.episode_highlights(self.conn, self.tenant, self.expression, late))
+            marked.update(self.index.episode_highlights(self.conn, self.tenant, self.expression, late))
         for c in ranked:
             c.matched = marked.get(c.pk, [])
         rows = {r.pk: r for r in self.conn.execute(self.tenant.select_keys(episodes_t, episodes_t.c.pk, [c.pk for c in ranked]))}
@@ -114,9 +118,9 @@ class Recall:
         vector = self.vector_hits("fact", depth, allowed)
         keyword = []
         if self.use_keywords and self.expression:
-            keyword = search.keyword_facts(self.conn, self.tenant, self.expression, depth, set(rows))
+            keyword = self.index.facts(self.conn, self.tenant, self.expression, depth, set(rows))
         hits = []
-        for c in search.fuse(vector, keyword)[:limit]:
+        for c in fuse(vector, keyword)[:limit]:
             fact = fact_tier.to_model(rows[c.pk])
             hits.append(
                 RecallHit(kind="fact", id=fact.id, text=fact_tier.fact_text(fact.subject, fact.predicate, fact.object), occurred_at=fact.valid_from, fact=fact,
@@ -144,7 +148,7 @@ class Recall:
         return hits
 
     def scratchpad(self, limit: int, session_id: str | None) -> Callable[[], list[RecallHit]]:
-        from .models import ScratchpadEntry
+        from ..models import ScratchpadEntry
 
         # Times stay raw microseconds until a note is a hit: converting 3,000 of them was a third
         # of a search over 3,000 notes.
@@ -167,16 +171,16 @@ class Recall:
 
         return hits
 
-    def _small_corpus(self, kind: str, documents: dict[int, str], limit: int) -> Callable[[], list[search.Ranked]]:
+    def _small_corpus(self, kind: str, documents: dict[int, str], limit: int) -> Callable[[], list[Ranked]]:
         # The vector matrix is fetched now (it needs the connection); the scan runs on the encoder thread.
         vector = self.vector_job(kind, candidate_depth(limit), np.fromiter(documents, dtype=np.int64))
 
-        def rank() -> list[search.Ranked]:
-            keyword = search.bm25_small(self.query, documents, prefix_last=self.prefix) if self.use_keywords else []
+        def rank() -> list[Ranked]:
+            keyword = in_memory.bm25_small(self.query, documents, prefix_last=self.prefix) if self.use_keywords else []
             # As deep as the vector list and the episodes' keyword list: fusing every match of a
             # common word cost more than ranking them.
             keyword = keyword[: candidate_depth(limit)]
-            return search.fuse(vector.result() if vector is not None else [], keyword)[:limit]
+            return fuse(vector.result() if vector is not None else [], keyword)[:limit]
 
         return rank
 
@@ -192,7 +196,7 @@ def block_text(row) -> str:
     return f"{row.name}\n{row.content}"
 
 
-def _scores(c: search.Ranked) -> ScoreBreakdown:
+def _scores(c: Ranked) -> ScoreBreakdown:
     return ScoreBreakdown(vector=c.vector, keyword=c.keyword, fused=c.fused, vector_rank=c.vector_rank, keyword_rank=c.keyword_rank)
 
 

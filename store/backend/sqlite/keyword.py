@@ -1,87 +1,40 @@
-"""Hybrid recall: exact vector search and SQLite FTS5 keyword search, fused by reciprocal rank.
+"""The keyword index on SQLite: FTS5 tables over episodes and facts, ranked by BM25.
 
-The tenant partition is part of every candidate query (the vector matrix is the tenant's
-own, the FTS join filters on the tenant before LIMIT), so ranking never sees another
-tenant's rows. BM25's document statistics are index-wide, as FTS5 keeps them.
+The tenant partition is part of every candidate query (the FTS join filters on the tenant
+before LIMIT), so ranking never sees another tenant's rows. BM25's document statistics are
+index-wide, as FTS5 keeps them; :func:`common_terms` keeps that from leaking across tenants.
 """
 
 from __future__ import annotations
 
-import math
 import re
-from collections import Counter
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Iterable
 
 from sqlalchemy import Connection, column, func, literal_column, select, table
 
-from .schema import episodes_t, facts_t, tenants_t
-from .tenancy import Tenant, other_tenants_exist
-from .tiers.episodes import filtered
+from ...schema import episodes_t, facts_t, tenants_t
+from ...tenancy import Tenant, other_tenants_exist
+from ...tiers.episodes import filtered
 
-RRF_K = 60
-# Shorter prefixes expand to thousands of terms (a 3-letter prefix took 605 ms p95 at 100k rows,
-# MEASUREMENTS.md); from four letters the expansion is small and needs no prefix index.
-MIN_PREFIX = 4
-_TOKEN = re.compile(r"\w+", re.UNICODE)
 _MARK = re.compile("\x02(.*?)\x03", re.DOTALL)
-# Words so common they only make FTS slow (tens of thousands of matches) and rankings noisy.
-STOPWORDS = frozenset(
-    "a an and are as at be but by can could did do does for from had has have he her him his how i if in into is it "
-    "its me my no not of on or our she so than that the their them then there these they this to too us was we were "
-    "what when where which who why will with would you your".split()
-)
 
 
-def query_terms(query: str) -> list[str]:
-    words = [w.lower() for w in _TOKEN.findall(query)]
-    kept = [w for w in words if w not in STOPWORDS]
-    return kept or words
-
-
-def fts_expression(query: str, *, prefix_last: bool, too_common: set[str] = frozenset()) -> str | None:
-    """An FTS5 MATCH expression: any of the query's words; the last one as a prefix while typing.
+def fts_expression(terms: list[str], *, min_prefix: int | None, too_common: set[str] = frozenset()) -> str | None:
+    """An FTS5 MATCH expression: any of the query's words; the last one as a prefix (while
+    typing) when it is at least ``min_prefix`` letters long.
 
     Words in ``too_common`` are left out while rarer ones remain: ranking every document that
     holds a very common word is what makes keyword search slow, and its IDF is near zero.
+    Every word is quoted, so nothing a user types is FTS5 syntax.
     """
-    terms = query_terms(query)
     if not terms:
         return None
     rarer = [t for t in terms if t not in too_common]
     terms = rarer or terms
     parts = [f'"{t}"' for t in dict.fromkeys(terms)]
-    if prefix_last and len(terms[-1]) >= MIN_PREFIX and not query.endswith((" ", "\t")):
+    if min_prefix is not None and len(terms[-1]) >= min_prefix:
         parts[-1] = f'"{terms[-1]}"*'
     return " OR ".join(parts)
-
-
-@dataclass
-class Ranked:
-    """One candidate's standing in each list."""
-
-    pk: int
-    vector: float | None = None
-    vector_rank: int | None = None
-    keyword: float | None = None
-    keyword_rank: int | None = None
-    matched: list[str] = field(default_factory=list)
-
-    @property
-    def fused(self) -> float:
-        return sum(1.0 / (RRF_K + r) for r in (self.vector_rank, self.keyword_rank) if r is not None)
-
-
-def fuse(vector_hits: Iterable[tuple[int, float]], keyword_hits: Iterable[tuple[int, float, list[str]]]) -> list[Ranked]:
-    """Reciprocal rank fusion of two best-first lists; ties keep the vector order."""
-    ranked: dict[int, Ranked] = {}
-    for rank, (pk, score) in enumerate(vector_hits, start=1):
-        ranked[pk] = Ranked(pk=pk, vector=float(score), vector_rank=rank)
-    for rank, (pk, score, matched) in enumerate(keyword_hits, start=1):
-        entry = ranked.setdefault(pk, Ranked(pk=pk))
-        entry.keyword, entry.keyword_rank, entry.matched = float(score), rank, matched
-    return sorted(ranked.values(), key=lambda r: -r.fused)
 
 
 def marked_terms(*highlighted: str) -> list[str]:
@@ -109,7 +62,7 @@ MIN_EPISODES_FOR_CUT = 1000
 COMMON_WINDOW = 100
 
 
-def common_terms(conn: Connection, tenant: Tenant, query: str) -> set[str]:
+def common_terms(conn: Connection, tenant: Tenant, terms: list[str]) -> set[str]:
     """Query words so common in this tenant's episodes that they are left out of its keyword query.
 
     FTS5 keeps document frequencies index-wide, and deciding on those let another tenant's
@@ -122,7 +75,7 @@ def common_terms(conn: Connection, tenant: Tenant, query: str) -> set[str]:
     Both reads stop early (LIMIT); either costs at most what the keyword query itself would spend
     walking the word's matches for this tenant.
     """
-    terms = list(dict.fromkeys(query_terms(query)))
+    terms = list(dict.fromkeys(terms))
     if len(terms) < 2:
         return set()
     e = episodes_t
@@ -202,62 +155,18 @@ def keyword_facts(conn: Connection, tenant: Tenant, expression: str, limit: int,
     return [(pk, -score, marked_terms(*marked)) for pk, score, *marked in rows]
 
 
-# For ASCII text, the words _TOKEN finds are what is left after every other character becomes a
-# space; translate and split find them 2-10x faster than the regular expression (measured on
-# notes and blocks here). Other text keeps the expression: lower-casing it can change where words
-# end ('İ' lower-cases to two characters, the second not a word character).
-_ASCII_SPACES = str.maketrans({c: " " for c in map(chr, range(128)) if not _TOKEN.fullmatch(c)})
+class SqliteKeywordIndex:
+    """:class:`store.backend.interface.KeywordIndex` on the FTS5 tables."""
 
+    def expression(self, conn: Connection, tenant: Tenant, terms: list[str], *, min_prefix: int | None, cut_common: bool) -> str | None:
+        common = common_terms(conn, tenant, terms) if cut_common else set()
+        return fts_expression(terms, min_prefix=min_prefix, too_common=common)
 
-def bm25_small(query: str, documents: dict[int, str], *, prefix_last: bool) -> list[tuple[int, float, list[str]]]:
-    """BM25 over a handful of documents (blocks, scratchpad notes) that have no FTS index.
+    def episodes(self, conn, tenant, expression, limit, session_id, since, until):
+        return keyword_episodes(conn, tenant, expression, limit, session_id, since, until)
 
-    One pass over the documents, each tokenised once; only the query's own words are counted,
-    and only in documents that hold one. (Counting each term's document frequency anew for every
-    document made 3,000 notes with a 10-word query take 6-10 s, and 200 blocks with a 10 KB query
-    112-205 s.) Scores equal the straightforward computation's, to the last bit.
-    """
-    terms = list(dict.fromkeys(query_terms(query)))
-    if not terms or not documents:
-        return []
-    prefix = terms[-1] if prefix_last and len(terms[-1]) >= MIN_PREFIX and not query.endswith(" ") else None
-    exact = frozenset(terms) - {prefix}
-    counted: list[tuple[int, int, dict[str, int], list[str]]] = []
-    frequency: dict[str, int] = {}
-    total_length = 0
-    for pk, doc in documents.items():
-        plain = doc.isascii()
-        lowered = doc.lower() if plain else ""
-        words = lowered.translate(_ASCII_SPACES).split() if plain else [w.lower() for w in _TOKEN.findall(doc)]
-        total_length += len(words)
-        found = exact.intersection(words)
-        if len(found) < 3:  # list.count is faster than a Counter for a word or two (a typed query)
-            tf = {term: words.count(term) for term in found}
-        else:
-            counts = Counter(words)
-            tf = {term: counts[term] for term in found}
-        prefixed: list[str] = []
-        if prefix is not None and (not plain or prefix in lowered):
-            prefixed = [w for w in dict.fromkeys(words) if w.startswith(prefix)]
-            if prefixed:
-                tf[prefix] = sum(words.count(w) for w in prefixed)
-        if tf:
-            for term in tf:
-                frequency[term] = frequency.get(term, 0) + 1
-            counted.append((pk, len(words), tf, prefixed))
-    average = total_length / len(documents) or 1.0
-    idf = {term: math.log(1 + (len(documents) - df + 0.5) / (df + 0.5)) for term, df in frequency.items()}
-    position = {term: index for index, term in enumerate(terms)}
-    scored = []
-    for pk, length, tf, prefixed in counted:
-        norm = 1.2 * (0.25 + 0.75 * length / average)
-        ordered = sorted(tf, key=position.__getitem__) if len(tf) > 1 else list(tf)  # query order: the same sum
-        score = 0.0
-        for term in ordered:
-            hits = tf[term]
-            score += idf[term] * hits * 2.2 / (hits + norm)
-        # The prefix is the query's last word, so its words come last, after the exact ones.
-        matched = list(dict.fromkeys(ordered[:-1] + prefixed)) if prefixed else ordered
-        scored.append((pk, score, matched))
-    return sorted(scored, key=lambda item: -item[1])
+    def episode_highlights(self, conn, tenant, expression, pks):
+        return episode_highlights(conn, tenant, expression, pks)
 
+    def facts(self, conn, tenant, expression, limit, allowed):
+        return keyword_facts(conn, tenant, expression, limit, allowed)
