@@ -45,6 +45,7 @@ from .rights.service import DataRights
 from .tiers.registry import COUNTED
 from .tiers.sessions import SessionMemory
 from .tenancy import UNSET, Tenant, count_by_tenant, named_tenants_exist, user_id_of
+from .tenancy import all_tenants as list_tenants
 from .tiers import blocks, episodes, facts
 from .tiers.common import content_hash, ensure_session, ids_present, new_id, touch_tenant
 from .validation import (
@@ -224,21 +225,35 @@ class MemoryStore:
         occurred_at: datetime | None = None,
         tool_calls: list[Any] | None = None,
         metadata: Mapping[str, Any] | None = None,
+        id: str | None = None,
+        tool_transcript: list[Mapping[str, Any]] | None = None,
+        on_duplicate: str = "refuse",
     ) -> Episode:
-        """Store one episode (a user input and the agent's output) and return it."""
-        item = {"input": input, "output": output, "session_id": session_id, "occurred_at": occurred_at,
-                "tool_calls": tool_calls, "metadata": metadata}
-        return self.remember_many([item], user_id=user_id)[0]
+        """Store one episode (a user input and the agent's output) and return it.
 
-    def remember_many(self, items: Iterable[Mapping[str, Any]], *, user_id: str | None = UNSET) -> list[Episode]:
+        ``tool_transcript``: the tool work between input and output, as messages
+        (``{"role": "assistant" | "tool", "content", "name"?, "tool_call_id"?, "tool_calls"?}``);
+        kept in ``metadata["tool_transcript"]`` and replayed by :meth:`session_messages`.
+        """
+        item = {"input": input, "output": output, "session_id": session_id, "occurred_at": occurred_at,
+                "tool_calls": tool_calls, "metadata": metadata, "id": id, "tool_transcript": tool_transcript}
+        return self.remember_many([item], user_id=user_id, on_duplicate=on_duplicate)[0]
+
+    def remember_many(
+        self, items: Iterable[Mapping[str, Any]], *, user_id: str | None = UNSET, on_duplicate: str = "refuse"
+    ) -> list[Episode]:
         """Store many episodes in one transaction; each item takes :meth:`remember`'s keywords.
 
         Every item is validated before anything is written. An ``id`` is unique within the
-        tenant: one the tenant already has (or that appears twice in ``items``) raises
-        :class:`~store.errors.DuplicateIdError` and nothing is stored; other tenants' ids are
-        no concern of this one.
+        tenant: with ``on_duplicate="refuse"`` (the default) one the tenant already has raises
+        :class:`~store.errors.DuplicateIdError` and nothing is stored; with ``"replace"`` the
+        tenant's episode of that id is replaced (its keyword index and vector go with it; it
+        stays consolidated only if its text is unchanged). An id twice in ``items`` is always
+        refused. Other tenants' ids are no concern of this one.
         """
         tenant = self._tenant(user_id)
+        if on_duplicate not in ("refuse", "replace"):
+            raise InvalidInputError("on_duplicate must be 'refuse' or 'replace'")
         now = utcnow()
         if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
             raise InvalidInputError("items must be a list of mappings of remember()'s keywords")
@@ -253,7 +268,9 @@ class MemoryStore:
         vectors = self._indexer.prepare(tenant, "episode", [episodes.embed_text(r["input"], r["output"]) for r in rows], hashes)
         with self._db.write() as conn:
             taken = ids_present(conn, tenant, schema.episodes_t, ids)
-            if taken:
+            if taken and on_duplicate == "replace":
+                episodes.drop_for_replacement(conn, tenant, rows, taken)
+            elif taken:
                 raise DuplicateIdError(
                     f"this user already has an episode with id {sorted(taken)[0]!r}; pick another id or leave it out "
                     "to get a new one (nothing was stored)"
@@ -275,7 +292,7 @@ class MemoryStore:
     def _episode_row(self, item: Mapping[str, Any], index: int, now: datetime) -> dict[str, Any]:
         if not isinstance(item, Mapping):
             raise InvalidInputError(f"item {index} must be a mapping of remember()'s keywords")
-        unknown = set(item) - {"input", "output", "session_id", "occurred_at", "tool_calls", "metadata", "id"}
+        unknown = set(item) - {"input", "output", "session_id", "occurred_at", "tool_calls", "metadata", "id", "tool_transcript"}
         if unknown:
             raise InvalidInputError(f"item {index} has unknown fields: {', '.join(sorted(unknown))}")
         input_text = self._text(item.get("input", ""), "input")
@@ -290,6 +307,8 @@ class MemoryStore:
         metadata = item.get("metadata") or {}
         if not isinstance(metadata, Mapping):
             raise InvalidInputError("metadata must be a mapping")
+        if item.get("tool_transcript") is not None:
+            metadata = {**metadata, "tool_transcript": episodes.check_transcript(item["tool_transcript"])}
         episode_id = new_id() if item.get("id") is None else item["id"]
         return {
             "id": check_name(episode_id, "id"),
@@ -384,15 +403,20 @@ class MemoryStore:
         valid_at: datetime | None = None,
         subject: str | None = None,
         include_history: bool = False,
+        predicate: str | None = None,
+        object: str | None = None,
     ) -> list[Fact]:
-        """Facts believed at ``valid_at`` (default: the current ones); ``include_history`` lists superseded ones too."""
+        """Facts believed at ``valid_at`` (default: the current ones); ``include_history`` lists
+        superseded ones too. ``subject``, ``predicate`` and ``object`` match exactly."""
         tenant = self._tenant(user_id)
         valid_at = check_optional_datetime(valid_at, "valid_at")
-        if subject is not None:
-            check_text(subject, "subject", limit=self.max_content_bytes)
+        for value, field in ((subject, "subject"), (predicate, "predicate"), (object, "object")):
+            if value is not None:
+                check_text(value, field, limit=self.max_content_bytes)
         check_flag(include_history, "include_history")
         with self._db.read() as conn:
-            return facts.list_facts(conn, tenant, valid_at=valid_at, subject=subject, include_history=include_history)
+            return facts.list_facts(conn, tenant, valid_at=valid_at, subject=subject, include_history=include_history,
+                                    predicate=predicate, object=object)
 
     def consolidate(
         self,
@@ -401,8 +425,12 @@ class MemoryStore:
         user_id: str | None = UNSET,
         session_id: str | None = None,
         limit: int = 1000,
+        all_tenants: bool = False,
     ) -> list[Fact]:
         """Turn episodes into facts with ``extract`` (an LLM call, rules, anything).
+
+        ``all_tenants=True`` (no ``user_id``) runs it for every tenant in turn, each in its own
+        transaction, ``limit`` per tenant: for a background worker that serves every user.
 
         ``extract(episode)`` returns ``(subject, predicate, object)`` or ``(subject, predicate,
         object, confidence)`` tuples. Each fact is recorded with the episode as its source (so
@@ -413,6 +441,16 @@ class MemoryStore:
         every fact and marks every episode shown, including those that yielded nothing, so none
         is shown again. Returns the facts added, oldest episode first.
         """
+        check_flag(all_tenants, "all_tenants")
+        if not callable(extract):
+            raise InvalidInputError("extract must be a callable taking an Episode")
+        if all_tenants:
+            if user_id is not UNSET:
+                raise InvalidInputError("pass user_id or all_tenants=True, not both")
+            with self._db.read() as conn:
+                tenant_ids = [t.user_id for t in list_tenants(conn, schema.tenants_t)]
+            return [fact for uid in tenant_ids for fact in
+                    self.consolidate(extract, user_id=uid, session_id=session_id, limit=limit)]
         tenant = self._tenant(user_id)
         check_optional_name(session_id, "session_id")
         if not callable(extract):

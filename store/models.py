@@ -41,10 +41,16 @@ class EpisodePage(_Model):
 
 
 class Message(_Model):
-    role: Literal["user", "assistant"]
-    content: str
+    """One message of a replayed session; ``tool`` messages and assistant messages with
+    ``tool_calls`` come from an episode's tool transcript."""
+
+    role: Literal["user", "assistant", "tool"]
+    content: str = ""
     occurred_at: datetime
     episode_id: str
+    name: str | None = None
+    tool_call_id: str | None = None
+    tool_calls: list[Any] = Field(default_factory=list)
 
 
 class Fact(_Model):

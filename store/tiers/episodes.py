@@ -39,6 +39,43 @@ def insert_episodes(conn: Connection, tenant: Tenant, rows: list[dict[str, Any]]
     return sql(conn).insert_keyed(conn, episodes_t, [tenant.stamp(row) for row in rows])
 
 
+def drop_for_replacement(conn: Connection, tenant: Tenant, rows: list[dict[str, Any]], taken: set[str]) -> None:
+    """Delete the tenant's episodes that ``rows`` replace (the delete trigger takes their keyword
+    index and vector). A replacement with the same text keeps the old one's consolidation mark,
+    so its extractor is not paid to read it again; new text is new evidence and is shown again."""
+    old = {
+        r.id: r
+        for r in conn.execute(
+            tenant.select(episodes_t, episodes_t.c.pk, episodes_t.c.id, episodes_t.c.content_hash,
+                          episodes_t.c.consolidated_at).where(episodes_t.c.id.in_(sorted(taken)))
+        )
+    }
+    for row in rows:
+        before = old.get(row["id"])
+        row["consolidated_at"] = before.consolidated_at if before and before.content_hash == row["content_hash"] else None
+    conn.execute(tenant.delete(episodes_t).where(episodes_t.c.pk.in_([r.pk for r in old.values()])))
+
+
+_TRANSCRIPT_ROLES = ("assistant", "tool")
+
+
+def check_transcript(transcript: Any) -> list[dict[str, Any]]:
+    """A tool transcript as plain JSON messages; anything else is refused before a write."""
+    if isinstance(transcript, (str, bytes, dict)) or not isinstance(transcript, list):
+        raise InvalidInputError("tool_transcript must be a list of messages")
+    checked = []
+    for index, message in enumerate(transcript):
+        if not isinstance(message, dict) or message.get("role") not in _TRANSCRIPT_ROLES:
+            raise InvalidInputError(f"tool_transcript[{index}] must be a mapping with role 'assistant' or 'tool'")
+        if not isinstance(message.get("content", ""), str):
+            raise InvalidInputError(f"tool_transcript[{index}].content must be text")
+        unknown = set(message) - {"role", "content", "name", "tool_call_id", "tool_calls"}
+        if unknown:
+            raise InvalidInputError(f"tool_transcript[{index}] has unknown fields: {', '.join(sorted(unknown))}")
+        checked.append(dict(message))
+    return checked
+
+
 def get_episode(conn: Connection, tenant: Tenant, episode_id: str) -> Episode:
     row = conn.execute(tenant.select(episodes_t).where(episodes_t.c.id == episode_id)).first()
     if row is None:
@@ -93,7 +130,11 @@ def page_episodes(
 
 
 def session_messages(conn: Connection, tenant: Tenant, session_id: str, limit: int | None) -> list[Message]:
-    """User/assistant messages of a session, oldest first; ``limit`` keeps the newest ones."""
+    """User/assistant messages of a session, oldest first; ``limit`` keeps the newest ones.
+
+    An episode's tool transcript is spliced between its user and assistant messages and does
+    not count towards ``limit``; when the limit cuts an episode's user message, its transcript
+    goes too, so a replay never starts with a tool result whose call was cut."""
     stmt = (
         tenant.select(episodes_t)
         .where(episodes_t.c.session_id == session_id)
@@ -101,12 +142,18 @@ def session_messages(conn: Connection, tenant: Tenant, session_id: str, limit: i
     )
     if limit is not None:
         stmt = stmt.limit((limit + 1) // 2)
-    messages: list[Message] = []
+    turns: list[list[Message]] = []
     for row in reversed(conn.execute(stmt).all()):
+        turn = []
         if row.input:
-            messages.append(Message(role="user", content=row.input, occurred_at=row.occurred_at, episode_id=row.id))
+            turn.append(Message(role="user", content=row.input, occurred_at=row.occurred_at, episode_id=row.id))
+        for step in loads(row.metadata).get("tool_transcript") or []:
+            turn.append(Message(occurred_at=row.occurred_at, episode_id=row.id, **step))
         if row.output:
-            messages.append(
-                Message(role="assistant", content=row.output, occurred_at=row.occurred_at, episode_id=row.id)
-            )
-    return messages[-limit:] if limit is not None else messages
+            turn.append(Message(role="assistant", content=row.output, occurred_at=row.occurred_at, episode_id=row.id))
+        turns.append(turn)
+    spoken = sum(1 for turn in turns for m in turn if m.role in ("user", "assistant") and not m.tool_calls)
+    if limit is not None and spoken > limit and turns and turns[0] and turns[0][0].role == "user":
+        last = turns[0][-1]
+        turns[0] = [last] if last.role == "assistant" and not last.tool_calls else []
+    return [m for turn in turns for m in turn]

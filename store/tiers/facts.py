@@ -53,12 +53,24 @@ def add_fact(
     recorded_at: datetime,
     source_episode_ids: list[str],
 ) -> tuple[Fact, int]:
-    """Insert a fact, superseding the open one; returns the fact and its row key."""
+    """Insert a fact, superseding the open one; returns the fact and its row key.
+
+    Re-asserting the open fact (same object) is corroboration, not a change: it keeps the open
+    fact and its ``valid_from``, and only adds the new sources, so the history never shows a
+    belief ending and restarting at the same value."""
     open_row = conn.execute(
         tenant.select(facts_t).where(
             facts_t.c.subject == subject, facts_t.c.predicate == predicate, facts_t.c.valid_until.is_(None)
         )
     ).first()
+    if open_row is not None and open_row.object == object:
+        sources = loads(open_row.source_episode_ids)
+        added = [s for s in source_episode_ids if s not in sources]
+        if added:
+            conn.execute(tenant.update(facts_t).where(facts_t.c.pk == open_row.pk)
+                         .values(source_episode_ids=json.dumps(sources + added)))
+            open_row = conn.execute(tenant.select(facts_t).where(facts_t.c.pk == open_row.pk)).one()
+        return to_model(open_row), open_row.pk
     if open_row is not None:
         if valid_from < open_row.valid_from:
             raise InvalidInputError(
@@ -99,8 +111,14 @@ def list_facts(
     valid_at: datetime | None,
     subject: str | None,
     include_history: bool,
+    predicate: str | None = None,
+    object: str | None = None,
 ) -> list[Fact]:
     stmt = tenant.select(facts_t)
+    if predicate is not None:
+        stmt = stmt.where(facts_t.c.predicate == predicate)
+    if object is not None:
+        stmt = stmt.where(facts_t.c.object == object)
     if valid_at is not None:
         stmt = stmt.where(valid_at_clause(valid_at))
     elif not include_history:

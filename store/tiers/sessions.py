@@ -15,7 +15,7 @@ from ..models import Checkpoint, CheckpointDiff, KeyValueEntry, ScratchpadEntry,
 from ..schema import checkpoints_t, episodes_t, from_micros, kv_t, scratch_t, task_t, to_micros
 from ..tenancy import Tenant
 from .common import ensure_session, find_session, loads, new_id, touch_tenant
-from ..validation import check_datetime, check_int, check_json, check_name, check_number, check_text, check_ttl, parse_time, utcnow
+from ..validation import check_datetime, check_flag, check_int, check_json, check_name, check_number, check_text, check_ttl, parse_time, utcnow
 
 _MISSING = object()
 
@@ -126,12 +126,20 @@ class SessionMemory:
     def get_all(self) -> dict[str, Any]:
         return {e.key: e.value for e in self.entries()}
 
-    def clear(self) -> None:
-        """Forget the key-value entries, task state and scratchpad; checkpoints stay restorable."""
+    def clear(self, *, keys_only: bool = False) -> int:
+        """Forget the key-value entries, task state and scratchpad; checkpoints stay restorable.
+        ``keys_only=True`` keeps the task state and scratchpad. Returns how many live keys went."""
+        check_flag(keys_only, "keys_only")
         with self._db.write() as conn:
             pk = self._pk(conn)
-            if pk is not None:
+            if pk is None:
+                return 0
+            live = conn.execute(self.tenant.select(kv_t, func.count()).where(kv_t.c.session_pk == pk, self._live(utcnow()))).scalar()
+            if keys_only:
+                conn.execute(self.tenant.delete(kv_t).where(kv_t.c.session_pk == pk))
+            else:
                 self._clear_state(conn, pk)
+            return live
 
     def _clear_state(self, conn: Connection, pk: int) -> None:
         for table in (kv_t, task_t, scratch_t):

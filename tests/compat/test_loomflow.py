@@ -1,0 +1,55 @@
+"""store.compat.loomflow beyond loomflow's own tests: its embedders, its consolidator, import weight."""
+
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("loomflow")
+
+from loomflow import Episode  # noqa: E402
+from loomflow.memory import HashEmbedder  # noqa: E402
+
+from store.compat.loomflow import LoomflowMemory  # noqa: E402
+
+
+class CountingConsolidator:
+    def __init__(self):
+        self.calls = 0
+
+    async def consolidate(self, episodes, *, store):
+        from loomflow import Fact
+
+        for e in episodes:
+            self.calls += 1
+            await store.append(Fact(user_id=e.user_id, subject="user", predicate="said", object=e.input))
+
+
+async def test_three_rounds_cost_three_extractor_calls_across_tenants(tmp_path):
+    consolidator = CountingConsolidator()
+    mem = LoomflowMemory(tmp_path / "m.db", consolidator=consolidator)
+    for n, user in enumerate(["alice", "bob", None]):
+        await mem.remember(Episode(session_id="s", user_id=user, input=f"round {n}", output="ok"))
+        await mem.consolidate()
+    assert consolidator.calls == 3
+    assert [f.object for f in await mem.facts.query(user_id="bob")] == ["round 1"]
+
+
+async def test_loomflow_embedder_is_accepted_and_used(tmp_path):
+    mem = LoomflowMemory(tmp_path / "m.db", embedder=HashEmbedder(dimensions=16))
+    await mem.remember(Episode(session_id="s", user_id="u", input="docker networking", output=""))
+    [match] = await mem.recall_scored("docker networking", user_id="u")
+    assert match.vector_score is not None and match.vector_score > 0.99  # same text, same hash vector
+    assert mem.store.embedder.dim == 16
+
+
+async def test_remember_of_an_existing_id_replaces_it(tmp_path):
+    mem = LoomflowMemory(tmp_path / "m.db")
+    await mem.remember(Episode(id="ep1", session_id="s", user_id="u", input="first", output="a"))
+    await mem.remember(Episode(id="ep1", session_id="s", user_id="u", input="second", output="b"))
+    assert [e.input for e in (await mem.export(user_id="u")).episodes] == ["second"]
+
+
+def test_import_store_does_not_import_loomflow_or_arshai():
+    code = "import store, store.compat, sys; print(any(m.split('.')[0] in ('loomflow', 'arshai') for m in sys.modules))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
