@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Callable, Literal
 import numpy as np
 from sqlalchemy import Connection, Integer, type_coerce
 
-from . import search
+from . import fusion, search
 from .models import RecallHit, ScoreBreakdown
 from .schema import blocks_t, episodes_t, facts_t, from_micros, scratch_t, sessions_t
 from .tenancy import Tenant
@@ -36,6 +36,9 @@ class Recall:
         self.use_vectors = mode in ("hybrid", "vector") and store._indexer.enabled and bool(query.strip())
         self.use_keywords = mode in ("hybrid", "keyword")
         self.prefix = prefix
+        # The halves alone keep their own order; hybrid needs both (without an embedder it is keyword-only).
+        self.mode: Mode = "hybrid" if self.use_vectors and self.use_keywords else "vector" if self.use_vectors else "keyword"
+        self._matrices: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         # Encode the query in the background while the keyword side runs: onnxruntime and
         # SQLite both release the GIL, so the two overlap on two cores.
         self._query_vector = _ENCODER.submit(store._indexer.embedder.embed, [query]) if self.use_vectors else None
@@ -45,6 +48,10 @@ class Recall:
         """The FTS5 query for episodes and facts; blocks and notes, ranked in memory, never need it."""
         common = search.common_terms(self.conn, self.tenant, self.query) if self.use_keywords else set()
         return search.fts_expression(self.query, prefix_last=self.prefix, too_common=common)
+
+    @cached_property
+    def fusion_query(self) -> fusion.Query:
+        return fusion.Query.of(self.query)
 
     @property
     def query_vector(self) -> np.ndarray:
@@ -60,6 +67,7 @@ class Recall:
             return None
         # The matrix is fetched here: the read transaction's connection stays on this thread.
         pks, matrix = self.store._indexer.cache.get(self.conn, self.tenant, kind, self.store._indexer.embedder.dim)
+        self._matrices[kind] = (pks, matrix)
 
         def scan() -> list[tuple[int, float]]:
             mask = None if allowed is None else np.isin(pks, allowed)
@@ -67,6 +75,26 @@ class Recall:
             return [(int(pks[i]), float(s)) for i, s in zip(best, scores)]
 
         return _ENCODER.submit(scan)
+
+    def fill_cosines(self, kind: str, candidates: list[search.Ranked]) -> None:
+        """The cosine of every candidate the vector list did not hold (keyword-only, exact), which
+        hybrid fusion scores them by; one dot product each. Row keys in a cached matrix ascend
+        (loaded in key order, appended above the maximum); a key not found keeps None."""
+        missing = [c for c in candidates if c.vector is None]
+        pks, matrix = self._matrices.get(kind, (None, None))
+        if not missing or pks is None or not len(pks):
+            return
+        want = np.fromiter((c.pk for c in missing), dtype=np.int64, count=len(missing))
+        at = np.minimum(np.searchsorted(pks, want), len(pks) - 1)
+        found = pks[at] == want
+        sims = matrix[at[found]] @ self.query_vector
+        for c, sim in zip((c for c, ok in zip(missing, found) if ok), sims):
+            c.vector = float(sim)
+
+    def hybrid_candidates(self, candidates: list[search.Ranked], extra: list[int]) -> list[search.Ranked]:
+        """The fused lists plus memories only the exact channel found."""
+        seen = {c.pk for c in candidates}
+        return candidates + [search.Ranked(pk=pk) for pk in dict.fromkeys(extra) if pk not in seen]
 
     # --- tiers ---------------------------------------------------------------------
 
@@ -85,14 +113,24 @@ class Recall:
         # Highlight the keyword side's best hits while the vector job finishes; afterwards only
         # a fused hit from deeper in the keyword list still needs marking.
         marked = search.episode_highlights(self.conn, self.tenant, self.expression, [pk for pk, _, _ in keyword[:limit]]) if keyword else {}
+        phrases = self.fusion_query.phrases if self.mode == "hybrid" else None
+        extra = fusion.exact_episodes(self.conn, self.tenant, phrases, session_id, since, until) if phrases else []
         vector = vector_job.result() if vector_job is not None else []
-        ranked = search.fuse(vector, keyword)[:limit]
-        late = [c.pk for c in ranked if c.keyword_rank and c.pk not in marked]
-        if late:
+        candidates = search.fuse(vector, keyword)
+        rows, texts = {}, {}
+        if self.mode == "hybrid":
+            # Hybrid judges every candidate by its text (coverage, exact ids) and its cosine.
+            candidates = self.hybrid_candidates(candidates, extra)
+            rows = self._episode_rows([c.pk for c in candidates])
+            texts = {pk: episode_tier.embed_text(r.input, r.output) for pk, r in rows.items()}
+            self.fill_cosines("episode", candidates)
+        ranked = fusion.order(candidates, texts, self.fusion_query, self.mode)[:limit]
+        late = [c.pk for c in ranked if (c.keyword_rank or c.exact) and c.pk not in marked]
+        if late and self.expression:
             marked.update(search.episode_highlights(self.conn, self.tenant, self.expression, late))
         for c in ranked:
             c.matched = marked.get(c.pk, [])
-        rows = {r.pk: r for r in self.conn.execute(self.tenant.select_keys(episodes_t, episodes_t.c.pk, [c.pk for c in ranked]))}
+        rows.update(self._episode_rows([c.pk for c in ranked if c.pk not in rows]))
         hits = []
         for c in ranked:
             episode = episode_tier.to_model(rows[c.pk])
@@ -105,6 +143,11 @@ class Recall:
             )
         return hits
 
+    def _episode_rows(self, pks: list[int]) -> dict:
+        if not pks:
+            return {}
+        return {r.pk: r for r in self.conn.execute(self.tenant.select_keys(episodes_t, episodes_t.c.pk, pks))}
+
     def facts(self, limit: int, valid_at: datetime | None) -> list[RecallHit]:
         depth = candidate_depth(limit)
         stmt = self.tenant.select(facts_t)
@@ -115,8 +158,13 @@ class Recall:
         keyword = []
         if self.use_keywords and self.expression:
             keyword = search.keyword_facts(self.conn, self.tenant, self.expression, depth, set(rows))
+        candidates = search.fuse(vector, keyword)
+        texts = {}
+        if self.mode == "hybrid":
+            texts = {pk: fact_tier.fact_text(r.subject, r.predicate, r.object) for pk, r in rows.items()}
+            candidates = self._small_candidates("fact", candidates, texts)
         hits = []
-        for c in search.fuse(vector, keyword)[:limit]:
+        for c in fusion.order(candidates, texts, self.fusion_query, self.mode)[:limit]:
             fact = fact_tier.to_model(rows[c.pk])
             hits.append(
                 RecallHit(kind="fact", id=fact.id, text=fact_tier.fact_text(fact.subject, fact.predicate, fact.object), occurred_at=fact.valid_from, fact=fact,
@@ -176,9 +224,20 @@ class Recall:
             # As deep as the vector list and the episodes' keyword list: fusing every match of a
             # common word cost more than ranking them.
             keyword = keyword[: candidate_depth(limit)]
-            return search.fuse(vector.result() if vector is not None else [], keyword)[:limit]
+            candidates = search.fuse(vector.result() if vector is not None else [], keyword)
+            if self.mode == "hybrid":
+                candidates = self._small_candidates(kind, candidates, documents)
+            return fusion.order(candidates, documents, self.fusion_query, self.mode)[:limit]
 
         return rank
+
+    def _small_candidates(self, kind: str, candidates: list[search.Ranked], texts: dict[int, str]) -> list[search.Ranked]:
+        """Hybrid candidates of a tier held in memory whole: every text can be checked for an exact id."""
+        query = self.fusion_query
+        extra = [pk for pk, text in texts.items() if query.exact(text)] if query.pattern is not None else []
+        candidates = self.hybrid_candidates(candidates, extra)
+        self.fill_cosines(kind, candidates)
+        return candidates
 
 
 def small_corpus(conn: Connection, tenant: Tenant, kind: str) -> dict[int, str]:
@@ -193,13 +252,15 @@ def block_text(row) -> str:
 
 
 def _scores(c: search.Ranked) -> ScoreBreakdown:
-    return ScoreBreakdown(vector=c.vector, keyword=c.keyword, fused=c.fused, vector_rank=c.vector_rank, keyword_rank=c.keyword_rank)
+    return ScoreBreakdown(vector=c.vector, keyword=c.keyword, fused=c.fused, vector_rank=c.vector_rank, keyword_rank=c.keyword_rank,
+                          score=c.score, coverage=c.coverage, exact=c.exact)
 
 
 def merge(hit_lists: list[list[RecallHit]], limit: int) -> list[RecallHit]:
-    """Results of several tiers, best fused score first."""
+    """Results of several tiers, best score first: in hybrid and vector modes the score is
+    comparable across tiers (see :mod:`store.fusion`); keyword mode compares ranks."""
     merged = [hit for hits in hit_lists for hit in hits]
-    return sorted(merged, key=lambda h: -h.scores.fused)[:limit]
+    return sorted(merged, key=lambda h: -h.scores.score)[:limit]
 
 
 def recency(conn: Connection, tenant: Tenant, limit: int, session_id, since, until) -> list[RecallHit]:
