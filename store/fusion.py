@@ -53,16 +53,21 @@ MIN_BARE_NUMBER = 5
 
 def identifiers(query: str) -> list[str]:
     """The query's identifier-like tokens: ticket and invoice numbers, order ids, e-mail
-    addresses, version strings, URLs. A token qualifies if it holds a letter or punctuation
-    beside a digit (``OPS-4471``, ``2.14.3``, ``#10482``, ``W1048862``), an ``@``, ``://``, or is
-    a bare number of at least five digits."""
+    addresses, version strings, URLs. A token qualifies if it holds a letter beside a digit
+    (``OPS-4471``, ``W1048862``), five digits (``#10482``), digits with two separators
+    (``2.14.3``), an ``@`` or ``://``."""
     found = []
     for raw in query.split():
         token = raw.strip(_STRIP).rstrip(".")
         if len(token) < 3:
             continue
         digits = sum(c.isdigit() for c in token)
-        if "@" in token[1:-1] or "://" in token or (digits and (digits < len(token) or digits >= MIN_BARE_NUMBER)):
+        letters = sum(c.isalpha() for c in token)
+        separators = len(token) - digits - letters
+        # Numbers with one separator are times, decimals and ranges (9:30, 1.5, 10-12); two make
+        # a version or a date (2.14.3, 2025-04-12).
+        numeric_id = digits and (letters or digits >= MIN_BARE_NUMBER or separators >= 2)
+        if "@" in token[1:-1] or "://" in token or numeric_id:
             found.append(token)
     return list(dict.fromkeys(found))
 
