@@ -26,7 +26,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from store import MemoryStore  # noqa: E402
-from store import audit, forget  # noqa: E402
+from store.backend.sqlite import maintenance  # noqa: E402
+from store.rights import audit, forget  # noqa: E402
 from store.tenancy import Tenant  # noqa: E402
 from store.validation import utcnow  # noqa: E402
 
@@ -78,12 +79,12 @@ def erase_in_steps(store: MemoryStore) -> dict[str, float]:
             yield conn
         steps.append(time.perf_counter() - began)
 
-    assert forget.rewrite_keyword_indexes(timed_write)
+    assert maintenance.rewrite_keyword_indexes(timed_write)
     times["rewrite FTS5 indexes"] = time.perf_counter() - start
     times["(longest write-lock hold of the rewrite)"] = max(steps)
     start = time.perf_counter()
     with store._db.raw() as raw:
-        assert forget.truncate_wal(raw)[0]
+        assert maintenance.truncate_wal(raw)[0]
     times["truncate WAL"] = time.perf_counter() - start
     times["total"] = sum(v for k, v in times.items() if not k.startswith("("))
     return times
@@ -101,7 +102,7 @@ def keyword_tables() -> None:
     from corpus import memories
 
     from store.schema import scratch_t
-    from store.search import _TOKEN, bm25_small
+    from store.recall.keyword import _TOKEN, bm25_small
     from store.tiers.common import ensure_session
 
     rng = random.Random(5)

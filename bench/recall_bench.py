@@ -28,7 +28,7 @@ from corpus import PrecomputedEmbedder, embeddings, memories, queries  # noqa: E
 from store import MemoryStore  # noqa: E402
 from store.embedding import LocalModelEmbedder, cache_dir  # noqa: E402
 from store.tenancy import Tenant  # noqa: E402
-from store.vectors import top_k  # noqa: E402
+from store.recall.vectors import top_k  # noqa: E402
 
 CACHE = cache_dir() / "bench"
 QUERIES = 200

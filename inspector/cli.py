@@ -47,14 +47,16 @@ def _summary(store) -> None:
 
     table = Table(title=f"memlens store {store.path}")
     table.add_column("tenant", no_wrap=True)
-    for column in ("blocks", "episodes", "facts", "sessions", "keys", "notes", "checkpoints"):
-        table.add_column(column, justify="right", no_wrap=True)
+    from store.tiers.registry import CLI_COLUMNS
+
+    for label, _ in CLI_COLUMNS:
+        table.add_column(label, justify="right", no_wrap=True)
     table.add_column("last activity (UTC)", no_wrap=True)
     for tenant in store.tenants():
         c = tenant.counts
         table.add_row(
             tenant.user_id if tenant.user_id is not None else "(anonymous)",
-            *(str(v) for v in (c.blocks, c.episodes, c.facts, c.sessions, c.kv_entries, c.scratchpad_entries, c.checkpoints)),
+            *(str(getattr(c, name)) for _, name in CLI_COLUMNS),
             tenant.last_activity.strftime("%Y-%m-%d %H:%M") if tenant.last_activity else "-",
         )
     # Piped output has no terminal width; 120 columns keeps the table whole in logs.

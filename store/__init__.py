@@ -22,7 +22,7 @@ _LAZY = {
     "MemoryStore": "store.memory",
     "UNSET": "store.memory",
     "AsyncMemoryStore": "store.aio",
-    "SessionMemory": "store.session",
+    "SessionMemory": "store.tiers.sessions",
     "errors": "store.errors",
     "models": "store.models",
 }
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from . import errors, models
     from .aio import AsyncMemoryStore
     from .memory import UNSET, MemoryStore
-    from .session import SessionMemory
+    from .tiers.sessions import SessionMemory
 
 
 def __getattr__(name: str) -> Any:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .memory import MemoryStore
-from .session import SessionMemory
+from .tiers.sessions import SessionMemory
 
 
 def _wrap_methods(cls, target_cls, exclude=()):

@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy import insert
 
-from .db import SQLITE_HEADER, sqlite_uri, wal_is_absent
+from .backend.sqlite.database import SQLITE_HEADER, sqlite_uri, wal_is_absent
 from .errors import OutputExistsError, OutputPathError
 from .memory import MemoryStore
 from .schema import meta_t

@@ -1,40 +1,49 @@
-"""The synchronous store: one object per database file, safe to share between threads."""
+"""The synchronous store: one object per database, safe to share between threads.
+
+A façade: the tiers' methods live here, recall and the data-rights methods are one-line
+forwards to the services it composes (:mod:`store.recall.service`, :mod:`store.rights.service`)."""
 
 from __future__ import annotations
 
 import json
-import threading
 import warnings
 from collections import Counter
 from datetime import datetime
+from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import IO, Any, Callable, Iterable, Mapping
 
 from sqlalchemy import func
 
 from . import schema
-from .db import Database
-from . import indexing
-from .forget import purge_expired_kv
-from .indexing import Indexer, record_model, recorded_model
-from .indexing import check_model as check_model_of
+from .backend import Backend, open_backend
 from .errors import DuplicateIdError, InvalidInputError, IsolationWarning, ReadOnlyStoreError
-from .migrations import CURRENT_VERSION
 from .models import (
+    AuditEntry,
     Block,
     Episode,
     EpisodePage,
     Fact,
+    ForgetReceipt,
+    ImportReport,
     Message,
+    PendingScrub,
     Profile,
+    RecallHit,
     SessionInfo,
     StoreStats,
     TenantSummary,
     TierCounts,
 )
-from .gdpr import GdprMixin
-from .recall_api import RecallMixin
-from .session import SessionMemory
+from .recall import embeddings as indexing
+from .recall.embeddings import Indexer, recorded_model
+from .recall.embeddings import check_model as check_model_of
+from .recall.hits import Mode
+from .recall.service import RecallScope, RecallService
+from .rights.forget import erasure_count, purge_expired_kv
+from .rights.service import DataRights
+from .tiers.registry import COUNTED
+from .tiers.sessions import SessionMemory
 from .tenancy import UNSET, Tenant, count_by_tenant, named_tenants_exist, user_id_of
 from .tiers import blocks, episodes, facts
 from .tiers.common import content_hash, ensure_session, ids_present, new_id, touch_tenant
@@ -52,32 +61,27 @@ from .validation import (
 )
 
 
-TIER_TABLES = {
-    "blocks": schema.blocks_t,
-    "episodes": schema.episodes_t,
-    "facts": schema.facts_t,
-    "sessions": schema.sessions_t,
-    "kv_entries": schema.kv_t,
-    "scratchpad_entries": schema.scratch_t,
-    "checkpoints": schema.checkpoints_t,
-}
+# What overviews count per tenant, by TierCounts field.
+TIER_TABLES = {tier.name: tier.table for tier in COUNTED}
 
 
-class MemoryStore(RecallMixin, GdprMixin):
+class MemoryStore:
     """An agent-memory store in one SQLite file.
 
     Open it with :meth:`open`. Every method takes ``user_id``; ``None`` is the anonymous
     bucket, a partition of its own. Nothing a method reads or writes crosses tenants.
     """
 
-    def __init__(self, db: Database, indexer: Indexer, *, max_content_bytes: int, scratchpad_limit: int):
+    def __init__(self, db: Backend, indexer: Indexer, *, max_content_bytes: int, scratchpad_limit: int):
         self._db = db
         self._indexer = indexer
         self.max_content_bytes = max_content_bytes
         self.scratchpad_limit = scratchpad_limit
-        self._scrub_lock = threading.Lock()
-        self._next_scrub_retry = 0.0
-        db.after_write = self._after_write
+        # The services resolve user_id themselves: one frame deeper, so the warning still names the caller's line.
+        tenant_of = partial(self._tenant, stacklevel=4)
+        self._recall = RecallService(db, indexer, tenant_of)
+        self._rights = DataRights(db, indexer, tenant_of, max_content_bytes=max_content_bytes)
+        db.after_write = self._rights.after_write
 
     @classmethod
     def open(
@@ -108,15 +112,16 @@ class MemoryStore(RecallMixin, GdprMixin):
         check_int(scratchpad_limit, "scratchpad_limit", minimum=1)
         check_flag(read_only, "read_only")
         embedder = indexing.make_embedder(embedder)  # looked up at call time, so tests can swap it
-        db = Database(path_or_url, read_only=read_only, create=create)
+        db = open_backend(path_or_url, read_only=read_only, create=create)
         try:
             if check_model:
                 with db.read() as conn:
                     check_model_of(conn, embedder, db.path)
-            store = cls(db, Indexer(embedder, db.data_version), max_content_bytes=max_content_bytes, scratchpad_limit=scratchpad_limit)
+            indexer = Indexer(embedder, db, erasure_count)
+            store = cls(db, indexer, max_content_bytes=max_content_bytes, scratchpad_limit=scratchpad_limit)
             # An erasure whose process died (or met a reader) before its bytes were scrubbed is
             # finished here, and expired key-value entries leave the file.
-            store._finish_scrubs(budget=0.5)
+            store._rights.finish_scrubs(budget=0.5)
         except BaseException:
             db.close()
             raise
@@ -147,7 +152,7 @@ class MemoryStore(RecallMixin, GdprMixin):
     def __repr__(self) -> str:
         return f"MemoryStore({str(self.path)!r}, read_only={self.read_only})"
 
-    def _tenant(self, user_id: Any) -> Tenant:
+    def _tenant(self, user_id: Any, stacklevel: int = 3) -> Tenant:
         if user_id is UNSET:
             with self._db.read() as conn:
                 if named_tenants_exist(conn, schema.tenants_t):
@@ -155,7 +160,7 @@ class MemoryStore(RecallMixin, GdprMixin):
                         "no user_id given: using the anonymous bucket of a store that holds named users; "
                         "pass user_id=None to mean it",
                         IsolationWarning,
-                        stacklevel=3,
+                        stacklevel=stacklevel,
                     )
             return Tenant.of(None)
         return Tenant.of(user_id)
@@ -245,7 +250,7 @@ class MemoryStore(RecallMixin, GdprMixin):
         if repeated:
             raise DuplicateIdError(f"episode id {repeated[0]!r} appears more than once in this batch; nothing was stored")
         hashes = [r["content_hash"] for r in rows]
-        vectors = self._vectors(tenant, "episode", [episodes.embed_text(r["input"], r["output"]) for r in rows], hashes)
+        vectors = self._indexer.prepare(tenant, "episode", [episodes.embed_text(r["input"], r["output"]) for r in rows], hashes)
         with self._db.write() as conn:
             taken = ids_present(conn, tenant, schema.episodes_t, ids)
             if taken:
@@ -257,7 +262,7 @@ class MemoryStore(RecallMixin, GdprMixin):
             for session_id in dict.fromkeys(r["session_id"] for r in rows if r["session_id"] is not None):
                 ensure_session(conn, tenant, session_id, now)
             pks = episodes.insert_episodes(conn, tenant, rows)
-            self._store_vectors(conn, tenant, "episode", pks, hashes, vectors)
+            self._indexer.save(conn, tenant, "episode", pks, hashes, vectors)
         return [
             Episode.model_construct(
                 id=row["id"], user_id=tenant.user_id, session_id=row["session_id"], occurred_at=row["occurred_at"],
@@ -266,20 +271,6 @@ class MemoryStore(RecallMixin, GdprMixin):
             )
             for row in rows
         ]
-
-    def _vectors(self, tenant: Tenant, kind: str, texts: list[str], hashes: list[str]) -> list[bytes] | None:
-        """Embeddings for new rows, computed before the write transaction so it stays short."""
-        if not self._indexer.enabled or self.read_only:
-            return None
-        with self._db.read() as conn:
-            return self._indexer.vectors_for(conn, tenant, kind, texts, hashes)
-
-    def _store_vectors(self, conn, tenant: Tenant, kind: str, pks, hashes, vectors) -> None:
-        if vectors is None:
-            return
-        if recorded_model(conn)[0] is None:
-            record_model(conn, self._indexer.embedder)
-        self._indexer.insert(conn, tenant, kind, pks, hashes, vectors)
 
     def _episode_row(self, item: Mapping[str, Any], index: int, now: datetime) -> dict[str, Any]:
         if not isinstance(item, Mapping):
@@ -376,14 +367,14 @@ class MemoryStore(RecallMixin, GdprMixin):
         sources = [check_name(s, "source_episode_ids") for s in source_episode_ids]
         text = facts.fact_text(subject, predicate, object)
         digest = content_hash(text)
-        vectors = self._vectors(tenant, "fact", [text], [digest])
+        vectors = self._indexer.prepare(tenant, "fact", [text], [digest])
         with self._db.write() as conn:
             touch_tenant(conn, tenant, now)
             fact, pk = facts.add_fact(
                 conn, tenant, subject=subject, predicate=predicate, object=object, confidence=float(confidence),
                 valid_from=valid_from, recorded_at=now, source_episode_ids=sources,
             )
-            self._store_vectors(conn, tenant, "fact", [pk], [digest], vectors)
+            self._indexer.save(conn, tenant, "fact", [pk], [digest], vectors)
         return fact
 
     def facts(
@@ -436,7 +427,7 @@ class MemoryStore(RecallMixin, GdprMixin):
         flat = [(episode, item) for episode in pending for item in self._extracted(extract, episode)]
         texts = [facts.fact_text(subject, predicate, obj) for _, (subject, predicate, obj, _) in flat]
         digests = [content_hash(text) for text in texts]
-        vectors = self._vectors(tenant, "fact", texts, digests)
+        vectors = self._indexer.prepare(tenant, "fact", texts, digests)
         now = utcnow()
         e = schema.episodes_t
         ids = [episode.id for episode in pending]
@@ -463,7 +454,7 @@ class MemoryStore(RecallMixin, GdprMixin):
                     new_digests.append(digests[index])
                     new_vectors.append(vectors[index])
             if new_pks:
-                self._store_vectors(conn, tenant, "fact", new_pks, new_digests, None if vectors is None else new_vectors)
+                self._indexer.save(conn, tenant, "fact", new_pks, new_digests, None if vectors is None else new_vectors)
             marked = [i for i in ids if i in still]
             for start in range(0, len(marked), 500):
                 conn.execute(tenant.update(e).where(e.c.id.in_(marked[start : start + 500])).values(consolidated_at=now))
@@ -514,7 +505,8 @@ class MemoryStore(RecallMixin, GdprMixin):
         :class:`~store.errors.UnknownSessionError`."""
         tenant = self._tenant(user_id)
         check_flag(create, "create")
-        memory = SessionMemory(self, tenant, check_name(session_id, "session_id"))
+        memory = SessionMemory(self._db, tenant, check_name(session_id, "session_id"),
+                               max_content_bytes=self.max_content_bytes, scratchpad_limit=self.scratchpad_limit)
         return memory if create else memory.require_exists()
 
     def sessions(self, *, user_id: str | None = UNSET) -> list[SessionInfo]:
@@ -537,6 +529,158 @@ class MemoryStore(RecallMixin, GdprMixin):
         """Delete every expired key-value entry of every tenant (reads already hide them)."""
         with self._db.write() as conn:
             return purge_expired_kv(conn, utcnow())
+
+    # --- recall (forwarded to the recall service) ---------------------------------------
+
+    def recall(
+        self,
+        query: str,
+        *,
+        user_id: str | None = UNSET,
+        limit: int = 5,
+        session_id: str | None = None,
+        time_range: tuple[datetime | None, datetime | None] | None = None,
+        kind: RecallScope = "episodic",
+        mode: Mode = "hybrid",
+        prefix: bool = False,
+    ) -> list[RecallHit]:
+        """Search the tenant's memories; every hit carries its score breakdown.
+
+        ``kind``: ``"episodic"``, ``"facts"`` (current ones), ``"working"`` (blocks),
+        ``"scratchpad"`` or ``"all"``. ``mode``: ``"hybrid"`` (vector + BM25 keyword,
+        fused by reciprocal rank), ``"keyword"`` or ``"vector"``; without an embedder
+        hybrid is keyword-only. ``prefix=True`` treats the last word as a prefix, for
+        search as you type. An empty query returns the most recent episodes.
+        """
+        return self._recall.recall(query, user_id=user_id, limit=limit, session_id=session_id, time_range=time_range,
+                                   kind=kind, mode=mode, prefix=prefix)
+
+    def recall_facts(
+        self, query: str, *, user_id: str | None = UNSET, limit: int = 5, valid_at: datetime | None = None, mode: Mode = "hybrid"
+    ) -> list[RecallHit]:
+        """Search the facts believed at ``valid_at`` (default: the current ones)."""
+        return self._recall.recall_facts(query, user_id=user_id, limit=limit, valid_at=valid_at, mode=mode)
+
+    @property
+    def embedder(self):
+        """The embedding model (None: keyword recall only)."""
+        return self._recall.embedder
+
+    @property
+    def model_ready(self) -> bool:
+        """True once the embedding model is loaded: semantic recall costs milliseconds from then on."""
+        return self._recall.model_ready
+
+    def warm_model(self) -> None:
+        """Load the embedding model now (blocking); call it from a worker thread to warm in the background."""
+        return self._recall.warm_model()
+
+    def warm_vectors(self, *, user_id: str | None = UNSET) -> int:
+        """Load the tenant's episode vectors into memory now, so its first search does not wait
+        for them (call it from a worker thread). Returns how many were loaded."""
+        return self._recall.warm_vectors(user_id=user_id)
+
+    def reembed(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Re-embed every episode and fact of every tenant with the current model.
+
+        Blocks and scratchpad notes are re-embedded on their next search. ``progress(done, total)``
+        is called as batches finish. Returns the number of items embedded.
+        """
+        return self._recall.reembed(progress)
+
+    # --- export, import, forget, audit (forwarded to the data-rights service) -------------
+
+    def require_tenant(self, *, user_id: Any = UNSET, missing_ok: bool = False) -> bool:
+        """Whether the store holds this tenant. Unless ``missing_ok``, a tenant it does not hold
+        raises UnknownTenantError naming close matches (``Alice`` for ``alice``)."""
+        return self._rights.require_tenant(user_id=user_id, missing_ok=missing_ok)
+
+    def export(self, *, user_id: Any = UNSET, include_embeddings: bool = False, actor: str = "api",
+               missing_ok: bool = False) -> dict[str, Any]:
+        """Everything the store holds for one tenant, grouped by section, with a manifest
+        (format version, counts and sha256 per section, when, from which store). A tenant the
+        store does not hold raises UnknownTenantError unless ``missing_ok``."""
+        return self._rights.export(user_id=user_id, include_embeddings=include_embeddings, actor=actor, missing_ok=missing_ok)
+
+    def export_to(
+        self,
+        target: str | Path | IO[str],
+        *,
+        user_ids: list[str | None] | None = None,
+        fmt: str = "jsonl",
+        include_embeddings: bool = False,
+        actor: str = "api",
+        progress: Callable[[int, int], None] | None = None,
+        overwrite: bool = False,
+        missing_ok: bool = False,
+    ) -> dict[str, Any]:
+        """Stream an export of ``user_ids`` (None: every tenant) to a path or text stream.
+
+        ``fmt`` is ``"jsonl"`` (a record a line, the manifest last) or ``"json"`` (one
+        document). A tenant the store does not hold raises UnknownTenantError (naming close
+        matches) unless ``missing_ok``. A path is never the store itself or one of its side
+        files, and never an existing file unless ``overwrite``: the export goes to an owner-only
+        (0600) partial file that is renamed into place, so a failed or killed export leaves no
+        half file (see :mod:`store.export_file`). Each exported tenant gets an audit entry.
+        Returns the manifest.
+        """
+        return self._rights.export_to(target, user_ids=user_ids, fmt=fmt, include_embeddings=include_embeddings, actor=actor,
+                                      progress=progress, overwrite=overwrite, missing_ok=missing_ok)
+
+    def import_(self, source: str | Path | dict[str, Any], *, actor: str = "api", as_user: Any = UNSET) -> ImportReport:
+        """Import an export (a path to JSON or JSONL, or the dict :meth:`export` returns).
+
+        Records may only belong to the tenants the manifest declares; ``as_user`` imports a
+        one-tenant export under another ``user_id`` (None: the anonymous bucket). Every record
+        meets the API's rules and the manifest's digests are checked before anything is
+        written; the import is one transaction. Records the tenant already holds are kept:
+        the same id is the same record, and blocks, keys and task states are replaced only by
+        a newer ``updated_at``, so importing a file twice is the same as once and an older
+        export never overwrites newer state. Vectors made with another model (or none) are
+        re-embedded with this store's model. Audit entries from the file are kept as imported
+        history (``origin="imported"``).
+        """
+        return self._rights.import_(source, actor=actor, as_user=as_user)
+
+    def forget(
+        self,
+        *,
+        user_id: Any = UNSET,
+        session_id: str | None = None,
+        before: datetime | None = None,
+        dry_run: bool = False,
+        actor: str = "api",
+        missing_ok: bool = False,
+    ) -> ForgetReceipt:
+        """Erase a tenant, one of its sessions, or what is older than ``before``, and everything
+        derived from it, down to the bytes on disk. Returns a receipt (counts, never content).
+
+        ``user_id`` is required (``None`` means the anonymous bucket). A tenant that holds
+        nothing raises :class:`~store.errors.UnknownTenantError` unless ``missing_ok``.
+        ``dry_run=True`` returns the same counts and changes nothing. Other tenants are not
+        touched. The erasure is one transaction: a crash leaves all of the scope or none of it;
+        if the bytes cannot be scrubbed at once, the receipt says why and the scrub is finished
+        later (next write, next open, or :meth:`scrub`).
+        """
+        return self._rights.forget(user_id=user_id, session_id=session_id, before=before, dry_run=dry_run, actor=actor,
+                                   missing_ok=missing_ok)
+
+    def scrub(self) -> bool:
+        """Make deleted content unrecoverable from the files: delete expired key-value entries,
+        rewrite the keyword indexes and truncate the WAL, then mark pending erasures as scrubbed.
+        Returns False if a reader still held an old snapshot; call again once it has finished."""
+        return self._rights.scrub()
+
+    def pending_scrub(self) -> PendingScrub | None:
+        """Erasures whose rows are gone but whose bytes may still be in the files, if any."""
+        return self._rights.pending_scrub()
+
+    def audit_log(self, *, user_id: Any = UNSET, all_tenants: bool = False, limit: int = 1000, origin: str | None = None) -> list[AuditEntry]:
+        """Audit entries, newest first: one tenant's, or with ``all_tenants=True`` the whole store's.
+
+        ``origin="local"`` keeps what happened in this store, ``origin="imported"`` the history
+        that arrived in import files; None gives both, each entry saying which it is."""
+        return self._rights.audit_log(user_id=user_id, all_tenants=all_tenants, limit=limit, origin=origin)
 
     # --- overviews ------------------------------------------------------------------------
 
@@ -586,7 +730,7 @@ class MemoryStore(RecallMixin, GdprMixin):
         size = sum(p.stat().st_size for p in self._files() if p.exists())
         return StoreStats(
             path=str(self.path),
-            schema_version=CURRENT_VERSION,
+            schema_version=self._db.schema_version,
             tenants=len(summaries),
             counts=TierCounts(**totals),
             file_bytes=size,
@@ -598,5 +742,4 @@ class MemoryStore(RecallMixin, GdprMixin):
             return recorded_model(conn)[0]
 
     def _files(self) -> list[Path]:
-        """The database file and the SQLite side files that can hold its pages."""
-        return [self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm"), Path(f"{self.path}-journal")]
+        return self._db.files()

@@ -146,6 +146,7 @@ class TierCounts(_Model):
     kv_entries: int = 0
     scratchpad_entries: int = 0
     checkpoints: int = 0
+    task_states: int = 0
 
 
 class TenantSummary(_Model):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from sqlalchemy import ForeignKey, Index, Integer, LargeBinary, MetaData, String, Text, TypeDecorator, UniqueConstraint
+from sqlalchemy import BigInteger, ForeignKey, Index, Integer, LargeBinary, MetaData, String, Text, TypeDecorator, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 NAMING = {
@@ -20,6 +20,12 @@ NAMING = {
 }
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+# Microsecond timestamps (today: 1.8e15) and row keys need 64 bits: PostgreSQL's INTEGER is 32-bit
+# ("integer out of range" on the first write). SQLite's INTEGER is 64-bit already, and only a
+# column declared exactly INTEGER PRIMARY KEY is the rowid alias, so SQLite keeps INTEGER (and the
+# frozen DDL stays what it was). The one engine name outside store/backend/: a type variant.
+Int64 = BigInteger().with_variant(Integer(), "sqlite")
 
 
 def to_micros(value: datetime) -> int:
@@ -33,7 +39,7 @@ def from_micros(value: int) -> datetime:
 
 
 class UtcMicros(TypeDecorator):
-    impl = Integer
+    impl = Int64
     cache_ok = True
 
     def process_bind_param(self, value, dialect):
@@ -62,7 +68,7 @@ class TenantRow(Base):
 
 class BlockRow(Base):
     __tablename__ = "blocks"
-    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    pk: Mapped[int] = mapped_column(Int64, primary_key=True)
     user_id: Mapped[str] = mapped_column(String)
     name: Mapped[str] = mapped_column(String)
     content: Mapped[str] = mapped_column(Text)
@@ -73,7 +79,7 @@ class BlockRow(Base):
 
 class EpisodeRow(Base):
     __tablename__ = "episodes"
-    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    pk: Mapped[int] = mapped_column(Int64, primary_key=True)
     id: Mapped[str] = mapped_column(String)
     user_id: Mapped[str] = mapped_column(String)
     session_id: Mapped[str | None] = mapped_column(String, nullable=True)
@@ -94,7 +100,7 @@ class EpisodeRow(Base):
 
 class FactRow(Base):
     __tablename__ = "facts"
-    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    pk: Mapped[int] = mapped_column(Int64, primary_key=True)
     id: Mapped[str] = mapped_column(String)
     user_id: Mapped[str] = mapped_column(String)
     subject: Mapped[str] = mapped_column(Text)
@@ -110,7 +116,7 @@ class FactRow(Base):
 
 class SessionRow(Base):
     __tablename__ = "sessions"
-    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    pk: Mapped[int] = mapped_column(Int64, primary_key=True)
     user_id: Mapped[str] = mapped_column(String)
     session_id: Mapped[str] = mapped_column(String)
     created_at: Mapped[datetime] = mapped_column(UtcMicros)
@@ -120,8 +126,8 @@ class SessionRow(Base):
 
 class KeyValueRow(Base):
     __tablename__ = "kv_entries"
-    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
-    session_pk: Mapped[int] = mapped_column(ForeignKey("sessions.pk", ondelete="CASCADE"))
+    pk: Mapped[int] = mapped_column(Int64, primary_key=True)
+    session_pk: Mapped[int] = mapped_column(Int64, ForeignKey("sessions.pk", ondelete="CASCADE"))
     user_id: Mapped[str] = mapped_column(String)
     key: Mapped[str] = mapped_column(String)
     value: Mapped[str] = mapped_column(Text)
@@ -132,7 +138,7 @@ class KeyValueRow(Base):
 
 class TaskStateRow(Base):
     __tablename__ = "task_states"
-    session_pk: Mapped[int] = mapped_column(ForeignKey("sessions.pk", ondelete="CASCADE"), primary_key=True)
+    session_pk: Mapped[int] = mapped_column(Int64, ForeignKey("sessions.pk", ondelete="CASCADE"), primary_key=True)
     user_id: Mapped[str] = mapped_column(String, index=True)
     state: Mapped[str] = mapped_column(Text)
     updated_at: Mapped[datetime] = mapped_column(UtcMicros)
@@ -140,8 +146,8 @@ class TaskStateRow(Base):
 
 class ScratchpadRow(Base):
     __tablename__ = "scratchpad"
-    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
-    session_pk: Mapped[int] = mapped_column(ForeignKey("sessions.pk", ondelete="CASCADE"))
+    pk: Mapped[int] = mapped_column(Int64, primary_key=True)
+    session_pk: Mapped[int] = mapped_column(Int64, ForeignKey("sessions.pk", ondelete="CASCADE"))
     user_id: Mapped[str] = mapped_column(String)
     created_at: Mapped[datetime] = mapped_column(UtcMicros)
     content: Mapped[str] = mapped_column(Text)
@@ -150,9 +156,9 @@ class ScratchpadRow(Base):
 
 class CheckpointRow(Base):
     __tablename__ = "checkpoints"
-    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    pk: Mapped[int] = mapped_column(Int64, primary_key=True)
     id: Mapped[str] = mapped_column(String)
-    session_pk: Mapped[int] = mapped_column(ForeignKey("sessions.pk", ondelete="CASCADE"))
+    session_pk: Mapped[int] = mapped_column(Int64, ForeignKey("sessions.pk", ondelete="CASCADE"))
     user_id: Mapped[str] = mapped_column(String)
     description: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UtcMicros)
@@ -165,7 +171,7 @@ class VectorRow(Base):
 
     __tablename__ = "vectors"
     kind: Mapped[str] = mapped_column(String, primary_key=True)
-    item_pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    item_pk: Mapped[int] = mapped_column(Int64, primary_key=True)
     user_id: Mapped[str] = mapped_column(String)
     content_hash: Mapped[str] = mapped_column(String)
     vector: Mapped[bytes] = mapped_column(LargeBinary)
@@ -176,7 +182,7 @@ class AuditRow(Base):
     """Who exported or erased what, when. Holds counts and digests, never erased content."""
 
     __tablename__ = "audit_log"
-    pk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    pk: Mapped[int] = mapped_column(Int64, primary_key=True)
     at: Mapped[datetime] = mapped_column(UtcMicros)
     actor: Mapped[str] = mapped_column(Text)
     action: Mapped[str] = mapped_column(String)

@@ -82,6 +82,10 @@ class Tenant:
     def delete(self, table: Table) -> Delete:
         return delete(table).where(self.owns(table))
 
+    def key_columns(self, *columns: str) -> list[str]:
+        """The conflict target of an upsert into a tenant-scoped table: the tenant, then ``columns``."""
+        return ["user_id", *columns]
+
     def stamp(self, row: dict[str, Any]) -> dict[str, Any]:
         """Insert values for this tenant; a row can never name another tenant."""
         return {**row, "user_id": self.key}

@@ -34,11 +34,11 @@ def fake_default_embedder(request, monkeypatch):
     if request.node.get_closest_marker("model"):
         yield
         return
-    import store.indexing
+    import store.recall.embeddings
     from store.embedding import FakeEmbedder
 
-    real = store.indexing.make_embedder
-    monkeypatch.setattr(store.indexing, "make_embedder", lambda spec: FakeEmbedder() if spec == "default" else real(spec))
+    real = store.recall.embeddings.make_embedder
+    monkeypatch.setattr(store.recall.embeddings, "make_embedder", lambda spec: FakeEmbedder() if spec == "default" else real(spec))
     before = {name for name in MODEL_MODULES if name in sys.modules}
     yield
     loaded = {name for name in MODEL_MODULES if name in sys.modules} - before

@@ -105,8 +105,8 @@ def export_lines(s) -> list[dict]:
 def crafted(tmp: Path, s, change) -> Path:
     """An export of tenant u, changed by ``change(records)`` and re-signed the way a hostile
     file would be: the manifest's digests are recomputed, so only the content is wrong."""
-    from store.export import SECTIONS, Digests, canonical
-    from store.importer import SECTION_OF
+    from store.rights.export import SECTIONS, Digests, canonical
+    from store.rights.import_check import SECTION_OF
 
     lines = export_lines(s)
     manifest = lines.pop()

@@ -160,7 +160,7 @@ CRASHER = textwrap.dedent(
     """
     import os, signal, sys
     sys.path.insert(0, {root!r})
-    import store.forget as forget
+    import store.rights.forget as forget
     from store import MemoryStore
     real_delete = forget.delete
 

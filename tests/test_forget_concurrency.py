@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-import store.db
-import store.gdpr
+import store.backend.sqlite.database
+import store.rights.service
 from inspector.cli import main as cli_main
 from store import MemoryStore
 from store.embedding import FakeEmbedder
@@ -30,13 +30,13 @@ KILL_AT = textwrap.dedent(
     """
     import os, signal, sys
     sys.path.insert(0, {root!r})
-    import store.forget as forget
+    import store.backend.sqlite.maintenance as maintenance
     from store import MemoryStore
 
     def die(*args, **kwargs):
         os.kill(os.getpid(), signal.SIGKILL)
 
-    setattr(forget, {step!r}, die)   # the delete has committed; the process dies before this step
+    setattr(maintenance, {step!r}, die)   # the delete has committed; the process dies before this step
     s = MemoryStore.open({path!r}, embedder=None)
     s.forget(user_id="alice", actor="dpo")
     """
@@ -96,7 +96,7 @@ def stop_reader(reader: subprocess.Popen) -> None:
 
 
 def test_a_reader_in_another_process_leaves_the_scrub_pending_without_stalling_writers(db_path, monkeypatch):
-    monkeypatch.setattr(store.gdpr, "SCRUB_RETRY_INTERVAL", 0.0)
+    monkeypatch.setattr(store.rights.service, "SCRUB_RETRY_INTERVAL", 0.0)
     with MemoryStore.open(db_path, embedder=FakeEmbedder()) as s:
         mine = plant(s, "alice")
         plant(s, "bob")
@@ -158,7 +158,7 @@ def test_memlens_scrub_reports_and_finishes_pending_work(db_path, capsys):
 
 
 def test_a_write_that_waits_past_the_busy_timeout_raises_store_busy(db_path, monkeypatch):
-    monkeypatch.setattr(store.db, "BUSY_TIMEOUT_MS", 200)
+    monkeypatch.setattr(store.backend.sqlite.database, "BUSY_TIMEOUT_MS", 200)
     with MemoryStore.open(db_path, embedder=None) as s:
         s.remember("first", user_id="u")
         holder = sqlite3.connect(db_path, isolation_level=None)
@@ -257,17 +257,17 @@ def test_an_open_with_nothing_pending_writes_nothing(db_path):
 
 
 def test_an_erasure_committed_during_a_scrub_stays_pending(db_path, monkeypatch):
-    from store import audit, forget
+    from store.rights import audit, forget
     from store.tenancy import Tenant
     from store.validation import utcnow
 
     with MemoryStore.open(db_path, embedder=FakeEmbedder()) as s:
         plant(s, "alice")
         theirs = plant(s, "bob")
-        real = forget.rewrite_keyword_indexes
+        real = s._db.rewrite_keyword_indexes
 
-        def rewrite_then_another_erasure(write, **kwargs):
-            done = real(write, **kwargs)
+        def rewrite_then_another_erasure(**kwargs):
+            done = real(**kwargs)
             # Another process erases bob now, and dies before its own scrub.
             with s._db.write() as conn:
                 counts = forget.delete(conn, forget.Scope(Tenant("bob"), None, None))
@@ -276,7 +276,7 @@ def test_an_erasure_committed_during_a_scrub_stays_pending(db_path, monkeypatch)
                 forget.mark_pending(conn, Tenant("bob"), digest, utcnow())
             return done
 
-        monkeypatch.setattr(forget, "rewrite_keyword_indexes", rewrite_then_another_erasure)
+        monkeypatch.setattr(s._db, "rewrite_keyword_indexes", rewrite_then_another_erasure)
         assert s.forget(user_id="alice").disk_scrubbed
         pending = s.pending_scrub()
         assert pending.erasures == 1 and not pending.indexes_rewritten  # bob's merge is still owed

@@ -1,4 +1,4 @@
-"""Hybrid fusion (store/fusion.py): the exact-identifier channel, coverage, and a breakdown that
+"""Hybrid fusion (store/recall/fusion.py): the exact-identifier channel, coverage, and a breakdown that
 says what decided the order. Fake embedder: these check the mechanics; the quality on the hard
 set with the real model is in test_recall_quality.py."""
 
@@ -8,8 +8,8 @@ from datetime import timedelta
 
 import pytest
 
-from store import fusion
-from store.search import Ranked
+from store.recall import fusion
+from store.recall.ranking import Ranked
 from tests.conftest import T0
 
 

@@ -13,11 +13,12 @@ from datetime import timedelta
 
 import pytest
 
-from store import MemoryStore, import_writer
+from store import MemoryStore
+from store.rights import import_write as import_writer
 from store.embedding import FakeEmbedder
 from store.errors import DuplicateIdError, ImportValidationError, ModelMismatchError
-from store.export import Digests, canonical
-from store.importer import SECTION_OF
+from store.rights.export import Digests, canonical
+from store.rights.import_check import SECTION_OF
 from store.validation import set_clock
 
 from .conftest import T0, dump
@@ -288,8 +289,8 @@ def test_an_episode_erased_between_embedding_and_writing_is_embedded_in_the_writ
     two.export_to(path, user_ids=["alice"])
     prepare = import_writer.vectors_needed
 
-    def erased_in_between(store, checked):
-        prepared = prepare(store, checked)  # alice holds e0-e2 now, so none of them gets a vector
+    def erased_in_between(backend, indexer, checked):
+        prepared = prepare(backend, indexer, checked)  # alice holds e0-e2 now, so none of them gets a vector
         two.forget(user_id="alice", session_id="s")  # as another process might, before the write
         return prepared
 

@@ -10,8 +10,10 @@ import sqlite3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from store import MemoryStore, search
-from store.search import MIN_PREFIX, _TOKEN, bm25_small, query_terms
+from store import MemoryStore
+from store.recall import keyword as search
+from store.backend.sqlite.keyword import common_terms
+from store.recall.keyword import MIN_PREFIX, _TOKEN, bm25_small, query_terms
 from store.tenancy import Tenant
 
 
@@ -141,8 +143,8 @@ def test_another_tenants_writes_never_hide_my_exact_keyword_hit(db_path):
         rare = s.remember("status of the weather for the lamp", user_id="b")
         assert s.recall("weather status", user_id="b", mode="keyword")[0].id == rare.id
         with s._db.read() as conn:
-            assert search.common_terms(conn, Tenant("b"), "weather status") == {"weather"}
-            assert search.common_terms(conn, Tenant("a"), "weather status") == set()
+            assert common_terms(conn, Tenant("b"), query_terms("weather status")) == {"weather"}
+            assert common_terms(conn, Tenant("a"), query_terms("weather status")) == set()
 
 
 def test_a_small_tenant_gets_no_cut_at_all(db_path):
@@ -151,8 +153,8 @@ def test_a_small_tenant_gets_no_cut_at_all(db_path):
         s.remember_many([{"input": f"weather report number {i}"} for i in range(1500)], user_id="big")
         s.remember_many([{"input": f"weather note {i}"} for i in range(50)], user_id="small")
         with s._db.read() as conn:
-            assert search.common_terms(conn, Tenant("big"), "zebra weather") == {"weather"}
-            assert search.common_terms(conn, Tenant("small"), "zebra weather") == set()
+            assert common_terms(conn, Tenant("big"), query_terms("zebra weather")) == {"weather"}
+            assert common_terms(conn, Tenant("small"), query_terms("zebra weather")) == set()
 
 
 def test_the_cut_for_a_tenant_does_not_depend_on_who_wrote_last(db_path):
@@ -163,5 +165,5 @@ def test_the_cut_for_a_tenant_does_not_depend_on_who_wrote_last(db_path):
         s.remember_many([{"input": f"weather elsewhere {i}"} for i in range(2000)], user_id="b")
         s.remember_many([{"input": f"note {i} about lunch"} for i in range(2000)], user_id="c")
         with s._db.read() as conn:
-            assert search.common_terms(conn, Tenant("a"), "zebra weather") == {"weather"}
-            assert search.common_terms(conn, Tenant("c"), "zebra weather") == set()
+            assert common_terms(conn, Tenant("a"), query_terms("zebra weather")) == {"weather"}
+            assert common_terms(conn, Tenant("c"), query_terms("zebra weather")) == set()

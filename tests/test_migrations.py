@@ -6,7 +6,7 @@ import sqlite3
 from sqlalchemy import create_engine, inspect
 
 from store import MemoryStore
-from store.migrations import CURRENT_VERSION, MIGRATIONS, _split
+from store.backend.sqlite.migrations import CURRENT_VERSION, MIGRATIONS, _split
 from store.schema import Base
 
 from .conftest import T0

@@ -13,7 +13,7 @@ from store.errors import (
     SchemaTooNewError,
     StoreOpenError,
 )
-from store.migrations import CURRENT_VERSION, MIGRATIONS
+from store.backend.sqlite.migrations import CURRENT_VERSION, MIGRATIONS
 
 from .conftest import dump
 
@@ -97,7 +97,7 @@ def test_a_newer_schema_is_refused_and_untouched(db_path):
 def test_an_older_schema_is_migrated(db_path):
     """A store made by the first migration alone opens at the current version with its data,
     which joins the indexes that later migrations add."""
-    import store.migrations as migrations
+    import store.backend.sqlite.migrations as migrations
     from sqlalchemy import create_engine
 
     engine = create_engine(f"sqlite:///{db_path}")

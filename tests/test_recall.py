@@ -139,5 +139,16 @@ def test_bad_recall_arguments(memories, kwargs):
 
 
 def test_fts_syntax_in_queries_is_just_text(memories):
-    for query in ['"unbalanced', "NEAR(a b", "hotel AND OR", "*", "a:b", "hotel)"]:
-        memories.recall(query, user_id="u", mode="keyword")
+    hotels = {"book a hotel in Lisbon", "what hotel did we pick?"}
+    for query in ["hotel AND OR", "hotel)", 'hotel"', "hotel*"]:
+        hits = memories.recall(query, user_id="u", mode="keyword")
+        assert {h.episode.input for h in hits} == hotels, query  # the word, not an operator
+        assert all(h.matched_terms == ["hotel"] for h in hits), query
+    for query in ['"unbalanced', "NEAR(a b", "a:b"]:
+        assert memories.recall(query, user_id="u", mode="keyword") == [], query  # no episode holds these words
+    # As FTS5 syntax this would look for "noted" in the input column only, where no episode has it.
+    column_filter = memories.recall("input:noted", user_id="u", mode="keyword")
+    assert [h.episode.output for h in column_filter] == ["noted the cat allergy"]
+    # No words at all: the same as an empty query, the most recent episodes.
+    recent = memories.recall("*", user_id="u", mode="keyword")
+    assert [h.episode.input for h in recent][:1] == ["what hotel did we pick?"] and len(recent) == 4

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from store.search import query_terms
+from store.recall.keyword import query_terms
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = ROOT / "tests" / "data"

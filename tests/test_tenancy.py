@@ -15,14 +15,30 @@ from store.errors import InvalidInputError, IsolationWarning
 TENANTS = [None, "alice", "bob", "Alice", "alice@example.com"]
 
 
+# Every way code names the column: as a table attribute, by key, as an upsert's conflict target,
+# or as a bare column. ("user_id" as a key of an export record or an error's field is public
+# output, not the column.)
+USER_ID_COLUMN = re.compile(
+    r"""\.c\.user_id\b|\.c\[["']user_id["']\]|index_elements\s*=\s*\[[^\]]*["']user_id["']|column\(\s*["']user_id["']"""
+)
+
+
 def test_only_tenancy_module_names_the_user_id_column():
     root = Path(store.__file__).parent
     offenders = [
         str(p.relative_to(root))
         for p in root.rglob("*.py")
-        if p.name not in {"tenancy.py", "schema.py"} and re.search(r"\.c\.user_id\b", p.read_text())
+        if p.name not in {"tenancy.py", "schema.py"} and USER_ID_COLUMN.search(p.read_text())
     ]
     assert offenders == []
+
+
+@pytest.mark.parametrize("line", [
+    't.c.user_id == key', 't.c["user_id"]', 'stmt.on_conflict_do_nothing(index_elements=["user_id", "session_id"])',
+    "literal_column('user_id')",
+])
+def test_the_column_check_sees_each_form(line):
+    assert USER_ID_COLUMN.search(line)
 
 
 def test_call_without_user_id_warns_only_when_named_users_exist(store):

@@ -11,7 +11,7 @@ from sqlalchemy import create_engine
 
 from store import MemoryStore
 from store.errors import DamagedStoreError, InvalidMetadataError, StoreOpenError, UntrustedSchemaError
-from store.migrations import MIGRATIONS
+from store.backend.sqlite.migrations import MIGRATIONS
 
 
 def files(folder: Path) -> dict[str, bytes]:

@@ -9,8 +9,8 @@ from datetime import datetime
 from typing import Any, Callable
 
 from sqlalchemy import Connection
-from sqlalchemy.dialects.sqlite import insert
 
+from ..backend import sql
 from ..schema import sessions_t, tenants_t
 from ..tenancy import Tenant
 
@@ -43,19 +43,14 @@ def loads(text: str | None) -> Any:
 
 def touch_tenant(conn: Connection, tenant: Tenant, now: datetime) -> None:
     """Record activity: creates the tenant row on first write, moves last_activity on."""
-    stmt = insert(tenants_t).values(tenant.stamp({"created_at": now, "last_activity": now}))
-    conn.execute(stmt.on_conflict_do_update(index_elements=["user_id"], set_={"last_activity": now}))
+    sql(conn).upsert(conn, tenants_t, tenant.stamp({"created_at": now, "last_activity": now}), tenant.key_columns(), {"last_activity": now})
 
 
 def ensure_session(conn: Connection, tenant: Tenant, session_id: str, now: datetime, *, touch: bool = True) -> int:
     """The session's row key, creating the session if this is its first write; ``touch``
     moves its updated_at on (imports keep the time they carry)."""
-    stmt = insert(sessions_t).values(tenant.stamp({"session_id": session_id, "created_at": now, "updated_at": now}))
-    if touch:
-        stmt = stmt.on_conflict_do_update(index_elements=["user_id", "session_id"], set_={"updated_at": now})
-    else:
-        stmt = stmt.on_conflict_do_nothing(index_elements=["user_id", "session_id"])
-    conn.execute(stmt)
+    values = tenant.stamp({"session_id": session_id, "created_at": now, "updated_at": now})
+    sql(conn).upsert(conn, sessions_t, values, tenant.key_columns("session_id"), {"updated_at": now} if touch else None)
     return find_session(conn, tenant, session_id)  # type: ignore[return-value]
 
 

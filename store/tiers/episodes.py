@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, func, select, tuple_
+from sqlalchemy import Connection, tuple_
 
+from ..backend import sql
 from ..errors import InvalidInputError, UnknownEpisodeError
 from ..models import Episode, EpisodePage, Message
 from ..schema import episodes_t, from_micros, to_micros
@@ -34,16 +35,8 @@ def to_model(row) -> Episode:
 
 
 def insert_episodes(conn: Connection, tenant: Tenant, rows: list[dict[str, Any]]) -> list[int]:
-    """Insert prepared rows in one executemany; returns their row keys in order.
-
-    Ordered RETURNING would make SQLAlchemy run one statement per row (3x slower). Inside the
-    write transaction no one else inserts, so the new rows are exactly those above the old
-    maximum key, and their ids map them back to the input order.
-    """
-    before = conn.execute(select(func.coalesce(func.max(episodes_t.c.pk), 0))).scalar()
-    conn.execute(episodes_t.insert(), [tenant.stamp(row) for row in rows])
-    keys = dict(conn.execute(select(episodes_t.c.id, episodes_t.c.pk).where(episodes_t.c.pk > before)).all())
-    return [keys[row["id"]] for row in rows]
+    """Insert prepared rows in one statement; returns their row keys in order."""
+    return sql(conn).insert_keyed(conn, episodes_t, [tenant.stamp(row) for row in rows])
 
 
 def get_episode(conn: Connection, tenant: Tenant, episode_id: str) -> Episode:
@@ -60,7 +53,7 @@ def encode_cursor(episode: Any) -> str:
 def decode_cursor(cursor: str) -> tuple[datetime, int]:
     try:
         micros, pk = cursor.split(".")
-        if not 0 < int(pk) < 2**63:  # SQLite's keys are 64-bit; a larger one fails to bind
+        if not 0 < int(pk) < 2**63:  # row keys are 64-bit; a larger one fails to bind
             raise ValueError(pk)
         return from_micros(int(micros)), int(pk)
     except (ValueError, AttributeError, OverflowError, OSError):

@@ -2,7 +2,7 @@
 
 Loaded on first search in chunks into a preallocated matrix (no 3x transient peak), then
 kept in step with the table, whichever process wrote it: before each search a signature of
-the tenant's rows (count, max and sum of keys, sum of rowids), read from an index, decides
+the tenant's rows (count, max and sum of keys, sum of row versions), read from an index, decides
 between nothing to do, appending the new rows, and reloading after deletes or replacements.
 
 The signature alone cannot see an erasure followed by new rows that reuse the erased row keys
@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
-from sqlalchemy import Connection, func, literal_column
+from sqlalchemy import Connection, func
 
-from .forget import erasure_count
-from .schema import vectors_t
-from .tenancy import Tenant
+from ..backend import sql
+from ..schema import vectors_t
+from ..tenancy import Tenant
 
 _CHUNK = 8192
 
@@ -32,7 +32,7 @@ _CHUNK = 8192
 class TenantMatrix:
     dim: int
     signature: tuple[int, int, int, int] = (0, 0, 0, 0)
-    rowid_sum: int = 0
+    version_sum: int = 0
     data_version: int | None = None
     pks: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     matrix: np.ndarray | None = None
@@ -45,7 +45,7 @@ class TenantMatrix:
 
     def own_signature(self) -> tuple[int, int, int, int]:
         pks, _ = self.view()
-        return (len(pks), int(pks.max()) if len(pks) else 0, int(pks.sum()), self.rowid_sum)
+        return (len(pks), int(pks.max()) if len(pks) else 0, int(pks.sum()), self.version_sum)
 
     def append(self, pks: np.ndarray, rows: np.ndarray) -> None:
         need = self.size + len(pks)
@@ -62,17 +62,14 @@ class TenantMatrix:
         self.size = need
 
 
-_ROWID = literal_column("vectors.rowid")
-
-
 def signature(conn: Connection, tenant: Tenant, kind: str) -> tuple[int, int, int, int]:
-    """Changes whenever a row is added, deleted or replaced (a replaced row gets a new rowid)."""
+    """Changes whenever a row is added, deleted or replaced (a replaced row gets a new row version)."""
     stmt = tenant.select(
         vectors_t,
         func.count(),
         func.coalesce(func.max(vectors_t.c.item_pk), 0),
         func.coalesce(func.sum(vectors_t.c.item_pk), 0),
-        func.coalesce(func.sum(_ROWID), 0),
+        func.coalesce(func.sum(sql(conn).row_version(vectors_t)), 0),
     ).where(vectors_t.c.kind == kind)
     return tuple(int(v) for v in conn.execute(stmt).one())
 
@@ -81,7 +78,7 @@ def load_rows(conn: Connection, tenant: Tenant, kind: str, dim: int, after_pk: i
     last = after_pk
     while True:
         stmt = (
-            tenant.select(vectors_t, vectors_t.c.item_pk, vectors_t.c.vector, _ROWID)
+            tenant.select(vectors_t, vectors_t.c.item_pk, vectors_t.c.vector, sql(conn).row_version(vectors_t))
             .where(vectors_t.c.kind == kind, vectors_t.c.item_pk > last)
             .order_by(vectors_t.c.item_pk)
             .limit(_CHUNK)
@@ -92,27 +89,28 @@ def load_rows(conn: Connection, tenant: Tenant, kind: str, dim: int, after_pk: i
         pks = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         block = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
         into.append(pks, block)
-        into.rowid_sum += sum(r[2] for r in rows)
+        into.version_sum += sum(r[2] for r in rows)
         last = int(pks[-1])
 
 
 class VectorCache:
     """Per-(tenant, kind) matrices for one store; thread-safe.
 
-    ``data_version`` (the store's ``PRAGMA data_version`` watch) changes whenever anyone commits;
+    ``data_version`` (the backend's change counter) changes whenever anyone commits;
     only then is a matrix's signature read again. The erasure counter is read on every search,
     in the search's own snapshot: a version read after the snapshot began could otherwise
     stamp a matrix loaded from before an erasure as current. A search on an unchanged store
-    costs one pragma and one primary-key lookup.
+    costs one change-counter read and one primary-key lookup.
 
     ``checked`` holds the data versions at which the store last found a tenant's blocks or
     notes fully embedded; it is dropped with the matrices.
     """
 
-    def __init__(self, data_version: Callable[[], int] | None = None) -> None:
+    def __init__(self, data_version: Callable[[], int | None] | None, erasures: Callable[[Connection], int]) -> None:
         self._lock = threading.Lock()
         self._matrices: dict[tuple[str, str], TenantMatrix] = {}
         self._data_version = data_version or (lambda: None)
+        self._erasure_count = erasures
         self._erasures: int | None = None
         self.checked: dict[tuple[str, str], int] = {}
 
@@ -126,7 +124,7 @@ class VectorCache:
 
     def notice_erasures(self, conn: Connection) -> None:
         """Drop everything cached if any process erased anything since the last look."""
-        erasures = erasure_count(conn)
+        erasures = self._erasure_count(conn)
         with self._lock:
             if erasures != self._erasures:
                 self._matrices.clear()

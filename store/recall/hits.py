@@ -5,22 +5,24 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from functools import cached_property
-from typing import TYPE_CHECKING, Callable, Literal
+from typing import Callable, Literal
 
 import numpy as np
 from sqlalchemy import Connection, Integer, type_coerce
 
-from . import fusion, search
-from .models import RecallHit, ScoreBreakdown
-from .schema import blocks_t, episodes_t, facts_t, from_micros, scratch_t, sessions_t
-from .tenancy import Tenant
-from .tiers import blocks as block_tier
-from .tiers import episodes as episode_tier
-from .tiers import facts as fact_tier
+from ..backend import KeywordIndex
+from ..models import RecallHit, ScoreBreakdown
+from ..schema import blocks_t, episodes_t, facts_t, from_micros, scratch_t, sessions_t
+from ..tenancy import Tenant
+from ..tiers import blocks as block_tier
+from ..tiers import episodes as episode_tier
+from ..tiers import facts as fact_tier
+from .embeddings import Indexer
+from . import fusion
+from . import keyword as in_memory  # called through the module, so a test can watch it
+from .query import MIN_PREFIX, query_terms
+from .ranking import Ranked, fuse
 from .vectors import top_k
-
-if TYPE_CHECKING:
-    from .memory import MemoryStore
 
 Mode = Literal["hybrid", "keyword", "vector"]
 _ENCODER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlens-query-encode")
@@ -31,23 +33,26 @@ def candidate_depth(limit: int) -> int:
 
 
 class Recall:
-    def __init__(self, store: "MemoryStore", conn: Connection, tenant: Tenant, query: str, mode: Mode, prefix: bool):
-        self.store, self.conn, self.tenant, self.query = store, conn, tenant, query
-        self.use_vectors = mode in ("hybrid", "vector") and store._indexer.enabled and bool(query.strip())
+    """One query's recall inside one read transaction: a method per tier."""
+
+    def __init__(self, indexer: Indexer, index: KeywordIndex, conn: Connection, tenant: Tenant, query: str, mode: Mode, prefix: bool):
+        self.indexer, self.index, self.conn, self.tenant, self.query = indexer, index, conn, tenant, query
+        self.use_vectors = mode in ("hybrid", "vector") and indexer.enabled and bool(query.strip())
         self.use_keywords = mode in ("hybrid", "keyword")
         self.prefix = prefix
         # The halves alone keep their own order; hybrid needs both (without an embedder it is keyword-only).
         self.mode: Mode = "hybrid" if self.use_vectors and self.use_keywords else "vector" if self.use_vectors else "keyword"
         self._matrices: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         # Encode the query in the background while the keyword side runs: onnxruntime and
-        # SQLite both release the GIL, so the two overlap on two cores.
-        self._query_vector = _ENCODER.submit(store._indexer.embedder.embed, [query]) if self.use_vectors else None
+        # the database both release the GIL, so the two overlap on two cores.
+        self._query_vector = _ENCODER.submit(indexer.embedder.embed, [query]) if self.use_vectors else None
 
     @cached_property
     def expression(self) -> str | None:
-        """The FTS5 query for episodes and facts; blocks and notes, ranked in memory, never need it."""
-        common = search.common_terms(self.conn, self.tenant, self.query) if self.use_keywords else set()
-        return search.fts_expression(self.query, prefix_last=self.prefix, too_common=common)
+        """The keyword index's query for episodes and facts; blocks and notes, ranked in memory, never need it."""
+        typing = self.prefix and not self.query.endswith((" ", "\t"))
+        return self.index.expression(self.conn, self.tenant, query_terms(self.query), min_prefix=MIN_PREFIX if typing else None,
+                                     cut_common=self.use_keywords)
 
     @cached_property
     def fusion_query(self) -> fusion.Query:
@@ -66,7 +71,7 @@ class Recall:
         if not self.use_vectors:
             return None
         # The matrix is fetched here: the read transaction's connection stays on this thread.
-        pks, matrix = self.store._indexer.cache.get(self.conn, self.tenant, kind, self.store._indexer.embedder.dim)
+        pks, matrix = self.indexer.cache.get(self.conn, self.tenant, kind, self.indexer.embedder.dim)
         self._matrices[kind] = (pks, matrix)
 
         def scan() -> list[tuple[int, float]]:
@@ -76,7 +81,7 @@ class Recall:
 
         return _ENCODER.submit(scan)
 
-    def fill_cosines(self, kind: str, candidates: list[search.Ranked]) -> None:
+    def fill_cosines(self, kind: str, candidates: list[Ranked]) -> None:
         """The cosine of every candidate the vector list did not hold (keyword-only, exact), which
         hybrid fusion scores them by; one dot product each. Row keys in a cached matrix ascend
         (loaded in key order, appended above the maximum); a key not found keeps None."""
@@ -91,10 +96,10 @@ class Recall:
         for c, sim in zip((c for c, ok in zip(missing, found) if ok), sims):
             c.vector = float(sim)
 
-    def hybrid_candidates(self, candidates: list[search.Ranked], extra: list[int]) -> list[search.Ranked]:
+    def hybrid_candidates(self, candidates: list[Ranked], extra: list[int]) -> list[Ranked]:
         """The fused lists plus memories only the exact channel found."""
         seen = {c.pk for c in candidates}
-        return candidates + [search.Ranked(pk=pk) for pk in dict.fromkeys(extra) if pk not in seen]
+        return candidates + [Ranked(pk=pk) for pk in dict.fromkeys(extra) if pk not in seen]
 
     # --- tiers ---------------------------------------------------------------------
 
@@ -109,14 +114,14 @@ class Recall:
         vector_job = self.vector_job("episode", depth, allowed)
         keyword = []
         if self.use_keywords and self.expression:
-            keyword = search.keyword_episodes(self.conn, self.tenant, self.expression, depth, session_id, since, until)
+            keyword = self.index.episodes(self.conn, self.tenant, self.expression, depth, session_id, since, until)
         # Highlight the keyword side's best hits while the vector job finishes; afterwards only
         # a fused hit from deeper in the keyword list still needs marking.
-        marked = search.episode_highlights(self.conn, self.tenant, self.expression, [pk for pk, _, _ in keyword[:limit]]) if keyword else {}
+        marked = self.index.episode_highlights(self.conn, self.tenant, self.expression, [pk for pk, _, _ in keyword[:limit]]) if keyword else {}
         phrases = self.fusion_query.phrases if self.mode == "hybrid" else None
-        extra = fusion.exact_episodes(self.conn, self.tenant, phrases, session_id, since, until) if phrases else []
+        extra = self.index.phrase_episodes(self.conn, self.tenant, list(phrases), fusion.EXACT_CANDIDATES, session_id, since, until) if phrases else []
         vector = vector_job.result() if vector_job is not None else []
-        candidates = search.fuse(vector, keyword)
+        candidates = fuse(vector, keyword)
         rows, texts = {}, {}
         if self.mode == "hybrid":
             # Hybrid judges every candidate by its text (coverage, exact ids) and its cosine.
@@ -130,7 +135,7 @@ class Recall:
         ranked = fusion.order(candidates, texts, self.fusion_query, self.mode)[:limit]
         late = [c.pk for c in ranked if (c.keyword_rank or c.exact) and c.pk not in marked]
         if late and self.expression:
-            marked.update(search.episode_highlights(self.conn, self.tenant, self.expression, late))
+            marked.update(self.index.episode_highlights(self.conn, self.tenant, self.expression, late))
         for c in ranked:
             c.matched = marked.get(c.pk, [])
         rows.update(self._episode_rows([c.pk for c in ranked if c.pk not in rows]))
@@ -160,8 +165,8 @@ class Recall:
         vector = self.vector_hits("fact", depth, allowed)
         keyword = []
         if self.use_keywords and self.expression:
-            keyword = search.keyword_facts(self.conn, self.tenant, self.expression, depth, set(rows))
-        candidates = search.fuse(vector, keyword)
+            keyword = self.index.facts(self.conn, self.tenant, self.expression, depth, set(rows))
+        candidates = fuse(vector, keyword)
         texts = {}
         if self.mode == "hybrid":
             texts = {pk: fact_tier.fact_text(r.subject, r.predicate, r.object) for pk, r in rows.items()}
@@ -195,7 +200,7 @@ class Recall:
         return hits
 
     def scratchpad(self, limit: int, session_id: str | None) -> Callable[[], list[RecallHit]]:
-        from .models import ScratchpadEntry
+        from ..models import ScratchpadEntry
 
         # Times stay raw microseconds until a note is a hit: converting 3,000 of them was a third
         # of a search over 3,000 notes.
@@ -218,23 +223,23 @@ class Recall:
 
         return hits
 
-    def _small_corpus(self, kind: str, documents: dict[int, str], limit: int) -> Callable[[], list[search.Ranked]]:
+    def _small_corpus(self, kind: str, documents: dict[int, str], limit: int) -> Callable[[], list[Ranked]]:
         # The vector matrix is fetched now (it needs the connection); the scan runs on the encoder thread.
         vector = self.vector_job(kind, candidate_depth(limit), np.fromiter(documents, dtype=np.int64))
 
-        def rank() -> list[search.Ranked]:
-            keyword = search.bm25_small(self.query, documents, prefix_last=self.prefix) if self.use_keywords else []
+        def rank() -> list[Ranked]:
+            keyword = in_memory.bm25_small(self.query, documents, prefix_last=self.prefix) if self.use_keywords else []
             # As deep as the vector list and the episodes' keyword list: fusing every match of a
             # common word cost more than ranking them.
             keyword = keyword[: candidate_depth(limit)]
-            candidates = search.fuse(vector.result() if vector is not None else [], keyword)
+            candidates = fuse(vector.result() if vector is not None else [], keyword)
             if self.mode == "hybrid":
                 candidates = self._small_candidates(kind, candidates, documents)
             return fusion.order(candidates, documents, self.fusion_query, self.mode)[:limit]
 
         return rank
 
-    def _small_candidates(self, kind: str, candidates: list[search.Ranked], texts: dict[int, str]) -> list[search.Ranked]:
+    def _small_candidates(self, kind: str, candidates: list[Ranked], texts: dict[int, str]) -> list[Ranked]:
         """Hybrid candidates of a tier held in memory whole: every text can be checked for an exact id."""
         query = self.fusion_query
         extra = [pk for pk, text in texts.items() if query.exact(text)] if query.pattern is not None else []
@@ -254,14 +259,14 @@ def block_text(row) -> str:
     return f"{row.name}\n{row.content}"
 
 
-def _scores(c: search.Ranked) -> ScoreBreakdown:
+def _scores(c: Ranked) -> ScoreBreakdown:
     return ScoreBreakdown(vector=c.vector, keyword=c.keyword, fused=c.fused, vector_rank=c.vector_rank, keyword_rank=c.keyword_rank,
                           score=c.score, coverage=c.coverage, exact=c.exact)
 
 
 def merge(hit_lists: list[list[RecallHit]], limit: int) -> list[RecallHit]:
     """Results of several tiers, best score first: in hybrid and vector modes the score is
-    comparable across tiers (see :mod:`store.fusion`); keyword mode compares ranks."""
+    comparable across tiers (see :mod:`store.recall.fusion`); keyword mode compares ranks."""
     merged = [hit for hits in hit_lists for hit in hits]
     return sorted(merged, key=lambda h: -h.scores.score)[:limit]
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from sqlalchemy import create_engine
 from sqlalchemy.pool import StaticPool
 
-from .errors import InvalidMetadataError, UntrustedSchemaError
+from ...errors import InvalidMetadataError, UntrustedSchemaError
 from .migrations import CURRENT_VERSION, MIGRATIONS
 
 Entry = tuple[str, str, str, str | None]  # type, name, tbl_name, normalised sql

@@ -1,19 +1,22 @@
-"""Recall, embeddings and the vector cache, as methods of :class:`~store.memory.MemoryStore`."""
+"""The recall service: search a tenant's memories, keep its vectors current, re-embed the store."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Callable, Literal
+from typing import Any, Callable, Literal
 
-from . import recall, schema, search
-from .errors import InvalidInputError
-from .indexing import record_model
-from .models import RecallHit
-from .recall import Mode
-from .tenancy import UNSET, Tenant, all_tenants
-from .tiers import episodes, facts
-from .tiers.common import content_hash
-from .validation import check_flag, check_int, check_optional_datetime, check_optional_name, check_text
+from . import hits as recall
+from .. import schema
+from ..backend import Backend
+from ..errors import InvalidInputError
+from .embeddings import Indexer, record_model
+from ..models import RecallHit
+from .hits import Mode
+from .query import query_terms
+from ..tenancy import UNSET, Tenant, all_tenants
+from ..tiers import episodes, facts
+from ..tiers.common import content_hash
+from ..validation import check_flag, check_int, check_optional_datetime, check_optional_name, check_text
 
 RecallScope = Literal["episodic", "facts", "working", "scratchpad", "all"]
 RECALL_SCOPES = ("episodic", "facts", "working", "scratchpad", "all")
@@ -24,8 +27,14 @@ def _check_mode(mode: object) -> None:
         raise InvalidInputError("mode must be 'hybrid', 'keyword' or 'vector'")
 
 
-class RecallMixin:
-    """Mixed into MemoryStore; relies on its ``_db``, ``_tenant``, ``_indexer`` and ``_vectors``."""
+class RecallService:
+    """Recall over one backend with one indexer. ``tenant_of(user_id)`` turns a caller's
+    ``user_id`` into a :class:`Tenant` (the store's rule for the anonymous bucket)."""
+
+    def __init__(self, backend: Backend, indexer: Indexer, tenant_of: Callable[[Any], Tenant]):
+        self._db = backend
+        self._indexer = indexer
+        self._tenant = tenant_of
 
     def recall(
         self,
@@ -39,14 +48,7 @@ class RecallMixin:
         mode: Mode = "hybrid",
         prefix: bool = False,
     ) -> list[RecallHit]:
-        """Search the tenant's memories; every hit carries its score breakdown.
-
-        ``kind``: ``"episodic"``, ``"facts"`` (current ones), ``"working"`` (blocks),
-        ``"scratchpad"`` or ``"all"``. ``mode``: ``"hybrid"`` (vector + BM25 keyword,
-        fused by reciprocal rank), ``"keyword"`` or ``"vector"``; without an embedder
-        hybrid is keyword-only. ``prefix=True`` treats the last word as a prefix, for
-        search as you type. An empty query returns the most recent episodes.
-        """
+        """Search the tenant's memories; every hit carries its score breakdown; see :meth:`store.memory.MemoryStore.recall`."""
         tenant = self._tenant(user_id)
         query = check_text(query, "query", limit=10_000)
         since, until = self._time_range(time_range)
@@ -56,16 +58,16 @@ class RecallMixin:
         if kind not in RECALL_SCOPES:
             raise InvalidInputError(f"kind must be one of {', '.join(RECALL_SCOPES)}")
         _check_mode(mode)
-        if search.query_terms(query) and mode != "keyword" and self._indexer.enabled:
+        if query_terms(query) and mode != "keyword" and self._indexer.enabled:
             # Blocks and notes are embedded on first search (and after edits); do it before the
             # read snapshot below is taken, so the search sees the vectors.
             for small, scopes in (("block", ("working", "all")), ("scratchpad", ("scratchpad", "all"))):
                 if kind in scopes:
-                    self._ensure_vectors(tenant, small)
+                    self.ensure_vectors(tenant, small)
         with self._db.read() as conn:
-            if not search.query_terms(query):
+            if not query_terms(query):
                 return recall.recency(conn, tenant, limit, session_id, since, until) if kind in ("episodic", "all") else []
-            run = recall.Recall(self, conn, tenant, query, mode, prefix)
+            run = recall.Recall(self._indexer, self._db.keyword, conn, tenant, query, mode, prefix)
             lists, rank_later = [], []
             if kind in ("episodic", "all"):
                 lists.append(run.episodes(limit, session_id, since, until))
@@ -89,9 +91,9 @@ class RecallMixin:
         check_int(limit, "limit", minimum=1, maximum=1000)
         _check_mode(mode)
         with self._db.read() as conn:
-            if not search.query_terms(query):
+            if not query_terms(query):
                 return []
-            return recall.Recall(self, conn, tenant, query, mode, False).facts(limit, valid_at)
+            return recall.Recall(self._indexer, self._db.keyword, conn, tenant, query, mode, False).facts(limit, valid_at)
 
     @staticmethod
     def _time_range(time_range) -> tuple[datetime | None, datetime | None]:
@@ -101,7 +103,7 @@ class RecallMixin:
             raise InvalidInputError("time_range must be a (since, until) pair; either may be None")
         return check_optional_datetime(time_range[0], "time_range[0]"), check_optional_datetime(time_range[1], "time_range[1]")
 
-    def _ensure_vectors(self, tenant: Tenant, kind: str) -> None:
+    def ensure_vectors(self, tenant: Tenant, kind: str) -> None:
         """Embed the tenant's blocks or notes whose vector is missing or stale (text changed since)."""
         version = self._db.data_version()
         checked = self._indexer.cache.checked
@@ -116,13 +118,13 @@ class RecallMixin:
                 .where(schema.vectors_t.c.kind == kind, schema.vectors_t.c.item_pk.in_(list(documents)))
             ).all())
         stale = [pk for pk in documents if have.get(pk) != hashes[pk]]
-        if not stale or self.read_only:
+        if not stale or self._db.read_only:
             # Versions are read before the check: a commit that lands meanwhile forces a new one.
             checked[(tenant.key, kind)] = version
             return
-        vectors = self._vectors(tenant, kind, [documents[pk] for pk in stale], [hashes[pk] for pk in stale])
+        vectors = self._indexer.prepare(tenant, kind, [documents[pk] for pk in stale], [hashes[pk] for pk in stale])
         with self._db.write() as conn:
-            self._store_vectors(conn, tenant, kind, stale, [hashes[pk] for pk in stale], vectors)
+            self._indexer.save(conn, tenant, kind, stale, [hashes[pk] for pk in stale], vectors)
         checked[(tenant.key, kind)] = self._db.data_version()
 
     @property
@@ -141,8 +143,7 @@ class RecallMixin:
             self._indexer.embedder.warm()
 
     def warm_vectors(self, *, user_id: str | None = UNSET) -> int:
-        """Load the tenant's episode vectors into memory now, so its first search does not wait
-        for them (call it from a worker thread). Returns how many were loaded."""
+        """Load the tenant's episode vectors into memory now, so its first search does not wait; see :meth:`store.memory.MemoryStore.warm_vectors`."""
         tenant = self._tenant(user_id)
         if not self._indexer.enabled:
             return 0
@@ -151,11 +152,7 @@ class RecallMixin:
         return len(pks)
 
     def reembed(self, progress: Callable[[int, int], None] | None = None) -> int:
-        """Re-embed every episode and fact of every tenant with the current model.
-
-        Blocks and scratchpad notes are re-embedded on their next search. ``progress(done, total)``
-        is called as batches finish. Returns the number of items embedded.
-        """
+        """Re-embed every episode and fact of every tenant with the current model; see :meth:`store.memory.MemoryStore.reembed`."""
         if not self._indexer.enabled:
             raise InvalidInputError("this store was opened with embedder=None; there is nothing to re-embed with")
         e, f, v = schema.episodes_t, schema.facts_t, schema.vectors_t

@@ -12,11 +12,13 @@ import json
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, func
+from sqlalchemy import Connection
 
-from .models import AuditEntry
-from .schema import audit_t, to_micros
-from .tenancy import Tenant
+from ..backend import sql
+
+from ..models import AuditEntry
+from ..schema import audit_t, to_micros
+from ..tenancy import Tenant
 
 
 def digest(action: str, tenant: Tenant, scope: dict[str, Any], counts: dict[str, int], at: datetime) -> str:
@@ -67,5 +69,5 @@ def mark_scrubbed(conn: Connection, erasures: list[list[str]], at: datetime) -> 
     for key, value in erasures:
         conn.execute(
             Tenant(key).update(audit_t).where(audit_t.c.digest == value, audit_t.c.action == "forget")
-            .values(scope=func.json_set(audit_t.c.scope, "$.disk_scrubbed", func.json("true"), "$.scrubbed_at", at.isoformat()))
+            .values(scope=sql(conn).json_set(audit_t.c.scope, {"$.disk_scrubbed": True, "$.scrubbed_at": at.isoformat()}))
         )

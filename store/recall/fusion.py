@@ -1,6 +1,6 @@
 """Hybrid ordering: one score per candidate, comparable across tiers, from three channels.
 
-Reciprocal rank fusion (``search.fuse``) scores a memory by its ranks alone, so a distractor that
+Reciprocal rank fusion (``ranking.fuse``) scores a memory by its ranks alone, so a distractor that
 shares a few of a paraphrase's words beats the right answer the vector side ranked first, a near-
 miss identifier (``OPS-4741`` for ``OPS-4471``) beats the exact one, and every tier's first hit
 gets the same 1/61. On the hard quality set (real model) it fell below its better half on four of
@@ -33,9 +33,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable, Literal
 
-from .schema import episodes_t
-from .search import Ranked, _fts, query_terms
-from .tiers.episodes import filtered
+from .query import query_terms
+from .ranking import Ranked
 
 # Fitted on the even half of the hard set: 1.0 / 4 kept every class of both halves at or above
 # its better half; 0.8 / 4 and 1.2 / 5 did too on the whole set, 0.6 / 3 lost a paraphrase and
@@ -82,13 +81,12 @@ def identifier_pattern(tokens: Iterable[str]) -> re.Pattern | None:
     return re.compile(rf"(?<![\w.@/#-])(?:{alternatives})(?![\w@/#]|[.:-]\w)", re.IGNORECASE)
 
 
-def phrase_expression(tokens: Iterable[str]) -> str | None:
-    """An FTS5 expression finding memories whose words run as each identifier's do (``"ops 4471"``):
-    the keyword list alone can rank an exact id below the top candidates when its pieces are
-    common words (``2``, ``14``, ``3``)."""
-    phrases = [" ".join(w.lower() for w in _WORD.findall(t)) for t in tokens]
-    phrases = [p for p in dict.fromkeys(phrases) if p]
-    return " OR ".join(f'"{p}"' for p in phrases) or None
+def identifier_phrases(tokens: Iterable[str]) -> tuple[tuple[str, ...], ...]:
+    """Each identifier's word pieces in order (``("ops", "4471")``), for the keyword index to find
+    the memories holding them in sequence: the keyword list alone can rank an exact id below the
+    top candidates when its pieces are common words (``2``, ``14``, ``3``)."""
+    phrases = (tuple(w.lower() for w in _WORD.findall(t)) for t in tokens)
+    return tuple(p for p in dict.fromkeys(phrases) if p)
 
 
 @lru_cache(maxsize=65536)
@@ -119,14 +117,14 @@ class Query:
 
     words: tuple[str, ...]
     pattern: re.Pattern | None
-    phrases: str | None
+    phrases: tuple[tuple[str, ...], ...]
 
     @classmethod
     def of(cls, text: str) -> "Query":
         # One-letter words ("d" of "I'd", "s" of "children's") carry nothing a memory must hold.
         words = tuple(dict.fromkeys(fold(w) for w in query_terms(text) if len(w) > 1))
         tokens = identifiers(text)
-        return cls(words=words, pattern=identifier_pattern(tokens), phrases=phrase_expression(tokens))
+        return cls(words=words, pattern=identifier_pattern(tokens), phrases=identifier_phrases(tokens))
 
     def coverage(self, text: str) -> float:
         if not self.words:
@@ -147,7 +145,7 @@ Mode = Literal["hybrid", "keyword", "vector"]
 def order(candidates: list[Ranked], texts: dict[int, str], query: Query, mode: Mode) -> list[Ranked]:
     """Score every candidate (``Ranked.score``) and return them best first.
 
-    ``candidates`` come best first by reciprocal rank (``search.fuse``), which breaks ties.
+    ``candidates`` come best first by reciprocal rank (``ranking.fuse``), which breaks ties.
     Vector mode scores by cosine and keyword mode keeps the reciprocal-rank score: each is one
     half, measured as such. Hybrid adds the exact and coverage channels to the cosine
     (``Ranked.vector``, filled in for keyword-only candidates by the caller; None counts 0).
@@ -172,12 +170,3 @@ def order(candidates: list[Ranked], texts: dict[int, str], query: Query, mode: M
 # channel reads: an id asked about is held by a handful of memories, and the regular expression
 # then decides which of them hold it whole.
 EXACT_CANDIDATES = 20
-
-
-def exact_episodes(conn, tenant, phrases: str, session_id, since, until) -> list[int]:
-    """Row keys of the tenant's newest episodes whose words run as an identifier's do."""
-    e = episodes_t
-    fts, match, _, _ = _fts("episodes_fts", phrases, 2)
-    stmt = tenant.select(e, e.c.pk).select_from(fts.join(e, e.c.pk == fts.c.rowid)).where(match)
-    stmt = filtered(stmt, session_id=session_id, since=since, until=until)
-    return list(conn.execute(stmt.order_by(fts.c.rowid.desc()).limit(EXACT_CANDIDATES)).scalars())

@@ -1,4 +1,4 @@
-"""Writing a checked import file (see :mod:`store.importer`) in one transaction.
+"""Writing a checked import file (see :mod:`store.rights.import_check`) in one transaction.
 
 Ids are unique per tenant: an id already present in the target tenant is that record, kept as
 it is; the same id in another tenant is someone else's record and no concern of this import.
@@ -10,24 +10,23 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, func
 
 from . import audit
-from .export import SECTIONS
-from .importer import SECTION_OF, Checked, check_embedding_dims
-from .indexing import Indexer
-from .indexing import check_model as check_model_of
-from .schema import audit_t, blocks_t, checkpoints_t, episodes_t, facts_t, kv_t, scratch_t, sessions_t, task_t
-from .tenancy import Tenant
-from .tiers.common import content_hash, ensure_session, ids_present, touch_tenant
-from .tiers.episodes import embed_text
-from .tiers.facts import fact_text
-from .validation import check_json
-
-if TYPE_CHECKING:
-    from .memory import MemoryStore
+from ..backend import Backend, sql
+from ..tiers.registry import SECTION_OF, SECTIONS
+from .import_check import Checked, check_embedding_dims
+from ..recall.embeddings import Indexer
+from ..recall.embeddings import check_model as check_model_of
+from ..schema import audit_t, blocks_t, checkpoints_t, episodes_t, facts_t, kv_t, scratch_t, sessions_t, task_t
+from ..tenancy import Tenant
+from ..tiers.common import content_hash, ensure_session, ids_present, touch_tenant
+from ..tiers.episodes import embed_text
+from ..tiers.facts import fact_text
+from ..validation import check_json
 
 WRITTEN, UNCHANGED, KEPT = "written", "unchanged", "kept_existing"
 
@@ -44,22 +43,12 @@ def rows_by_id(conn: Connection, tenant: Tenant, table, ids: list[str]) -> dict[
     return found
 
 
-def insert_rows(conn: Connection, tenant: Tenant, table, rows: list[dict[str, Any]]) -> list[int]:
-    """Insert in one executemany and return the row keys in order: inside the write transaction
-    no one else inserts, so the new rows are those above the old maximum key (as
-    ``tiers.episodes.insert_episodes`` does; ordered RETURNING would cost a statement per row)."""
-    before = conn.execute(select(func.coalesce(func.max(table.c.pk), 0))).scalar()
-    conn.execute(table.insert(), [tenant.stamp(row) for row in rows])
-    keys = dict(conn.execute(select(table.c.id, table.c.pk).where(table.c.pk > before)).all())
-    return [keys[row["id"]] for row in rows]
-
-
-def vectors_needed(store: "MemoryStore", checked: Checked) -> tuple[dict[tuple[Tenant, str, str], bytes], int]:
+def vectors_needed(backend: Backend, indexer: Indexer, checked: Checked) -> tuple[dict[tuple[Tenant, str, str], bytes], int]:
     """Vectors for the episodes and facts the import will add, and how many were embedded
     afresh. Records the tenant already has need none; the file's own vectors are used when they
     come from the store's model (and have its dimension); content the tenant already has a
     vector for reuses it. Runs outside the write transaction, so embedding never holds the lock."""
-    embedder = store.embedder
+    embedder = indexer.embedder
     if embedder is None:
         return {}, 0
     manifest = checked.manifest
@@ -72,8 +61,8 @@ def vectors_needed(store: "MemoryStore", checked: Checked) -> tuple[dict[tuple[T
             wanted.setdefault((checked.target(r), r.type), []).append(r)
     out: dict[tuple[Tenant, str, str], bytes] = {}
     embedded = 0
-    with store._db.read() as conn:
-        check_model_of(conn, embedder, store.path)
+    with backend.read() as conn:
+        check_model_of(conn, embedder, backend.path)
         for (tenant, kind), records in wanted.items():
             present = ids_present(conn, tenant, episodes_t if kind == "episode" else facts_t, [r.id for r in records])
             new = [r for r in records if r.id not in present]
@@ -86,15 +75,16 @@ def vectors_needed(store: "MemoryStore", checked: Checked) -> tuple[dict[tuple[T
             hashes = {content_hash(_text_of(r)): r for r in todo}
             known = Indexer.known_vectors(conn, tenant, kind, set(hashes))
             missing = [h for h in hashes if h not in known]
-            known.update(zip(missing, store._indexer.embed([_text_of(hashes[h]) for h in missing])))
+            known.update(zip(missing, indexer.embed([_text_of(hashes[h]) for h in missing])))
             embedded += len(missing)
             out.update(((tenant, kind, r.id), known[content_hash(_text_of(r))]) for r in todo)
     return out, embedded
 
 
 class _Writer:
-    def __init__(self, store: "MemoryStore", conn: Connection, checked: Checked, vectors, at: datetime):
-        self.store, self.conn, self.checked, self.vectors, self.at = store, conn, checked, vectors, at
+    def __init__(self, conn: Connection, indexer: Indexer, checked: Checked, vectors, at: datetime, max_bytes: int):
+        self.conn, self.indexer, self.checked, self.vectors, self.at = conn, indexer, checked, vectors, at
+        self.max_bytes = max_bytes
         self.outcomes = {key: {s: 0 for s in SECTIONS} for key in (WRITTEN, UNCHANGED, KEPT)}
         self.per_tenant: dict[Tenant, dict[str, int]] = {}
         self.records_of: dict[Tenant, int] = {}
@@ -173,19 +163,19 @@ class _Writer:
             else:
                 outcomes.append(self._existing_fact(tenant, row, values))
         if rows:
-            pks = insert_rows(self.conn, tenant, table, rows)
-            if self.store.embedder is not None:
+            pks = sql(self.conn).insert_keyed(self.conn, table, [tenant.stamp(row) for row in rows])
+            if self.indexer.embedder is not None:
                 vectors = [self.vectors.get((tenant, kind, row["id"])) for row in rows]
                 missing = [i for i, v in enumerate(vectors) if v is None]
                 # An id present when vectors were prepared and erased since by another process:
                 # embed those here rather than leave them unsearchable.
-                for i, vector in zip(missing, self.store._indexer.embed([texts[i] for i in missing])):
+                for i, vector in zip(missing, self.indexer.embed([texts[i] for i in missing])):
                     vectors[i] = vector
-                self.store._store_vectors(self.conn, tenant, kind, pks, [content_hash(t) for t in texts], vectors)
+                self.indexer.save(self.conn, tenant, kind, pks, [content_hash(t) for t in texts], vectors)
         return outcomes
 
     def _episode_values(self, r: Any) -> dict[str, Any]:
-        limit = self.store.max_content_bytes
+        limit = self.max_bytes
         return {"id": r.id, "session_id": r.session_id, "occurred_at": r.occurred_at, "input": r.input, "output": r.output,
                 "tool_calls": check_json(r.tool_calls, "tool_calls", limit=limit), "metadata": check_json(r.metadata, "metadata", limit=limit),
                 "content_hash": content_hash(embed_text(r.input, r.output))}
@@ -221,7 +211,7 @@ class _Writer:
 
     def _kv(self, tenant: Tenant, r: Any) -> str:
         session_pk = self._session_pk(tenant, r.session_id)
-        values = {"value": check_json(r.value, "value", limit=self.store.max_content_bytes), "expires_at": r.expires_at, "updated_at": r.updated_at}
+        values = {"value": check_json(r.value, "value", limit=self.max_bytes), "expires_at": r.expires_at, "updated_at": r.updated_at}
         row = self.conn.execute(tenant.select(kv_t).where(kv_t.c.session_pk == session_pk, kv_t.c.key == r.key)).first()
         if row is None:
             self.conn.execute(kv_t.insert().values(tenant.stamp({"session_pk": session_pk, "key": r.key, **values})))
@@ -270,11 +260,12 @@ class _Writer:
         return WRITTEN
 
 
-def apply(store: "MemoryStore", conn: Connection, checked: Checked, vectors, *, actor: str, at: datetime, as_user: bool) -> dict[str, dict[str, int]]:
+def apply(conn: Connection, store_path: Path, indexer: Indexer, checked: Checked, vectors, *, actor: str, at: datetime,
+          as_user: bool, max_bytes: int) -> dict[str, dict[str, int]]:
     """Write the checked records; returns per outcome (written, unchanged, kept_existing) the
     count per section. Each target tenant gets one local audit entry for the import."""
-    check_model_of(conn, store.embedder, store.path)
-    writer = _Writer(store, conn, checked, vectors, at)
+    check_model_of(conn, indexer.embedder, store_path)
+    writer = _Writer(conn, indexer, checked, vectors, at, max_bytes)
     writer.run()
     source_of = {tenant: user_id for user_id, tenant in checked.targets.items()}
     for tenant in checked.targets.values():

@@ -21,15 +21,13 @@ import secrets
 import stat
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Iterator
+from typing import IO, Iterator
 
 from sqlalchemy import delete, insert, select
 
-from .errors import MemlensError, OutputExistsError, OutputPathError
-from .schema import meta_t
-
-if TYPE_CHECKING:
-    from .db import Database
+from ..backend import Backend
+from ..errors import MemlensError, OutputExistsError, OutputPathError
+from ..schema import meta_t
 
 PARTIAL_SUFFIX = ".memlens-partial"
 RECORD_PREFIX = "export_partial:"
@@ -37,13 +35,11 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
-def check_target(target: str | Path, store_path: Path, *, overwrite: bool) -> Path:
-    """The absolute output path, or a typed error if writing there would destroy something."""
-    from .db import side_files
-
+def check_target(target: str | Path, store_files: list[Path], *, overwrite: bool) -> Path:
+    """The absolute output path, or a typed error if writing there would destroy something
+    (``store_files``: the store's own files, from :meth:`Backend.files`)."""
     given = Path(target)
     path = Path(os.path.abspath(given.expanduser()))
-    store_files = [store_path, *side_files(store_path)]
     real = os.path.realpath(path)
     if any(real == os.path.realpath(f) for f in store_files) or _same_file_as_any(path, store_files):
         raise OutputPathError(f"{given} is the store being exported (or one of its side files); nothing was written")
@@ -74,7 +70,7 @@ def _same_file_as_any(path: Path, others: list[Path]) -> bool:
 
 
 @contextmanager
-def writing(db: "Database", path: Path, *, overwrite: bool) -> Iterator[IO[str]]:
+def writing(db: Backend, path: Path, *, overwrite: bool) -> Iterator[IO[str]]:
     """A text stream into a recorded 0600 partial beside ``path``, renamed onto ``path`` when
     the block completes; on any error the partial is deleted and ``path`` is left as it was."""
     token = secrets.token_hex(8)
@@ -123,7 +119,7 @@ def _publish(partial: Path, path: Path, *, overwrite: bool) -> None:
     partial.unlink()
 
 
-def _drop_record(db: "Database", key: str) -> None:
+def _drop_record(db: Backend, key: str) -> None:
     try:
         with db.write() as conn:
             conn.execute(delete(meta_t).where(meta_t.c.key == key))
@@ -131,7 +127,7 @@ def _drop_record(db: "Database", key: str) -> None:
         pass  # the partial is gone; a record left behind is cleared by the next cleanup
 
 
-def remove_leftover_exports(db: "Database") -> int:
+def remove_leftover_exports(db: Backend) -> int:
     """Delete the partial export files that writers killed mid-export left behind (those
     recorded in this store whose process is gone) and clear their records. Returns how many
     files were deleted. A partial that cannot be deleted keeps its record, so a later call retries."""

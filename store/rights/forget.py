@@ -5,22 +5,22 @@ erased notes), and finally the bytes on disk.
 Each tier's scope is one ``select`` of row keys, used both to count (dry run) and to delete,
 so the receipt of a dry run and of the real erase cannot disagree. Rows go in one write
 transaction (a crash leaves all or nothing), which also records a pending-scrub marker; then
-the FTS5 indexes are rewritten in short steps (deleted terms otherwise stay in old segments)
-and the WAL is truncated (old frames keep old pages). Until both are done the marker says so, in the file,
-so any later process can finish the work.
+the backend rewrites its keyword indexes (deleted terms otherwise stay in old segments) and
+flushes erased pages out of its log (old WAL frames keep old pages). Until both are done the
+marker says so, in the store, so any later process can finish the work.
 """
 
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Callable, ContextManager
 
-from sqlalchemy import Connection, Select, exists, func, literal_column, or_, select, text
+from sqlalchemy import Connection, Select, exists, func, literal_column, or_, select
 
-from .schema import (
+from ..backend import Sql, sql
+
+from ..schema import (
     blocks_t,
     checkpoints_t,
     episodes_t,
@@ -34,8 +34,9 @@ from .schema import (
     to_micros,
     vectors_t,
 )
-from .tenancy import Tenant
-from .tiers import facts as fact_tier
+from ..tenancy import Tenant
+from ..tiers import facts as fact_tier
+from ..tiers.registry import ERASE_ORDER, VECTOR_KINDS
 
 
 @dataclass(frozen=True)
@@ -49,18 +50,13 @@ class Scope:
         return self.session_id is None and self.before is None
 
 
-def _json_each(source, path: str | None = None, name: str = "j"):
-    args = (source,) if path is None else (source, path)
-    return func.json_each(*args).table_valued("value", name=name)
-
-
-def _cites(ids: Select, name: str):
+def _cites(dialect: Sql, ids: Select, name: str):
     """The fact cites at least one episode id produced by ``ids``."""
-    sourced = _json_each(facts_t.c.source_episode_ids, name=name)
+    sourced = dialect.json_array_items(facts_t.c.source_episode_ids, name=name)
     return exists(select(literal_column("1")).select_from(sourced).where(sourced.c.value.in_(ids)))
 
 
-def scopes(scope: Scope) -> dict[str, Select]:
+def scopes(dialect: Sql, scope: Scope) -> dict[str, Select]:
     """For each tier, the keys of the rows this erasure removes."""
     t, session_id, before = scope.tenant, scope.session_id, scope.before
     sessions = t.select(sessions_t, sessions_t.c.pk)
@@ -73,7 +69,7 @@ def scopes(scope: Scope) -> dict[str, Select]:
         # episodes it cites survives. Facts citing no episode go only with the whole tenant.
         erased_ids = t.select(episodes_t, episodes_t.c.id).where(episodes_t.c.pk.in_(episodes))
         surviving_ids = t.select(episodes_t, episodes_t.c.id).where(episodes_t.c.pk.not_in(episodes))
-        facts = facts.where(_cites(erased_ids, "erased"), ~_cites(surviving_ids, "surviving"))
+        facts = facts.where(_cites(dialect, erased_ids, "erased"), ~_cites(dialect, surviving_ids, "surviving"))
     notes = t.select(scratch_t, scratch_t.c.pk)
     checkpoints = t.select(checkpoints_t, checkpoints_t.c.pk)
     if session_id is not None:
@@ -82,9 +78,9 @@ def scopes(scope: Scope) -> dict[str, Select]:
     if before is not None:
         notes = notes.where(scratch_t.c.created_at < before)
         # A checkpoint made later can still hold a snapshot of an erased note.
-        held = _json_each(checkpoints_t.c.snapshot, "$.scratchpad")
+        held = dialect.json_array_items(checkpoints_t.c.snapshot, "$.scratchpad", name="j")
         holds_old_note = exists(
-            select(literal_column("1")).select_from(held).where(func.json_extract(held.c.value, "$.created_at") < to_micros(before))
+            select(literal_column("1")).select_from(held).where(dialect.json_field(held.c.value, "$.created_at") < to_micros(before))
         )
         checkpoints = checkpoints.where(or_(checkpoints_t.c.created_at < before, holds_old_note))
     result = {"episodes": episodes, "facts": facts, "scratchpad_entries": notes, "checkpoints": checkpoints}
@@ -108,35 +104,25 @@ def erased_episodes(scope: Scope) -> Select:
     return episodes
 
 
-TABLES = {
-    "episodes": (episodes_t, episodes_t.c.pk),
-    "facts": (facts_t, facts_t.c.pk),
-    "scratchpad_entries": (scratch_t, scratch_t.c.pk),
-    "checkpoints": (checkpoints_t, checkpoints_t.c.pk),
-    "sessions": (sessions_t, sessions_t.c.pk),
-    "kv_entries": (kv_t, kv_t.c.pk),
-    "task_states": (task_t, task_t.c.session_pk),
-    "blocks": (blocks_t, blocks_t.c.pk),
-}
-# Children before parents, so cascades never hide a count.
-ORDER = ["kv_entries", "task_states", "scratchpad_entries", "checkpoints", "facts", "episodes", "sessions", "blocks"]
-_VECTOR_KINDS = {"episodes": "episode", "facts": "fact", "scratchpad_entries": "scratchpad", "blocks": "block"}
 _CHUNK = 30_000  # under SQLite's 32,766 bound variables
 
 
+RECEIPT_ORDER = [*(tier.name for tier in ERASE_ORDER), "vectors"]
+
+
 def count(conn: Connection, scope: Scope) -> dict[str, int]:
-    stmts = scopes(scope)
+    stmts = scopes(sql(conn), scope)
     counts = {name: conn.execute(select(func.count()).select_from(stmt.subquery())).scalar() for name, stmt in stmts.items()}
     counts["vectors"] = _vector_count(conn, scope, stmts)
-    return {name: counts.get(name, 0) for name in [*ORDER, "vectors"]}
+    return {name: counts.get(name, 0) for name in RECEIPT_ORDER}
 
 
 def _vector_count(conn: Connection, scope: Scope, stmts: dict[str, Select]) -> int:
     total = 0
     for name, stmt in stmts.items():
-        if name in _VECTOR_KINDS:
+        if name in VECTOR_KINDS:
             total += conn.execute(
-                scope.tenant.select(vectors_t, func.count()).where(vectors_t.c.kind == _VECTOR_KINDS[name], vectors_t.c.item_pk.in_(stmt))
+                scope.tenant.select(vectors_t, func.count()).where(vectors_t.c.kind == VECTOR_KINDS[name], vectors_t.c.item_pk.in_(stmt))
             ).scalar()
     return total
 
@@ -147,24 +133,24 @@ def delete(conn: Connection, scope: Scope) -> dict[str, int]:
     The counts come from the very key lists that are deleted, selected by the statements
     :func:`count` counts, so a dry run and the erase agree.
     """
-    stmts = scopes(scope)
+    stmts = scopes(sql(conn), scope)
     counts = {"vectors": _vector_count(conn, scope, stmts)}
     keys = {name: conn.execute(stmt).scalars().all() for name, stmt in stmts.items()}
     counts.update((name, len(k)) for name, k in keys.items())
     if not scope.whole_tenant:
         _amend_surviving_facts(conn, scope, stmts, keys["facts"])
-    for name in ORDER:
-        if name not in keys:
+    for tier in ERASE_ORDER:
+        if tier.name not in keys:
             continue
-        table_, key = TABLES[name]
-        ids = keys[name]
+        table_, key = tier.table, tier.key
+        ids = keys[tier.name]
         for start in range(0, len(ids), _CHUNK):
             conn.execute(scope.tenant.delete(table_).where(key.in_(ids[start : start + _CHUNK])))
     if scope.whole_tenant:
         # Vectors of every kind are removed by triggers with their rows; this catches any orphan.
         conn.execute(scope.tenant.delete(vectors_t))
         conn.execute(scope.tenant.delete(tenants_t))
-    return {name: counts.get(name, 0) for name in [*ORDER, "vectors"]}
+    return {name: counts.get(name, 0) for name in RECEIPT_ORDER}
 
 
 def _amend_surviving_facts(conn: Connection, scope: Scope, stmts: dict[str, Select], erased_facts: list[int]) -> None:
@@ -174,7 +160,7 @@ def _amend_surviving_facts(conn: Connection, scope: Scope, stmts: dict[str, Sele
     t = scope.tenant
     erased_ids_stmt = t.select(episodes_t, episodes_t.c.id).where(episodes_t.c.pk.in_(stmts["episodes"]))
     citing = t.select(facts_t, facts_t.c.pk, facts_t.c.source_episode_ids).where(
-        _cites(erased_ids_stmt, "erased"), facts_t.c.pk.not_in(stmts["facts"])
+        _cites(sql(conn), erased_ids_stmt, "erased"), facts_t.c.pk.not_in(stmts["facts"])
     )
     rows = conn.execute(citing).all()
     if rows:
@@ -205,7 +191,7 @@ def read_pending(conn: Connection) -> dict | None:
 
 
 def _put(conn: Connection, key: str, value: str) -> None:
-    conn.execute(text("INSERT OR REPLACE INTO memlens_meta (key, value) VALUES (:k, :v)"), {"k": key, "v": value})
+    sql(conn).upsert(conn, meta_t, {"key": key, "value": value}, ["key"], {"value": value})
 
 
 def write_pending(conn: Connection, pending: dict | None) -> None:
@@ -222,70 +208,6 @@ def mark_pending(conn: Connection, tenant: Tenant, digest: str, at: datetime) ->
     pending["indexes"] = True
     pending["erasures"].append([tenant.key, digest])
     write_pending(conn, pending)
-
-
-# --- scrubbing the files ------------------------------------------------------------------------
-
-
-# Pages one merge step writes. One 'optimize' held the write lock for the whole index rewrite
-# (0.75-2.9 s at 1M episodes here, with every agent write waiting); a step of 100 pages holds
-# it for tens of milliseconds.
-MERGE_PAGES = 100
-KEYWORD_INDEXES = ("episodes_fts", "facts_fts")
-
-
-def rewrite_keyword_indexes(write: Callable[[], ContextManager[Connection]], max_steps: int = 100_000) -> bool:
-    """FTS5 keeps deleted terms in old segments until they are merged. A negative 'merge' is an
-    'optimize' done in steps: each step folds every segment (new ones included) into one merge
-    and writes ``MERGE_PAGES`` pages of it, so once a step finds nothing to do the index is one
-    segment without the deleted terms, as after 'optimize'; secure_delete zeroes freed pages.
-    Each step is its own short write transaction (``write`` opens one). Returns False if
-    concurrent writes kept it from finishing within ``max_steps``."""
-    for table in KEYWORD_INDEXES:
-        for _ in range(max_steps):
-            with write() as conn:
-                before = conn.exec_driver_sql("SELECT total_changes()").scalar()
-                conn.exec_driver_sql(f"INSERT INTO {table}({table}, rank) VALUES ('merge', -{MERGE_PAGES})")
-                worked = conn.exec_driver_sql("SELECT total_changes()").scalar() - before >= 2
-            if not worked:
-                break
-        else:
-            return False
-    return True
-
-
-READER_HOLDS_WAL = (
-    "another connection (a reader in this or another process) still holds a snapshot from before the erasure, "
-    "so the WAL cannot be emptied yet; the scrub stays pending and is retried on this store's next write, "
-    "the next read-write open, or `memlens scrub`"
-)
-
-
-def truncate_wal(raw, budget: float = 1.0, pause: float = 0.05) -> tuple[bool, str | None]:
-    """Copy the WAL into the database and truncate it to zero bytes, so old frames are gone.
-
-    A TRUNCATE checkpoint waits for readers of old snapshots *while holding the write lock*:
-    with the store's 10 s busy timeout every agent write stalled behind it (10 s per attempt,
-    3 writes in 40 s failed). So the busy handler is off for the checkpoint: each attempt
-    takes the write lock only if it is free and gives it back at once if a reader is in the
-    way; the retries wait with no lock held. A PASSIVE checkpoint first copies the bulk of
-    the WAL without the write lock, so the TRUNCATE attempt itself is short.
-    Returns (done, why not).
-    """
-    previous = raw.execute("PRAGMA busy_timeout").fetchone()[0]
-    raw.execute("PRAGMA busy_timeout = 0")
-    deadline = time.monotonic() + budget
-    try:
-        while True:
-            raw.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-            busy, _log, _done = raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-            if busy == 0:
-                return True, None
-            if time.monotonic() + pause > deadline:
-                return False, READER_HOLDS_WAL
-            time.sleep(pause)
-    finally:
-        raw.execute(f"PRAGMA busy_timeout = {int(previous)}")
 
 
 def purge_expired_kv(conn: Connection, now: datetime) -> int:

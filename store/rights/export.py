@@ -11,21 +11,19 @@ import base64
 import hashlib
 import json
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from sqlalchemy import Connection, func, or_, select
 
-from . import schema
-from .schema import audit_t, blocks_t, checkpoints_t, episodes_t, facts_t, kv_t, scratch_t, sessions_t, task_t, vectors_t
-from .tenancy import Tenant
-from .validation import utcnow
-
-if TYPE_CHECKING:
-    from .memory import MemoryStore
+from .. import schema
+from ..backend import Backend
+from ..schema import audit_t, blocks_t, checkpoints_t, episodes_t, facts_t, kv_t, scratch_t, sessions_t, task_t, vectors_t
+from ..tenancy import Tenant
+from ..tiers.registry import EXPORTED, SECTIONS
+from ..validation import utcnow
 
 FORMAT = "memlens-export"
 FORMAT_VERSION = 1
-SECTIONS = ["blocks", "episodes", "facts", "sessions", "kv_entries", "task_states", "scratchpad", "checkpoints", "audit"]
 _CHUNK = 2000
 
 
@@ -123,13 +121,14 @@ class Digests:
         self.counts[section] += 1
         self._hashes[section].update(line.encode("utf-8") + b"\n")
 
-    def manifest(self, store_path: str, tenants: list[str | None], at: datetime, model: str | None, embeddings: bool) -> dict[str, Any]:
+    def manifest(self, store_path: str, tenants: list[str | None], at: datetime, model: str | None, embeddings: bool,
+                 *, schema_version: int | None = None) -> dict[str, Any]:
         return {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
             "exported_at": iso(at),
             "source_store": store_path,
-            "schema_version": _schema_version(),
+            "schema_version": schema_version,
             "tenants": tenants,
             "embedding_model": model if embeddings else None,
             "includes_embeddings": embeddings,
@@ -138,22 +137,16 @@ class Digests:
         }
 
 
-def _schema_version() -> int:
-    from .migrations import CURRENT_VERSION
-
-    return CURRENT_VERSION
-
-
 def count_records(conn: Connection, tenant: Tenant) -> int:
     """A cheap total for progress bars."""
     return sum(
         conn.execute(tenant.select(t, func.count())).scalar()
-        for t in (blocks_t, episodes_t, facts_t, sessions_t, kv_t, task_t, scratch_t, checkpoints_t, audit_t)
+        for t in (tier.table for tier in EXPORTED)
     )
 
 
 def write(
-    store: "MemoryStore",
+    backend: Backend,
     tenants: list[Tenant],
     sink,
     *,
@@ -164,7 +157,7 @@ def write(
 ) -> dict[str, Any]:
     """Write an export of ``tenants`` to the text stream ``sink``; returns the manifest."""
     digests = Digests()
-    with store._db.read() as conn:
+    with backend.read() as conn:
         total = sum(count_records(conn, t) for t in tenants)
         done = 0
         if fmt == "json":
@@ -183,7 +176,7 @@ def write(
                 if progress and done % 500 == 0:
                     progress(done, total)
         model = schema_model(conn)
-    manifest = digests.manifest(str(store.path), [t.user_id for t in tenants], at, model, embeddings)
+    manifest = digests.manifest(str(backend.path), [t.user_id for t in tenants], at, model, embeddings, schema_version=backend.schema_version)
     if fmt == "json":
         sink.write('\n],"manifest":' + canonical(manifest) + "}\n")
     else:

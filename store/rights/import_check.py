@@ -19,12 +19,13 @@ from typing import Annotated, Any, Callable, Iterator, Literal, Union
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, ValidationInfo
 
-from .errors import ImportValidationError, InvalidInputError
-from .export import FORMAT, FORMAT_VERSION, SECTIONS, Digests, canonical
-from .models import TaskState
-from .session import check_snapshot, check_task_state
-from .tenancy import UNSET, Tenant
-from .validation import MAX_JSON_DEPTH, check_int, check_json, check_name, check_text, check_vector, parse_time
+from ..errors import ImportValidationError, InvalidInputError
+from ..tiers.registry import SECTION_OF, SECTIONS
+from .export import FORMAT, FORMAT_VERSION, Digests, canonical
+from ..models import TaskState
+from ..tiers.sessions import check_snapshot, check_task_state
+from ..tenancy import UNSET, Tenant
+from ..validation import MAX_JSON_DEPTH, check_int, check_json, check_name, check_text, check_vector, parse_time
 
 # --- one validator per kind of field, each the API's own check ----------------------------------
 
@@ -199,10 +200,6 @@ AnyRecord = Annotated[
     Field(discriminator="type"),
 ]
 RECORD = TypeAdapter(AnyRecord)
-SECTION_OF = {
-    "block": "blocks", "episode": "episodes", "fact": "facts", "session": "sessions", "kv": "kv_entries",
-    "task_state": "task_states", "note": "scratchpad", "checkpoint": "checkpoints", "audit": "audit",
-}
 
 
 @dataclass

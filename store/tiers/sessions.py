@@ -5,19 +5,17 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import Connection, func, or_, select
 
-from .errors import InvalidInputError, UnknownCheckpointError, UnknownSessionError
-from .models import Checkpoint, CheckpointDiff, KeyValueEntry, ScratchpadEntry, SessionStats, TaskState
-from .schema import checkpoints_t, episodes_t, from_micros, kv_t, scratch_t, task_t, to_micros
-from .tenancy import Tenant
-from .tiers.common import ensure_session, find_session, loads, new_id, touch_tenant
-from .validation import check_datetime, check_int, check_json, check_name, check_number, check_text, check_ttl, parse_time, utcnow
-
-if TYPE_CHECKING:
-    from .memory import MemoryStore
+from ..backend import Backend
+from ..errors import InvalidInputError, UnknownCheckpointError, UnknownSessionError
+from ..models import Checkpoint, CheckpointDiff, KeyValueEntry, ScratchpadEntry, SessionStats, TaskState
+from ..schema import checkpoints_t, episodes_t, from_micros, kv_t, scratch_t, task_t, to_micros
+from ..tenancy import Tenant
+from .common import ensure_session, find_session, loads, new_id, touch_tenant
+from ..validation import check_datetime, check_int, check_json, check_name, check_number, check_text, check_ttl, parse_time, utcnow
 
 _MISSING = object()
 
@@ -26,9 +24,10 @@ class SessionMemory:
     """Working memory of one session. Reads of a session never written to are empty;
     the first write creates it."""
 
-    def __init__(self, store: "MemoryStore", tenant: Tenant, session_id: str):
-        self._store = store
-        self._db = store._db
+    def __init__(self, backend: Backend, tenant: Tenant, session_id: str, *, max_content_bytes: int, scratchpad_limit: int):
+        self._db = backend
+        self._max_bytes = max_content_bytes
+        self._scratchpad_limit = scratchpad_limit
         self.tenant = tenant
         self.session_id = session_id
 
@@ -61,7 +60,7 @@ class SessionMemory:
     def set(self, key: str, value: Any, ttl: float | timedelta | None = None) -> None:
         """Store ``value`` (anything JSON can hold) under ``key``, optionally expiring after ``ttl`` seconds."""
         check_name(key, "key")
-        text = check_json(value, "value", limit=self._store.max_content_bytes)
+        text = check_json(value, "value", limit=self._max_bytes)
         now = utcnow()
         expires = check_ttl(ttl, now)
         with self._db.write() as conn:
@@ -149,7 +148,7 @@ class SessionMemory:
         status: str = "in_progress",
         data: dict[str, Any] | None = None,
     ) -> TaskState:
-        check_text(task, "task", limit=self._store.max_content_bytes)
+        check_text(task, "task", limit=self._max_bytes)
         _check_data(data)
         state = _make_task_state(task, current_step, total_steps, None, status, data or {}, utcnow())
         self._save_task_state(state)
@@ -186,7 +185,7 @@ class SessionMemory:
         return state
 
     def _save_task_state(self, state: TaskState) -> None:
-        text = check_text(state.model_dump_json(), "task state", limit=self._store.max_content_bytes)
+        text = check_text(state.model_dump_json(), "task state", limit=self._max_bytes)
         with self._db.write() as conn:
             pk = self._write_pk(conn, state.updated_at)
             conn.execute(self.tenant.delete(task_t).where(task_t.c.session_pk == pk))
@@ -196,7 +195,7 @@ class SessionMemory:
 
     def append_scratchpad(self, content: str) -> ScratchpadEntry:
         """Add a timestamped note; past the store's ``scratchpad_limit`` the oldest notes are dropped."""
-        check_text(content, "content", limit=self._store.max_content_bytes)
+        check_text(content, "content", limit=self._max_bytes)
         now = utcnow()
         with self._db.write() as conn:
             pk = self._write_pk(conn, now)
@@ -204,7 +203,7 @@ class SessionMemory:
                 scratch_t.insert().values(self.tenant.stamp({"session_pk": pk, "created_at": now, "content": content}))
             ).inserted_primary_key[0]
             keep = select(scratch_t.c.pk).where(scratch_t.c.session_pk == pk).order_by(scratch_t.c.pk.desc())
-            keep = keep.limit(self._store.scratchpad_limit)
+            keep = keep.limit(self._scratchpad_limit)
             conn.execute(self.tenant.delete(scratch_t).where(scratch_t.c.session_pk == pk, scratch_t.c.pk.not_in(keep)))
         return ScratchpadEntry(id=entry_pk, created_at=now, content=content)
 
@@ -231,7 +230,7 @@ class SessionMemory:
 
     def create_checkpoint(self, description: str = "") -> str:
         """Snapshot key-value entries, task state and scratchpad; returns the checkpoint id."""
-        check_text(description, "description", limit=self._store.max_content_bytes)
+        check_text(description, "description", limit=self._max_bytes)
         now = utcnow()
         with self._db.write() as conn:
             pk = self._write_pk(conn, now)

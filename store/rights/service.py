@@ -1,34 +1,49 @@
-"""Export, import, forget and the audit log, as methods of :class:`~store.memory.MemoryStore`."""
+"""The data-rights service: export, import, forget (and the scrub that finishes it) and the audit log."""
 
 from __future__ import annotations
 
 import io
 import json
-import os
+import threading
 import time
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, Callable
 
-from . import audit, export, export_file, forget, import_writer, importer
-from .errors import InvalidInputError, MemlensError, StoreBusyError, UnknownSessionError
-from .models import AuditEntry, ForgetReceipt, ImportReport, PendingScrub
-from .schema import audit_t, episodes_t, sessions_t, tenants_t
-from .tenancy import UNSET, Tenant, all_tenants, require_tenant
-from .validation import check_flag, check_int, check_name, check_optional_datetime, utcnow
+from . import audit, export, export_file, forget, import_write as import_writer, import_check as importer
+from ..backend import Backend
+from ..errors import InvalidInputError, MemlensError, StoreBusyError, UnknownSessionError
+from ..recall.embeddings import Indexer
+from ..models import AuditEntry, ForgetReceipt, ImportReport, PendingScrub
+from ..schema import audit_t, episodes_t, sessions_t, tenants_t
+from ..tiers.registry import ERASE_ORDER, SECTION_OF, SECTIONS
+from ..tenancy import UNSET, Tenant, all_tenants, require_tenant
+from ..validation import check_flag, check_int, check_name, check_optional_datetime, utcnow
 
 
 # Seconds between two after-write checks for a pending scrub (one small read each).
 SCRUB_RETRY_INTERVAL = 1.0
 
 
-class GdprMixin:
-    """Mixed into MemoryStore; relies on its ``_db``, ``_tenant``, ``_indexer``, ``_scrub_lock``
-    (held by whoever scrubs) and ``_next_scrub_retry``."""
+class DataRights:
+    """Export, import, forget and audit over one backend. ``tenant_of(user_id)`` turns a caller's
+    ``user_id`` into a :class:`Tenant`; the indexer embeds imported records and its cache is
+    dropped after an erasure."""
+
+    def __init__(self, backend: Backend, indexer: Indexer, tenant_of: Callable[[Any], Tenant], *, max_content_bytes: int):
+        self._db = backend
+        self._indexer = indexer
+        self._tenant = tenant_of
+        self.max_content_bytes = max_content_bytes
+        self._scrub_lock = threading.Lock()  # held by whoever scrubs
+        self._next_scrub_retry = 0.0
+
+    @property
+    def read_only(self) -> bool:
+        return self._db.read_only
 
     def require_tenant(self, *, user_id: Any = UNSET, missing_ok: bool = False) -> bool:
-        """Whether the store holds this tenant. Unless ``missing_ok``, a tenant it does not hold
-        raises UnknownTenantError naming close matches (``Alice`` for ``alice``)."""
+        """Whether the store holds this tenant. Unless ``missing_ok``, a tenant it does not hold; see :meth:`store.memory.MemoryStore.require_tenant`."""
         tenant = self._tenant(user_id)
         with self._db.read() as conn:
             return require_tenant(conn, tenant, missing_ok=missing_ok)
@@ -37,17 +52,15 @@ class GdprMixin:
 
     def export(self, *, user_id: Any = UNSET, include_embeddings: bool = False, actor: str = "api",
                missing_ok: bool = False) -> dict[str, Any]:
-        """Everything the store holds for one tenant, grouped by section, with a manifest
-        (format version, counts and sha256 per section, when, from which store). A tenant the
-        store does not hold raises UnknownTenantError unless ``missing_ok``."""
+        """Everything the store holds for one tenant, grouped by section, with a manifest; see :meth:`store.memory.MemoryStore.export`."""
         buffer = io.StringIO()
         manifest = self.export_to(buffer, user_ids=[user_id], fmt="jsonl",
                                   include_embeddings=include_embeddings, actor=actor, missing_ok=missing_ok)
-        grouped: dict[str, Any] = {"manifest": manifest, **{s: [] for s in export.SECTIONS}}
+        grouped: dict[str, Any] = {"manifest": manifest, **{s: [] for s in SECTIONS}}
         for line in buffer.getvalue().splitlines():
             record = json.loads(line)
             if record["type"] != "manifest":
-                grouped[importer.SECTION_OF[record["type"]]].append(record)
+                grouped[SECTION_OF[record["type"]]].append(record)
         return grouped
 
     def export_to(
@@ -62,16 +75,7 @@ class GdprMixin:
         overwrite: bool = False,
         missing_ok: bool = False,
     ) -> dict[str, Any]:
-        """Stream an export of ``user_ids`` (None: every tenant) to a path or text stream.
-
-        ``fmt`` is ``"jsonl"`` (a record a line, the manifest last) or ``"json"`` (one
-        document). A tenant the store does not hold raises UnknownTenantError (naming close
-        matches) unless ``missing_ok``. A path is never the store itself or one of its side
-        files, and never an existing file unless ``overwrite``: the export goes to an owner-only
-        (0600) partial file that is renamed into place, so a failed or killed export leaves no
-        half file (see :mod:`store.export_file`). Each exported tenant gets an audit entry.
-        Returns the manifest.
-        """
+        """Stream an export of ``user_ids`` (None: every tenant) to a path or text stream; see :meth:`store.memory.MemoryStore.export_to`."""
         if fmt not in ("json", "jsonl"):
             raise InvalidInputError("fmt must be 'json' or 'jsonl'")
         if not isinstance(overwrite, bool) or not isinstance(missing_ok, bool):
@@ -86,12 +90,12 @@ class GdprMixin:
                     require_tenant(conn, tenant, missing_ok=missing_ok)
         at = utcnow()
         if isinstance(target, (str, Path)):
-            path = export_file.check_target(target, self._db.path, overwrite=overwrite)
+            path = export_file.check_target(target, self._db.files(), overwrite=overwrite)
             export_file.remove_leftover_exports(self._db)
             with export_file.writing(self._db, path, overwrite=overwrite) as sink:
-                manifest = export.write(self, tenants, sink, fmt=fmt, embeddings=include_embeddings, at=at, progress=progress)
+                manifest = export.write(self._db, tenants, sink, fmt=fmt, embeddings=include_embeddings, at=at, progress=progress)
         else:
-            manifest = export.write(self, tenants, target, fmt=fmt, embeddings=include_embeddings, at=at, progress=progress)
+            manifest = export.write(self._db, tenants, target, fmt=fmt, embeddings=include_embeddings, at=at, progress=progress)
         if not self.read_only:
             with self._db.write() as conn:
                 for tenant in tenants:
@@ -102,24 +106,14 @@ class GdprMixin:
     # --- import ------------------------------------------------------------------------------
 
     def import_(self, source: str | Path | dict[str, Any], *, actor: str = "api", as_user: Any = UNSET) -> ImportReport:
-        """Import an export (a path to JSON or JSONL, or the dict :meth:`export` returns).
-
-        Records may only belong to the tenants the manifest declares; ``as_user`` imports a
-        one-tenant export under another ``user_id`` (None: the anonymous bucket). Every record
-        meets the API's rules and the manifest's digests are checked before anything is
-        written; the import is one transaction. Records the tenant already holds are kept:
-        the same id is the same record, and blocks, keys and task states are replaced only by
-        a newer ``updated_at``, so importing a file twice is the same as once and an older
-        export never overwrites newer state. Vectors made with another model (or none) are
-        re-embedded with this store's model. Audit entries from the file are kept as imported
-        history (``origin="imported"``).
-        """
+        """Import an export (a path to JSON or JSONL, or the dict :meth:`export` returns); see :meth:`store.memory.MemoryStore.import_`."""
         actor = check_name(actor, "actor")
         checked = importer.validate(source, self.max_content_bytes, as_user=as_user)
-        vectors, reembedded = import_writer.vectors_needed(self, checked)
+        vectors, reembedded = import_writer.vectors_needed(self._db, self._indexer, checked)
         at = utcnow()
         with self._db.write() as conn:
-            outcomes = import_writer.apply(self, conn, checked, vectors, actor=actor, at=at, as_user=as_user is not UNSET)
+            outcomes = import_writer.apply(conn, self._db.path, self._indexer, checked, vectors, actor=actor, at=at,
+                                           as_user=as_user is not UNSET, max_bytes=self.max_content_bytes)
         return ImportReport(
             tenants=[t.user_id for t in dict.fromkeys(checked.targets.values())],
             counts=outcomes[import_writer.WRITTEN], unchanged=outcomes[import_writer.UNCHANGED],
@@ -138,16 +132,7 @@ class GdprMixin:
         actor: str = "api",
         missing_ok: bool = False,
     ) -> ForgetReceipt:
-        """Erase a tenant, one of its sessions, or what is older than ``before``, and everything
-        derived from it, down to the bytes on disk. Returns a receipt (counts, never content).
-
-        ``user_id`` is required (``None`` means the anonymous bucket). A tenant that holds
-        nothing raises :class:`~store.errors.UnknownTenantError` unless ``missing_ok``.
-        ``dry_run=True`` returns the same counts and changes nothing. Other tenants are not
-        touched. The erasure is one transaction: a crash leaves all of the scope or none of it;
-        if the bytes cannot be scrubbed at once, the receipt says why and the scrub is finished
-        later (next write, next open, or :meth:`scrub`).
-        """
+        """Erase a tenant, one of its sessions, or what is older than ``before``, and everything; see :meth:`store.memory.MemoryStore.forget`."""
         if user_id is UNSET:
             raise InvalidInputError("forget needs user_id: name the tenant to erase, or pass user_id=None for the anonymous bucket")
         tenant = self._tenant(user_id)
@@ -158,7 +143,7 @@ class GdprMixin:
         scope = forget.Scope(tenant, session_id, before)
         scope_record = {"session_id": session_id, "before": None if before is None else before.isoformat()}
         at = utcnow()
-        nothing = dict.fromkeys([*forget.ORDER, "vectors"], 0)
+        nothing = dict.fromkeys([*(tier.name for tier in ERASE_ORDER), "vectors"], 0)
         if dry_run:
             with self._db.read() as conn:
                 counts = nothing
@@ -185,9 +170,7 @@ class GdprMixin:
                              at=at, actor=actor, digest=digest, disk_scrubbed=scrubbed, scrub_pending_reason=reason)
 
     def scrub(self) -> bool:
-        """Make deleted content unrecoverable from the files: delete expired key-value entries,
-        rewrite the keyword indexes and truncate the WAL, then mark pending erasures as scrubbed.
-        Returns False if a reader still held an old snapshot; call again once it has finished."""
+        """Make deleted content unrecoverable from the files: delete expired key-value entries,; see :meth:`store.memory.MemoryStore.scrub`."""
         return self._scrub(budget=1.0, rewrite=True)[0]
 
     def pending_scrub(self) -> PendingScrub | None:
@@ -216,7 +199,7 @@ class GdprMixin:
             pending, erasures = forget.read_pending(conn), forget.erasure_count(conn)
         taken = [] if pending is None else pending["erasures"]
         if rewrite or (pending is not None and pending["indexes"]):
-            if not forget.rewrite_keyword_indexes(self._db.write):
+            if not self._db.rewrite_keyword_indexes():
                 return False, "agents wrote faster than the keyword indexes could be merged; the scrub stays pending"
         with self._db.write() as conn:
             forget.purge_expired_kv(conn, utcnow())
@@ -224,8 +207,7 @@ class GdprMixin:
             if now_pending is not None and now_pending["indexes"] and forget.erasure_count(conn) == erasures:
                 now_pending["indexes"] = False
                 forget.write_pending(conn, now_pending)
-        with self._db.raw() as raw:
-            done, reason = forget.truncate_wal(raw, budget)
+        done, reason = self._db.flush_erased_pages(budget)
         if done and taken:
             with self._db.write() as conn:
                 now_pending = forget.read_pending(conn)
@@ -235,7 +217,7 @@ class GdprMixin:
                 audit.mark_scrubbed(conn, taken, utcnow())
         return done, reason
 
-    def _finish_scrubs(self, *, budget: float) -> None:
+    def finish_scrubs(self, *, budget: float) -> None:
         """On open: run a pending scrub (and delete expired entries) if there is one. A store
         too busy to scrub now still opens; the work stays pending."""
         if self.read_only:
@@ -248,7 +230,7 @@ class GdprMixin:
             except StoreBusyError:
                 pass
 
-    def _after_write(self) -> None:
+    def after_write(self) -> None:
         """After each committed write, at most once a second: retry a pending scrub (any
         process's) with a single checkpoint attempt that never waits for the lock, so a scrub
         left pending by a reader finishes soon after the reader does. Only the WAL step: index
@@ -279,10 +261,7 @@ class GdprMixin:
     # --- audit -------------------------------------------------------------------------------
 
     def audit_log(self, *, user_id: Any = UNSET, all_tenants: bool = False, limit: int = 1000, origin: str | None = None) -> list[AuditEntry]:
-        """Audit entries, newest first: one tenant's, or with ``all_tenants=True`` the whole store's.
-
-        ``origin="local"`` keeps what happened in this store, ``origin="imported"`` the history
-        that arrived in import files; None gives both, each entry saying which it is."""
+        """Audit entries, newest first: one tenant's, or with ``all_tenants=True`` the whole store's; see :meth:`store.memory.MemoryStore.audit_log`."""
         check_flag(all_tenants, "all_tenants")
         check_int(limit, "limit", minimum=1)
         if origin not in (None, "local", "imported"):

@@ -6,12 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from sqlalchemy import Connection, select, text
+from sqlalchemy import Connection, select
 
-from .embedding import Embedder, LocalModelEmbedder
-from .errors import InvalidInputError, ModelMismatchError
-from .schema import meta_t, vectors_t
-from .tenancy import Tenant
+from ..backend import Backend, sql
+from ..embedding import Embedder, LocalModelEmbedder
+from ..errors import InvalidInputError, ModelMismatchError
+from ..schema import meta_t, vectors_t
+from ..tenancy import Tenant
 from .vectors import VectorCache
 
 EMBED_BATCH = 64
@@ -39,7 +40,7 @@ def recorded_model(conn: Connection) -> tuple[str | None, int | None]:
 
 def record_model(conn: Connection, embedder: Embedder) -> None:
     for key, value in (("embedding_model", embedder.name), ("embedding_dim", str(embedder.dim))):
-        conn.execute(text("INSERT OR REPLACE INTO memlens_meta (key, value) VALUES (:k, :v)"), {"k": key, "v": value})
+        sql(conn).upsert(conn, meta_t, {"key": key, "value": value}, ["key"], {"value": value})
 
 
 def check_model(conn: Connection, embedder: Embedder | None, path: Path) -> None:
@@ -52,11 +53,14 @@ def check_model(conn: Connection, embedder: Embedder | None, path: Path) -> None
 
 
 class Indexer:
-    """The store's embedder plus its in-memory vector matrices."""
+    """The store's embedder plus its in-memory vector matrices, over one backend.
 
-    def __init__(self, embedder: Embedder | None, data_version: Callable[[], int] | None = None):
+    ``erasures(conn)`` reads the store's erasure counter; the cache drops everything when it moves."""
+
+    def __init__(self, embedder: Embedder | None, backend: Backend, erasures: Callable[[Connection], int]):
         self.embedder = embedder
-        self.cache = VectorCache(data_version)
+        self.backend = backend
+        self.cache = VectorCache(backend.data_version, erasures)
 
     @property
     def enabled(self) -> bool:
@@ -98,5 +102,19 @@ class Indexer:
             tenant.stamp({"kind": kind, "item_pk": pk, "content_hash": h, "vector": v})
             for pk, h, v in zip(pks, hashes, vectors)
         ]
-        if rows:
-            conn.execute(vectors_t.insert().prefix_with("OR REPLACE"), rows)
+        sql(conn).replace(conn, vectors_t, rows)
+
+    def prepare(self, tenant: Tenant, kind: str, texts: list[str], hashes: list[str]) -> list[bytes] | None:
+        """Embeddings for new rows, computed before the write transaction so it stays short."""
+        if not self.enabled or self.backend.read_only:
+            return None
+        with self.backend.read() as conn:
+            return self.vectors_for(conn, tenant, kind, texts, hashes)
+
+    def save(self, conn: Connection, tenant: Tenant, kind: str, pks, hashes, vectors) -> None:
+        """Store what :meth:`prepare` made, inside the caller's write transaction."""
+        if vectors is None:
+            return
+        if recorded_model(conn)[0] is None:
+            record_model(conn, self.embedder)
+        self.insert(conn, tenant, kind, pks, hashes, vectors)

@@ -20,7 +20,7 @@ from urllib.parse import quote
 from sqlalchemy import Connection, Engine, create_engine, event, exc
 from sqlalchemy.engine import make_url
 
-from .errors import (
+from ...errors import (
     DamagedStoreError,
     ForeignDatabaseError,
     MemlensError,
@@ -32,6 +32,8 @@ from .errors import (
     StoreOpenError,
 )
 from . import schema_check
+from . import maintenance
+from .keyword import SqliteKeywordIndex
 from .migrations import APPLICATION_ID, CURRENT_VERSION, migrate, read_version
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -193,10 +195,13 @@ def _harden(conn: sqlite3.Connection, cur: sqlite3.Cursor) -> None:
 
 
 class Database:
-    """An engine plus the discipline around it: pragmas, migrations, typed errors."""
+    """An engine plus the discipline around it: pragmas, migrations, typed errors. The SQLite
+    :class:`store.backend.interface.Backend`."""
 
     # Called after every committed write transaction (the store retries pending scrubs there).
     after_write: Callable[[], None] | None = None
+    schema_version = CURRENT_VERSION
+    keyword = SqliteKeywordIndex()
 
     def __init__(self, path: str | Path, *, read_only: bool = False, create: bool = True):
         self.path = resolve_path(path)
@@ -345,6 +350,17 @@ class Database:
                 uri = sqlite_uri(self.path, read_only=True, immutable=self.immutable)
                 self._watch = sqlite3.connect(uri, uri=True, check_same_thread=False)
             return self._watch.execute("PRAGMA data_version").fetchone()[0]
+
+    def files(self) -> list[Path]:
+        """The database file and the side files that can hold its pages."""
+        return [self.path, *side_files(self.path)]
+
+    def rewrite_keyword_indexes(self, max_steps: int = 100_000) -> bool:
+        return maintenance.rewrite_keyword_indexes(self.write, max_steps)
+
+    def flush_erased_pages(self, budget: float) -> tuple[bool, str | None]:
+        with self.raw() as raw:
+            return maintenance.truncate_wal(raw, budget)
 
     def close(self) -> None:
         with self._watch_lock:

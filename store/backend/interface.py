@@ -1,0 +1,117 @@
+"""What the store needs from a database engine, and nothing it does not.
+
+Services (recall, data rights, the tiers) talk to a :class:`Backend` and to the :class:`Sql`
+of a connection's dialect; only ``store/backend/<engine>/`` knows which engine it is. The
+SQLite backend lives in :mod:`store.backend.sqlite`. Each method is written so a PostgreSQL
+backend can implement it too: a generated ``tsvector`` column with GIN for the keyword index,
+LISTEN/NOTIFY for change detection, and ``DELETE`` then ``VACUUM (FULL)`` / ``CHECKPOINT`` /
+``pg_switch_wal()`` for erasure that leaves the data directory.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable, Protocol, Sequence
+
+from sqlalchemy import Column, ColumnElement, Connection, Table
+
+from ..tenancy import Tenant
+
+# (row key, score, matched terms), best first: what a keyword list holds.
+KeywordHit = tuple[int, float, list[str]]
+
+
+class KeywordIndex(Protocol):
+    """Full-text search over episodes and facts, always inside one tenant. Scores are "higher is
+    better" (SQLite's BM25 is negated here); a query's syntax is never the user's to write."""
+
+    def expression(self, conn: Connection, tenant: Tenant, terms: list[str], *, min_prefix: int | None, cut_common: bool) -> str | None:
+        """The engine's query for a query's words (any of them; the last one as a prefix when it
+        is at least ``min_prefix`` letters long), or None when there are none. ``cut_common``
+        leaves out words so common in the tenant's episodes that ranking them costs more than
+        they tell. Nothing the user typed becomes query syntax."""
+
+    def episodes(self, conn: Connection, tenant: Tenant, expression: str, limit: int, session_id: str | None,
+                 since: datetime | None, until: datetime | None) -> list[KeywordHit]:
+        """The tenant's best ``limit`` episodes for ``expression`` (matched terms left empty)."""
+
+    def episode_highlights(self, conn: Connection, tenant: Tenant, expression: str, pks: list[int]) -> dict[int, list[str]]:
+        """The terms ``expression`` matched in each of these episodes (only these: marking is costly)."""
+
+    def facts(self, conn: Connection, tenant: Tenant, expression: str, limit: int, allowed: set[int] | None) -> list[KeywordHit]:
+        """The tenant's best ``limit`` facts for ``expression``, among ``allowed`` row keys if given."""
+
+    def phrase_episodes(self, conn: Connection, tenant: Tenant, phrases: list[tuple[str, ...]], limit: int,
+                        session_id: str | None, since: datetime | None, until: datetime | None) -> list[int]:
+        """Row keys of the tenant's newest ``limit`` episodes holding any of ``phrases`` (words in
+        that order, as an identifier's pieces run), newest first; unranked."""
+
+
+class Backend(Protocol):
+    """One open store: its connections and transactions, schema, change detection, keyword
+    index and the maintenance that makes erased bytes leave the storage."""
+
+    path: Path
+    """Where the store lives (a file for SQLite); export manifests and messages name it."""
+    read_only: bool
+    schema_version: int
+    """The schema version this memlens writes (the backend's migrations brought the store to it)."""
+    keyword: KeywordIndex
+    after_write: Callable[[], None] | None
+    """Called after every committed write transaction (the store retries pending scrubs there)."""
+
+    def read(self) -> AbstractContextManager[Connection]:
+        """A read transaction: one consistent snapshot for everything read inside."""
+
+    def write(self) -> AbstractContextManager[Connection]:
+        """A write transaction that serialises with other writers from its start (so two writers
+        never both read, then both write), commits on success and rolls back on any error.
+        Raises a typed error from :mod:`store.errors`, never a driver's."""
+
+    def data_version(self) -> int:
+        """A number that changes whenever anyone, in any process, commits (SQLite: PRAGMA
+        data_version; PostgreSQL: a counter moved by LISTEN/NOTIFY)."""
+
+    def files(self) -> list[Path]:
+        """Every file that holds the store's pages (its size in stats; never an export target)."""
+
+    def rewrite_keyword_indexes(self, max_steps: int = 100_000) -> bool:
+        """Rewrite the keyword indexes so erased terms leave them (FTS5 segment merge; GIN
+        REINDEX), in short write transactions. False if concurrent writes kept it from finishing."""
+
+    def flush_erased_pages(self, budget: float) -> tuple[bool, str | None]:
+        """Push deleted rows' old page images out of logs and free space (SQLite: truncate the
+        WAL; PostgreSQL: VACUUM (FULL), CHECKPOINT, pg_switch_wal), waiting at most ``budget``
+        seconds for readers. Returns (done, why not)."""
+
+    def close(self) -> None:
+        """Release every connection."""
+
+
+class Sql(Protocol):
+    """Statements whose spelling differs between engines, for a connection's dialect."""
+
+    def upsert(self, conn: Connection, table: Table, values: dict[str, Any], keys: Sequence[str], update: dict[str, Any] | None) -> None:
+        """Insert ``values``; on a clash on ``keys`` set ``update`` (None: leave the row as it is)."""
+
+    def replace(self, conn: Connection, table: Table, rows: list[dict[str, Any]]) -> None:
+        """Insert ``rows``, replacing any row with the same primary key."""
+
+    def insert_keyed(self, conn: Connection, table: Table, rows: list[dict[str, Any]]) -> list[int]:
+        """Insert rows that each have a unique ``id`` in one statement and return their integer
+        row keys in input order (inside the write transaction no one else inserts)."""
+
+    def row_version(self, table: Table) -> ColumnElement[int]:
+        """A column that changes whenever a row is replaced by a new one (SQLite: rowid)."""
+
+    def json_array_items(self, column: Column | ColumnElement, path: str | None = None, *, name: str) -> Any:
+        """A table-valued function over a JSON array (at ``path`` inside ``column``), with a
+        ``value`` column: for ``exists(select ... where value in ...)``."""
+
+    def json_field(self, value: ColumnElement, path: str) -> ColumnElement:
+        """The field at ``path`` ("$.a") of a JSON value."""
+
+    def json_set(self, column: Column, fields: dict[str, Any]) -> ColumnElement:
+        """``column``'s JSON object with ``fields`` ("$.a": value) set."""

@@ -1,0 +1,1 @@
+"""Recall: query parsing, keyword and vector search, fusion, and the recall service."""

@@ -1,0 +1,1 @@
+"""Data rights: export, import, forget (with its scrub of the files) and the audit log."""

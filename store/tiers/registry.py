@@ -1,0 +1,61 @@
+"""The one list of tiers: per tier its table, row key, export section and record type, vector
+kind, count field and CLI column label. Everything that walks the tiers (forget, export,
+import, the counts in overviews, the CLI) reads it here.
+
+Two public spellings differ from the internal ones and must stay as they are: the export
+format calls the scratchpad section ``scratchpad`` (counts and receipts say
+``scratchpad_entries``), and the CLI labels ``kv_entries`` "keys" and notes "notes". This table
+is where the two meet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import Column, Table
+
+from ..schema import audit_t, blocks_t, checkpoints_t, episodes_t, facts_t, kv_t, scratch_t, sessions_t, task_t
+
+
+@dataclass(frozen=True)
+class Tier:
+    name: str
+    """Its name in counts (``TierCounts``) and forget receipts."""
+    table: Table
+    key: Column
+    """The row key forget selects and deletes by."""
+    section: str
+    """Its section in export files and import reports."""
+    record_type: str
+    """The ``type`` of its records in export files."""
+    vector_kind: str | None = None
+    """The ``kind`` of its rows' vectors, if it has any."""
+    label: str | None = None
+    """Its column in the CLI's overview; None: not shown there (nor counted per tenant)."""
+
+
+# In export-section order: an export file lists its sections in this order.
+TIERS: tuple[Tier, ...] = (
+    Tier("blocks", blocks_t, blocks_t.c.pk, "blocks", "block", "block", "blocks"),
+    Tier("episodes", episodes_t, episodes_t.c.pk, "episodes", "episode", "episode", "episodes"),
+    Tier("facts", facts_t, facts_t.c.pk, "facts", "fact", "fact", "facts"),
+    Tier("sessions", sessions_t, sessions_t.c.pk, "sessions", "session", None, "sessions"),
+    Tier("kv_entries", kv_t, kv_t.c.pk, "kv_entries", "kv", None, "keys"),
+    Tier("task_states", task_t, task_t.c.session_pk, "task_states", "task_state"),
+    Tier("scratchpad_entries", scratch_t, scratch_t.c.pk, "scratchpad", "note", "scratchpad", "notes"),
+    Tier("checkpoints", checkpoints_t, checkpoints_t.c.pk, "checkpoints", "checkpoint", None, "checkpoints"),
+)
+# The audit log is exported (a section of its own) but is no tier: forget never erases it.
+AUDIT = Tier("audit", audit_t, audit_t.c.pk, "audit", "audit")
+
+BY_NAME = {tier.name: tier for tier in TIERS}
+# Children before parents, so cascades never hide a count; receipts list tiers in this order.
+ERASE_ORDER = tuple(BY_NAME[name] for name in (
+    "kv_entries", "task_states", "scratchpad_entries", "checkpoints", "facts", "episodes", "sessions", "blocks"))
+# What overviews count per tenant (TierCounts), in the order the CLI shows them.
+COUNTED = (*(tier for tier in TIERS if tier.label is not None), BY_NAME["task_states"])
+EXPORTED = (*TIERS, AUDIT)
+SECTIONS = [tier.section for tier in EXPORTED]
+SECTION_OF = {tier.record_type: tier.section for tier in EXPORTED}
+VECTOR_KINDS = {tier.name: tier.vector_kind for tier in TIERS if tier.vector_kind is not None}
+CLI_COLUMNS = tuple((tier.label, tier.name) for tier in TIERS if tier.label is not None)
