@@ -186,10 +186,16 @@ class StoreStats(_Model):
 
 
 class ScoreBreakdown(_Model):
-    """Why a memory came back: its place and score in each ranked list, and the fused score.
+    """Why a memory came back: its place and score in each ranked list, and the score it was ordered by.
 
-    ``vector`` is cosine similarity (-1..1); ``keyword`` is BM25 with higher meaning better;
-    ``fused`` is reciprocal rank fusion, the sum of 1/(60 + rank) over the lists it is in.
+    ``vector`` is cosine similarity (-1..1), in hybrid mode also for a memory outside the vector
+    list (``vector_rank`` None); ``keyword`` is BM25 with higher meaning better; ``fused`` is
+    reciprocal rank fusion, the sum of 1/(60 + rank) over the lists it is in. ``score`` is what
+    hits are ordered by, across tiers too: in hybrid mode ``3 if exact else 0`` + ``vector`` +
+    ``coverage ** 4``; in vector mode ``vector``; in keyword mode ``fused``. ``coverage`` (hybrid
+    only) is the share of the query's words the memory holds; ``exact`` (hybrid only) is the
+    identifier of the query (a ticket or order number, an e-mail address, a version, a URL) the
+    memory holds verbatim, which put it first.
     """
 
     vector: float | None = None
@@ -197,6 +203,9 @@ class ScoreBreakdown(_Model):
     fused: float = 0.0
     vector_rank: int | None = None
     keyword_rank: int | None = None
+    score: float = 0.0
+    coverage: float | None = None
+    exact: str | None = None
 
 
 RecallKind = Literal["episode", "fact", "block", "scratchpad"]

@@ -34,7 +34,7 @@ def test_hybrid_hits_carry_a_score_breakdown(memories):
     assert s.vector is not None and s.keyword is not None and s.vector_rank and s.keyword_rank
     assert s.fused == pytest.approx(1 / (60 + s.vector_rank) + 1 / (60 + s.keyword_rank))
     assert {"hotel", "lisbon"} <= set(top.matched_terms)
-    assert [h.scores.fused for h in hits] == sorted((h.scores.fused for h in hits), reverse=True)
+    assert [h.scores.score for h in hits] == sorted((h.scores.score for h in hits), reverse=True)
 
 
 def test_keyword_mode_uses_no_vectors(memories):

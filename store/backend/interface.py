@@ -43,6 +43,11 @@ class KeywordIndex(Protocol):
     def facts(self, conn: Connection, tenant: Tenant, expression: str, limit: int, allowed: set[int] | None) -> list[KeywordHit]:
         """The tenant's best ``limit`` facts for ``expression``, among ``allowed`` row keys if given."""
 
+    def phrase_episodes(self, conn: Connection, tenant: Tenant, phrases: list[tuple[str, ...]], limit: int,
+                        session_id: str | None, since: datetime | None, until: datetime | None) -> list[int]:
+        """Row keys of the tenant's newest ``limit`` episodes holding any of ``phrases`` (words in
+        that order, as an identifier's pieces run), newest first; unranked."""
+
 
 class Backend(Protocol):
     """One open store: its connections and transactions, schema, change detection, keyword

@@ -18,6 +18,7 @@ from ..tiers import blocks as block_tier
 from ..tiers import episodes as episode_tier
 from ..tiers import facts as fact_tier
 from .embeddings import Indexer
+from . import fusion
 from . import keyword as in_memory  # called through the module, so a test can watch it
 from .query import MIN_PREFIX, query_terms
 from .ranking import Ranked, fuse
@@ -39,6 +40,9 @@ class Recall:
         self.use_vectors = mode in ("hybrid", "vector") and indexer.enabled and bool(query.strip())
         self.use_keywords = mode in ("hybrid", "keyword")
         self.prefix = prefix
+        # The halves alone keep their own order; hybrid needs both (without an embedder it is keyword-only).
+        self.mode: Mode = "hybrid" if self.use_vectors and self.use_keywords else "vector" if self.use_vectors else "keyword"
+        self._matrices: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         # Encode the query in the background while the keyword side runs: onnxruntime and
         # the database both release the GIL, so the two overlap on two cores.
         self._query_vector = _ENCODER.submit(indexer.embedder.embed, [query]) if self.use_vectors else None
@@ -49,6 +53,10 @@ class Recall:
         typing = self.prefix and not self.query.endswith((" ", "\t"))
         return self.index.expression(self.conn, self.tenant, query_terms(self.query), min_prefix=MIN_PREFIX if typing else None,
                                      cut_common=self.use_keywords)
+
+    @cached_property
+    def fusion_query(self) -> fusion.Query:
+        return fusion.Query.of(self.query)
 
     @property
     def query_vector(self) -> np.ndarray:
@@ -64,6 +72,7 @@ class Recall:
             return None
         # The matrix is fetched here: the read transaction's connection stays on this thread.
         pks, matrix = self.indexer.cache.get(self.conn, self.tenant, kind, self.indexer.embedder.dim)
+        self._matrices[kind] = (pks, matrix)
 
         def scan() -> list[tuple[int, float]]:
             mask = None if allowed is None else np.isin(pks, allowed)
@@ -71,6 +80,26 @@ class Recall:
             return [(int(pks[i]), float(s)) for i, s in zip(best, scores)]
 
         return _ENCODER.submit(scan)
+
+    def fill_cosines(self, kind: str, candidates: list[Ranked]) -> None:
+        """The cosine of every candidate the vector list did not hold (keyword-only, exact), which
+        hybrid fusion scores them by; one dot product each. Row keys in a cached matrix ascend
+        (loaded in key order, appended above the maximum); a key not found keeps None."""
+        missing = [c for c in candidates if c.vector is None]
+        pks, matrix = self._matrices.get(kind, (None, None))
+        if not missing or pks is None or not len(pks):
+            return
+        want = np.fromiter((c.pk for c in missing), dtype=np.int64, count=len(missing))
+        at = np.minimum(np.searchsorted(pks, want), len(pks) - 1)
+        found = pks[at] == want
+        sims = matrix[at[found]] @ self.query_vector
+        for c, sim in zip((c for c, ok in zip(missing, found) if ok), sims):
+            c.vector = float(sim)
+
+    def hybrid_candidates(self, candidates: list[Ranked], extra: list[int]) -> list[Ranked]:
+        """The fused lists plus memories only the exact channel found."""
+        seen = {c.pk for c in candidates}
+        return candidates + [Ranked(pk=pk) for pk in dict.fromkeys(extra) if pk not in seen]
 
     # --- tiers ---------------------------------------------------------------------
 
@@ -89,14 +118,27 @@ class Recall:
         # Highlight the keyword side's best hits while the vector job finishes; afterwards only
         # a fused hit from deeper in the keyword list still needs marking.
         marked = self.index.episode_highlights(self.conn, self.tenant, self.expression, [pk for pk, _, _ in keyword[:limit]]) if keyword else {}
+        phrases = self.fusion_query.phrases if self.mode == "hybrid" else None
+        extra = self.index.phrase_episodes(self.conn, self.tenant, list(phrases), fusion.EXACT_CANDIDATES, session_id, since, until) if phrases else []
         vector = vector_job.result() if vector_job is not None else []
-        ranked = fuse(vector, keyword)[:limit]
-        late = [c.pk for c in ranked if c.keyword_rank and c.pk not in marked]
-        if late:
+        candidates = fuse(vector, keyword)
+        rows, texts = {}, {}
+        if self.mode == "hybrid":
+            # Hybrid judges every candidate by its text (coverage, exact ids) and its cosine.
+            candidates = self.hybrid_candidates(candidates, extra)
+            # Text columns only: converting every column of ~100 rows (times above all) was most
+            # of what fusion added to a search (cProfile, 100k episodes).
+            e = episodes_t
+            stmt = self.tenant.select_keys(e, e.c.pk, [c.pk for c in candidates]).with_only_columns(e.c.pk, e.c.input, e.c.output)
+            texts = {pk: episode_tier.embed_text(i, o) for pk, i, o in self.conn.execute(stmt)}
+            self.fill_cosines("episode", candidates)
+        ranked = fusion.order(candidates, texts, self.fusion_query, self.mode)[:limit]
+        late = [c.pk for c in ranked if (c.keyword_rank or c.exact) and c.pk not in marked]
+        if late and self.expression:
             marked.update(self.index.episode_highlights(self.conn, self.tenant, self.expression, late))
         for c in ranked:
             c.matched = marked.get(c.pk, [])
-        rows = {r.pk: r for r in self.conn.execute(self.tenant.select_keys(episodes_t, episodes_t.c.pk, [c.pk for c in ranked]))}
+        rows.update(self._episode_rows([c.pk for c in ranked if c.pk not in rows]))
         hits = []
         for c in ranked:
             episode = episode_tier.to_model(rows[c.pk])
@@ -109,6 +151,11 @@ class Recall:
             )
         return hits
 
+    def _episode_rows(self, pks: list[int]) -> dict:
+        if not pks:
+            return {}
+        return {r.pk: r for r in self.conn.execute(self.tenant.select_keys(episodes_t, episodes_t.c.pk, pks))}
+
     def facts(self, limit: int, valid_at: datetime | None) -> list[RecallHit]:
         depth = candidate_depth(limit)
         stmt = self.tenant.select(facts_t)
@@ -119,8 +166,13 @@ class Recall:
         keyword = []
         if self.use_keywords and self.expression:
             keyword = self.index.facts(self.conn, self.tenant, self.expression, depth, set(rows))
+        candidates = fuse(vector, keyword)
+        texts = {}
+        if self.mode == "hybrid":
+            texts = {pk: fact_tier.fact_text(r.subject, r.predicate, r.object) for pk, r in rows.items()}
+            candidates = self._small_candidates("fact", candidates, texts)
         hits = []
-        for c in fuse(vector, keyword)[:limit]:
+        for c in fusion.order(candidates, texts, self.fusion_query, self.mode)[:limit]:
             fact = fact_tier.to_model(rows[c.pk])
             hits.append(
                 RecallHit(kind="fact", id=fact.id, text=fact_tier.fact_text(fact.subject, fact.predicate, fact.object), occurred_at=fact.valid_from, fact=fact,
@@ -180,9 +232,20 @@ class Recall:
             # As deep as the vector list and the episodes' keyword list: fusing every match of a
             # common word cost more than ranking them.
             keyword = keyword[: candidate_depth(limit)]
-            return fuse(vector.result() if vector is not None else [], keyword)[:limit]
+            candidates = fuse(vector.result() if vector is not None else [], keyword)
+            if self.mode == "hybrid":
+                candidates = self._small_candidates(kind, candidates, documents)
+            return fusion.order(candidates, documents, self.fusion_query, self.mode)[:limit]
 
         return rank
+
+    def _small_candidates(self, kind: str, candidates: list[Ranked], texts: dict[int, str]) -> list[Ranked]:
+        """Hybrid candidates of a tier held in memory whole: every text can be checked for an exact id."""
+        query = self.fusion_query
+        extra = [pk for pk, text in texts.items() if query.exact(text)] if query.pattern is not None else []
+        candidates = self.hybrid_candidates(candidates, extra)
+        self.fill_cosines(kind, candidates)
+        return candidates
 
 
 def small_corpus(conn: Connection, tenant: Tenant, kind: str) -> dict[int, str]:
@@ -197,13 +260,15 @@ def block_text(row) -> str:
 
 
 def _scores(c: Ranked) -> ScoreBreakdown:
-    return ScoreBreakdown(vector=c.vector, keyword=c.keyword, fused=c.fused, vector_rank=c.vector_rank, keyword_rank=c.keyword_rank)
+    return ScoreBreakdown(vector=c.vector, keyword=c.keyword, fused=c.fused, vector_rank=c.vector_rank, keyword_rank=c.keyword_rank,
+                          score=c.score, coverage=c.coverage, exact=c.exact)
 
 
 def merge(hit_lists: list[list[RecallHit]], limit: int) -> list[RecallHit]:
-    """Results of several tiers, best fused score first."""
+    """Results of several tiers, best score first: in hybrid and vector modes the score is
+    comparable across tiers (see :mod:`store.recall.fusion`); keyword mode compares ranks."""
     merged = [hit for hits in hit_lists for hit in hits]
-    return sorted(merged, key=lambda h: -h.scores.fused)[:limit]
+    return sorted(merged, key=lambda h: -h.scores.score)[:limit]
 
 
 def recency(conn: Connection, tenant: Tenant, limit: int, session_id, since, until) -> list[RecallHit]:

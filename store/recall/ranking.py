@@ -18,6 +18,10 @@ class Ranked:
     keyword: float | None = None
     keyword_rank: int | None = None
     matched: list[str] = field(default_factory=list)
+    # Set by fusion.order: what the hits are ordered by, and the hybrid channels behind it.
+    score: float = 0.0
+    coverage: float | None = None
+    exact: str | None = None
 
     @property
     def fused(self) -> float:

@@ -134,6 +134,19 @@ def keyword_episodes(
     return [(pk, -score, []) for pk, score in conn.execute(stmt)]
 
 
+def phrase_episodes(conn: Connection, tenant: Tenant, phrases: list[tuple[str, ...]], limit: int,
+                    session_id: str | None, since: datetime | None, until: datetime | None) -> list[int]:
+    # Quoted, so a phrase is its words in sequence and nothing in them is FTS5 syntax.
+    expression = " OR ".join('"' + " ".join(words).replace('"', '""') + '"' for words in phrases if words)
+    if not expression:
+        return []
+    e = episodes_t
+    fts, match, _, _ = _fts("episodes_fts", expression, 2)
+    stmt = tenant.select(e, e.c.pk).select_from(fts.join(e, e.c.pk == fts.c.rowid)).where(match)
+    stmt = filtered(stmt, session_id=session_id, since=since, until=until)
+    return list(conn.execute(stmt.order_by(fts.c.rowid.desc()).limit(limit)).scalars())
+
+
 def episode_highlights(conn: Connection, tenant: Tenant, expression: str, pks: list[int]) -> dict[int, list[str]]:
     """Matched terms of the chosen hits only: highlight() re-tokenises each document it marks."""
     if not pks:
@@ -170,3 +183,6 @@ class SqliteKeywordIndex:
 
     def facts(self, conn, tenant, expression, limit, allowed):
         return keyword_facts(conn, tenant, expression, limit, allowed)
+
+    def phrase_episodes(self, conn, tenant, phrases, limit, session_id, since, until):
+        return phrase_episodes(conn, tenant, phrases, limit, session_id, since, until)
