@@ -1,6 +1,8 @@
-"""A realistic demo store: three users and the anonymous bucket, every tier filled.
+"""Demo stores: three users and the anonymous bucket, every tier filled.
 
-Deterministic for a given ``now``, so screenshots and snapshot tests are stable.
+``size="full"`` (what `memlens demo` builds) has a few hundred episodes per user over weeks;
+``size="compact"`` (37 episodes) is what the inspector's tests and snapshot baselines are built
+on. Both are deterministic for a given ``now``, so screenshots and snapshot tests are stable.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from typing import Any
 from sqlalchemy import insert
 
 from .backend.sqlite.database import SQLITE_HEADER, sqlite_uri, wal_is_absent
-from .demo_data import compact
-from .errors import OutputExistsError, OutputPathError
+from .demo_data import compact, full
+from .errors import InvalidInputError, OutputExistsError, OutputPathError
 from .memory import MemoryStore
 from .schema import meta_t
 
@@ -52,9 +54,16 @@ def check_demo_target(path: str | Path, *, force: bool = False) -> None:
             raise OutputExistsError(f"{path} exists and is not a memlens demo store; nothing was changed (--force replaces it)")
 
 
-def build_demo_store(path: str | Path, *, now: datetime = DEMO_NOW, force: bool = False, **open_options: Any) -> MemoryStore:
-    """Create a fresh demo store at ``path`` and return it open. A demo store already there is
-    replaced; any other file only with ``force=True`` (else OutputExistsError, nothing changed)."""
+DEMO_SIZES = {"full": full.fill, "compact": compact.fill}
+
+
+def build_demo_store(path: str | Path, *, size: str = "full", now: datetime = DEMO_NOW, force: bool = False,
+                     **open_options: Any) -> MemoryStore:
+    """Create a fresh demo store of ``size`` ("full" or "compact") at ``path`` and return it open.
+    A demo store already there is replaced; any other file only with ``force=True`` (else
+    OutputExistsError, nothing changed)."""
+    if size not in DEMO_SIZES:
+        raise InvalidInputError(f"size must be one of {', '.join(DEMO_SIZES)}, not {size!r}")
     path = Path(path)
     check_demo_target(path, force=force)
     for suffix in ("", "-wal", "-shm", "-journal"):
@@ -62,5 +71,5 @@ def build_demo_store(path: str | Path, *, now: datetime = DEMO_NOW, force: bool 
     store = MemoryStore.open(path, **open_options)
     with store._db.write() as conn:
         conn.execute(insert(meta_t).values(key=DEMO_MARK, value=now.isoformat()))
-    compact.fill(store, now)
+    DEMO_SIZES[size](store, now)
     return store
