@@ -23,7 +23,7 @@ FLOOR = """
 import random
 from store.demo import DEMO_NOW
 from store.demo_data import full
-from store.indexing import make_embedder
+from store.recall.embeddings import make_embedder
 from store.tiers import episodes, facts
 rng = random.Random(full.SEED)
 texts = []
@@ -38,7 +38,9 @@ make_embedder("default").embed(list(dict.fromkeys(texts)))
 def timed(command: list[str]) -> float:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     start = time.perf_counter()
-    subprocess.run(command, check=True, env=env, capture_output=True)
+    result = subprocess.run(command, env=env, capture_output=True, text=True)
+    if result.returncode:
+        sys.exit(f"failed: {result.stderr.strip().splitlines()[-1]}")
     return time.perf_counter() - start
 
 
@@ -50,8 +52,10 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         demo = [sys.executable, "-m", "inspector.cli", "demo", "--db", str(Path(tmp) / "demo.db"), "--no-open"]
-        floor = [timed([sys.executable, "-c", FLOOR]) for _ in range(runs)]
-        built = [timed(demo) for _ in range(runs)]
+        floor, built = [], []
+        for _ in range(runs):  # interleaved, so a change in the machine's load hits both alike
+            floor.append(timed([sys.executable, "-c", FLOOR]))
+            built.append(timed(demo))
     base = statistics.median(floor)
     rows.append(("load the model, embed the demo's texts (baseline)", floor))
     rows.append(("`memlens demo --no-open`, full demo", built))
