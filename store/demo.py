@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import insert
 
+from .backend import open_backend
 from .backend.sqlite.database import SQLITE_HEADER, sqlite_uri, wal_is_absent
 from .demo_data import compact, full
 from .errors import InvalidInputError, OutputExistsError, OutputPathError
@@ -68,8 +69,14 @@ def build_demo_store(path: str | Path, *, size: str = "full", now: datetime = DE
     check_demo_target(path, force=force)
     for suffix in ("", "-wal", "-shm", "-journal"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
+    # The mark goes in first, through the backend the store itself opens files with, so a build
+    # cut short still leaves a file `memlens demo` may replace without --force.
+    backend = open_backend(path, read_only=False, create=True)
+    try:
+        with backend.write() as conn:
+            conn.execute(insert(meta_t).values(key=DEMO_MARK, value=now.isoformat()))
+    finally:
+        backend.close()
     store = MemoryStore.open(path, **open_options)
-    with store._db.write() as conn:
-        conn.execute(insert(meta_t).values(key=DEMO_MARK, value=now.isoformat()))
     DEMO_SIZES[size](store, now)
     return store

@@ -39,6 +39,7 @@ def run(*args):
     return subprocess.run([sys.executable, "-m", "inspector.cli", *args], capture_output=True, text=True)
 
 
+@pytest.mark.model  # `memlens demo` runs in a subprocess with the real model
 def test_the_worked_erasure_example(tmp_path):
     db, out, restored = tmp_path / "demo.db", tmp_path / "alice.jsonl", tmp_path / "restored.db"
     assert run("demo", "--db", str(db), "--no-open").returncode == 0
