@@ -50,8 +50,9 @@ def app_for(path, **options):
 
 
 def make_demo(path: Path, embedder=None) -> Path:
-    """The demo store; with the fast fake embedder unless told otherwise ("default": the real model)."""
-    build_demo_store(path, embedder=embedder or FakeEmbedder()).close()
+    """The compact demo store the snapshot baselines are built on; with the fast fake embedder
+    unless told otherwise ("default": the real model)."""
+    build_demo_store(path, size="compact", embedder=embedder or FakeEmbedder()).close()
     return path
 
 

@@ -39,13 +39,14 @@ def run(*args):
     return subprocess.run([sys.executable, "-m", "inspector.cli", *args], capture_output=True, text=True)
 
 
+@pytest.mark.model  # `memlens demo` runs in a subprocess with the real model
 def test_the_worked_erasure_example(tmp_path):
     db, out, restored = tmp_path / "demo.db", tmp_path / "alice.jsonl", tmp_path / "restored.db"
     assert run("demo", "--db", str(db), "--no-open").returncode == 0
     exported = run("export", "--db", str(db), "--user", "alice", "-o", str(out), "--actor", "dpo@example.com")
-    assert exported.returncode == 0 and "15 episodes" in exported.stdout and out.exists()
+    assert exported.returncode == 0 and "210 episodes" in exported.stdout and out.exists()
     dry = run("forget", "--db", str(db), "--user", "alice", "--dry-run")
-    assert "would erase" in dry.stdout and "episodes             15" in dry.stdout
+    assert "would erase" in dry.stdout and "episodes             210" in dry.stdout
     assert run("forget", "--db", str(db), "--user", "alice").returncode != 0  # neither --dry-run nor --yes
     erased = run("forget", "--db", str(db), "--user", "alice", "--yes", "--actor", "dpo@example.com")
     assert erased.returncode == 0 and "receipt digest" in erased.stdout
@@ -54,7 +55,7 @@ def test_the_worked_erasure_example(tmp_path):
     with MemoryStore.open(db, read_only=True, embedder=None, check_model=False) as s:
         assert "alice" not in [t.user_id for t in s.tenants()]
     imported = run("import", "--db", str(restored), "--create", str(out))
-    assert imported.returncode == 0 and "15 episodes" in imported.stdout
+    assert imported.returncode == 0 and "210 episodes" in imported.stdout
 
 
 def test_errors_are_one_line_not_a_traceback(tmp_path):

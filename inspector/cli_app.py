@@ -1,0 +1,25 @@
+"""The commands that show the inspector. The only CLI module that imports the UI, and only
+inside the function that runs it, so every other command starts without Textual."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+from pathlib import Path
+
+
+def run_inspector(path: Path) -> int:
+    from store.errors import StoreNotFoundError
+
+    from .app import make_app
+
+    if not path.exists():
+        raise StoreNotFoundError(f"{path} does not exist; nothing was created (`memlens demo` builds a demo store)")
+    # Raised from a handler, Stopped would land inside Textual's event loop; the TUI keeps the default.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    make_app(path).run()
+    return 0
+
+
+def cmd_open(args: argparse.Namespace) -> int:
+    return run_inspector(args.db)

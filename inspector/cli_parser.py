@@ -1,0 +1,107 @@
+"""The ``memlens`` command line: every sub-command, its flags and its help. Parsing only: the
+commands themselves are in :mod:`.cli_store` (no UI) and :mod:`.cli_app` (the inspector)."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import datetime, timezone
+from pathlib import Path
+
+DEFAULT_DEMO_PATH = Path("memlens-demo.db")
+
+
+class Parser(argparse.ArgumentParser):
+    """Usage errors as one line, like every other failure; ``commands`` names the sub-commands
+    (kept here as they are added, so nothing reads argparse's private state)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.commands: dict[str, argparse.ArgumentParser] = {}
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def aware(text: str) -> datetime:
+    """An ISO date or time for argparse; UTC unless it says otherwise."""
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO date or time such as 2026-01-31 or 2026-01-31T09:00+02:00 ({error})") from None
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
+def _tenant_options(parser: argparse.ArgumentParser, *, required: bool, every: str | None = None) -> None:
+    group = parser.add_mutually_exclusive_group(required=required)
+    group.add_argument("--user", help="the tenant (user_id)")
+    group.add_argument("--anonymous", action="store_true", help="the anonymous bucket instead of a named tenant")
+    if every:
+        group.add_argument("--all", action="store_true", help=every)
+
+
+def _actor(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--actor", default="cli", help="who asks, for the audit log (default: %(default)s)")
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="memlens", description="Look inside an AI agent's memory.")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def command(name: str, help: str) -> argparse.ArgumentParser:
+        sub = subparsers.add_parser(name, help=help)
+        parser.commands[name] = sub
+        return sub
+
+    opener = command("open", "open a store in the inspector (same as `memlens PATH`)")
+    opener.add_argument("db", type=Path, help="the store file")
+
+    demo = command("demo", "build a realistic demo store and open it in the inspector")
+    demo.add_argument("--db", type=Path, default=DEFAULT_DEMO_PATH, help="where to build it (default: %(default)s)")
+    demo.add_argument("--no-open", action="store_true", help="only build it and print a summary")
+    demo.add_argument("--force", action="store_true", help="replace the file at --db even if it is not a demo store")
+
+    stats = command("stats", "print the tenants of a store with their counts per tier")
+    stats.add_argument("db", type=Path, help="the store file")
+
+    export = command("export", "export a tenant (or every tenant) to JSON or JSONL")
+    export.add_argument("--db", type=Path, required=True, help="the store file")
+    _tenant_options(export, required=True, every="every tenant")
+    export.add_argument("-o", "--output", type=Path, required=True, help="file to write (.json: one document; otherwise JSONL)")
+    export.add_argument("--force", action="store_true", help="replace the output file if it exists (never the store itself)")
+    export.add_argument("--format", choices=["json", "jsonl"], help="override the format the file name implies")
+    export.add_argument("--embeddings", action="store_true", help="include the vectors")
+    _actor(export)
+
+    add_import_options(command("import", "import an export file (atomic; re-importing changes nothing)"))
+
+    forget = command("forget", "erase a tenant, a session, or what is older than a date")
+    forget.add_argument("--db", type=Path, required=True, help="the store file")
+    _tenant_options(forget, required=True)
+    forget.add_argument("--session", help="only this session")
+    forget.add_argument("--before", type=aware, help="only what is older than this ISO date (UTC unless it says otherwise)")
+    mode = forget.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="show the counts, erase nothing")
+    mode.add_argument("--yes", action="store_true", help="erase")
+    _actor(forget)
+
+    audit = command("audit", "show the audit log (every tenant unless --user/--anonymous)")
+    audit.add_argument("--db", type=Path, required=True, help="the store file")
+    _tenant_options(audit, required=False)
+
+    reembed = command("reembed", "re-embed every episode and fact with the current model")
+    reembed.add_argument("db", type=Path, help="the store file")
+    reembed.add_argument("--model", help="a local sentence-transformers model directory (default: the packaged all-MiniLM-L6-v2)")
+
+    scrub = command("scrub", "rewrite indexes and truncate the WAL so deleted content leaves the files")
+    scrub.add_argument("db", type=Path, help="the store file")
+    return parser
+
+
+def add_import_options(imp: argparse.ArgumentParser) -> None:
+    """`memlens import`'s flags; a new source format adds its flag here and its branch in
+    :func:`.cli_store.cmd_import`."""
+    imp.add_argument("--db", type=Path, required=True, help="the store file")
+    imp.add_argument("--create", action="store_true", help="create the store if it does not exist")
+    imp.add_argument("file", type=Path, help="a file written by `memlens export`")
+    _actor(imp)
+    imp.add_argument("--as-user", metavar="NAME", help="import a one-tenant export under this user id instead of its own")

@@ -1,0 +1,163 @@
+"""The store-only commands of ``memlens``: demo, stats, export, import, forget, audit, reembed,
+scrub. None imports Textual or the inspector's UI (a test checks it), and each imports only
+what it needs, so they start fast. ``demo`` hands over to :mod:`.cli_app` only to open the UI."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+class CommandLineError(Exception):
+    """A request the command line itself refuses; printed as one line, exit status 2."""
+
+
+def open_existing(path: Path, *, hint: str = " (check the path)", **options):
+    """Open an existing store; the command line never creates one by accident."""
+    from store import MemoryStore
+    from store.errors import StoreNotFoundError
+
+    try:
+        return MemoryStore.open(path, create=False, **options)
+    except StoreNotFoundError:
+        raise StoreNotFoundError(f"{path} does not exist; nothing was created{hint}") from None
+
+
+def _summary(store) -> None:
+    from .cli_stats import print_summary
+
+    print_summary(store)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from store.demo import build_demo_store, check_demo_target
+
+    check_demo_target(args.db, force=args.force)
+    print(f"building the demo store at {args.db} …", file=sys.stderr)
+    store = build_demo_store(args.db, force=args.force)
+    if args.no_open:
+        _summary(store)
+    store.close()
+    if args.no_open:
+        return 0
+    from .cli_app import run_inspector
+
+    return run_inspector(args.db)
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    with open_existing(args.db, read_only=True, embedder=None, check_model=False) as store:  # counts need no model
+        _summary(store)
+    return 0
+
+
+def _progress(label: str):
+    """A rich progress bar on stderr, fed with (done, total); a no-op when not a terminal."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    progress = Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                        transient=True, disable=not sys.stderr.isatty())
+    task = progress.add_task(label, total=None)
+
+    def update(done: int, total: int) -> None:
+        progress.update(task, completed=done, total=total)
+
+    return progress, update
+
+
+def _user(args: argparse.Namespace) -> str | None:
+    return None if args.anonymous else args.user
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    users = None if args.all else [_user(args)]
+    fmt = args.format or ("json" if args.output.suffix == ".json" else "jsonl")
+    with open_existing(args.db, embedder=None, check_model=False) as store:
+        progress, update = _progress("exporting")
+        with progress:
+            manifest = store.export_to(args.output, user_ids=users, fmt=fmt, include_embeddings=args.embeddings, actor=args.actor,
+                                       progress=update, overwrite=args.force)
+    counts = ", ".join(f"{v} {k}" for k, v in manifest["counts"].items() if v)
+    print(f"exported {counts or 'nothing'} to {args.output}")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from store import MemoryStore
+
+    if args.create:
+        opened = MemoryStore.open(args.db, check_model=False)
+    else:
+        opened = open_existing(args.db, hint=" (pass --create to import into a new store)", check_model=False)
+    with opened as store:
+        extra = {} if args.as_user is None else {"as_user": args.as_user}
+        report = store.import_(args.file, actor=args.actor, **extra)
+
+    def listed(counts: dict[str, int]) -> str:
+        return ", ".join(f"{v} {k}" for k, v in counts.items() if v)
+
+    into = ", ".join("(anonymous)" if t is None else t for t in report.tenants) or "no tenant"
+    print(f"imported {listed(report.counts) or 'nothing new'} from {args.file} into {into}"
+          + (f" (re-embedded {report.reembedded})" if report.reembedded else ""))
+    if any(report.kept_existing.values()):
+        print(f"kept what the store holds, newer or different, for {listed(report.kept_existing)}")
+    return 0
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    if not (args.dry_run or args.yes):
+        raise CommandLineError("forget erases for good; pass --dry-run to see what would go, or --yes to erase")
+    user = _user(args)
+    before = args.before
+    with open_existing(args.db, embedder=None, check_model=False) as store:
+        store.require_tenant(user_id=user)  # a typo must not get a receipt for erasing nothing
+        receipt = store.forget(user_id=user, session_id=args.session, before=before, dry_run=args.dry_run, actor=args.actor)
+    who = "(anonymous)" if user is None else user
+    verb = "would erase" if receipt.dry_run else "erased"
+    print(f"{verb} for {who}" + (f", session {args.session}" if args.session else "") + (f", before {before.isoformat()}" if before else "") + ":")
+    for tier, count in receipt.counts.items():
+        print(f"  {tier:<20} {count}")
+    if not receipt.dry_run:
+        print(f"receipt digest {receipt.digest}")
+        if not receipt.disk_scrubbed:
+            print(f"warning: rows erased, bytes not yet scrubbed from the files: {receipt.scrub_pending_reason}", file=sys.stderr)
+    return 0
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    with open_existing(args.db, read_only=True, embedder=None, check_model=False) as store:
+        if args.user is None and not args.anonymous:
+            entries = store.audit_log(all_tenants=True)
+        else:
+            entries = store.audit_log(user_id=_user(args))
+    for e in entries:
+        who = "(anonymous)" if e.user_id is None else e.user_id
+        total = sum(v for k, v in e.counts.items() if k != "vectors")
+        imported = "  (imported history, not done in this store)" if e.origin == "imported" else ""
+        print(f"{e.at.isoformat(timespec='seconds')}  {e.action:<7} {who:<20} by {e.actor:<20} {total:>7} records  {e.digest[:16]}{imported}")
+    return 0
+
+
+def cmd_reembed(args: argparse.Namespace) -> int:
+    with open_existing(args.db, embedder=args.model or "default", check_model=False) as store:
+        progress, update = _progress("re-embedding")
+        with progress:
+            count = store.reembed(progress=update)
+        print(f"re-embedded {count} items with {store.embedder.name}")
+    return 0
+
+
+def cmd_scrub(args: argparse.Namespace) -> int:
+    from .cli_stats import pending_line
+
+    with open_existing(args.db, embedder=None, check_model=False) as store:
+        done = store.scrub()
+        pending = store.pending_scrub()
+    if pending is not None:
+        print(pending_line(pending))
+    if not done:
+        print("a reader (in this or another process) still holds an old snapshot; run `memlens scrub` again once it has finished")
+    elif pending is None:
+        print("scrubbed: deleted content is gone from the files")
+    return 0 if done and pending is None else 1
