@@ -23,6 +23,7 @@ import shutil
 import sqlite3
 import tempfile
 from contextlib import closing
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ from ..errors import (
 )
 from ..memory import MemoryStore
 
-__all__ = ["import_loomflow_sqlite", "LoomflowImportReport", "TierCount"]
+__all__ = ["import_loomflow_sqlite", "read_loomflow_sqlite", "LoomflowSource", "LoomflowImportReport", "TierCount"]
 
 # loomflow 0.20's SqliteMemory and SqliteFactStore: table -> columns. The first two are what
 # makes a file a loomflow memory; the transcript table comes with 0.20, facts with_facts=True.
@@ -76,21 +77,42 @@ class LoomflowImportReport(BaseModel):
     reembedded: int
 
 
-def import_loomflow_sqlite(store: MemoryStore, path: str | Path, *, actor: str = "loomflow-import") -> LoomflowImportReport:
+@dataclass(frozen=True)
+class LoomflowSource:
+    """A loomflow database as read by :func:`read_loomflow_sqlite`: its records in memlens's
+    export shape, where each came from, and how many transcript messages they carry."""
+
+    path: Path
+    document: dict[str, Any]
+    where: list[str]
+    tool_transcript_messages: int
+
+
+def read_loomflow_sqlite(path: str | Path) -> LoomflowSource:
+    """Read a loomflow ``SqliteMemory`` database into memory, never changing it; a file that
+    is missing, not loomflow's, of a newer schema or written to meanwhile raises a typed error."""
+    source = Path(path)
+    document, where, messages = _read(source)
+    return LoomflowSource(source, document, where, messages)
+
+
+def import_loomflow_sqlite(store: MemoryStore, path: str | Path | LoomflowSource, *,
+                           actor: str = "loomflow-import") -> LoomflowImportReport:
     """Read the loomflow ``SqliteMemory`` database at ``path`` (never changing it) into ``store``:
     each loomflow user becomes the memlens tenant of that ``user_id`` (``None`` the anonymous
     bucket), with its episodes (tool transcripts included), working blocks and facts (superseded
     ones too), ids and times as loomflow recorded them. One transaction; a refusal raises a typed
-    error from :mod:`store.errors` and writes nothing."""
-    source = Path(path)
-    document, where, messages = _read(source)
-    expected = dict(document["manifest"]["counts"])
+    error from :mod:`store.errors` and writes nothing. ``path`` may be what
+    :func:`read_loomflow_sqlite` returned, to check the source before opening a store."""
+    source = path if isinstance(path, LoomflowSource) else read_loomflow_sqlite(path)
+    expected = dict(source.document["manifest"]["counts"])
     try:
-        report = store.import_(document, actor=actor, expect_counts=expected)
+        report = store.import_(source.document, actor=actor, expect_counts=expected)
     except ImportValidationError as exc:
-        raise ImportValidationError(f"{source}: {_located(str(exc), exc.field, where)}") from None
+        raise ImportValidationError(f"{source.path}: {_located(str(exc), exc.field, source.where)}") from None
     return LoomflowImportReport(
-        source=str(source), tenants=report.tenants, reembedded=report.reembedded, tool_transcript_messages=messages,
+        source=str(source.path), tenants=report.tenants, reembedded=report.reembedded,
+        tool_transcript_messages=source.tool_transcript_messages,
         tiers={s: TierCount(read=n, written=report.counts.get(s, 0), unchanged=report.unchanged.get(s, 0))
                for s, n in expected.items()},
     )
