@@ -231,3 +231,61 @@ async def test_a_source_written_to_during_the_read_is_refused(tmp_path, target, 
     with pytest.raises(SourceChangedError):
         import_loomflow_sqlite(target, source)
     assert dump(target.path) == before
+
+
+# --- the command: memlens import --from loomflow-sqlite -----------------------------------------
+
+
+def memlens(*args):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    command = [str(Path(sys.executable).parent / "memlens"), *map(str, args)]
+    return subprocess.run(command, capture_output=True, text=True, env=env, cwd=root)
+
+
+async def test_the_command_imports_blocks_into_a_new_store_and_leaves_the_source_alone(tmp_path):
+    source, db = tmp_path / "bot.db", tmp_path / "memlens.db"
+    mem = SqliteMemory(source, embedder=HashEmbedder(), with_facts=False)  # blocks only: no model loads
+    await mem.update_block("persona", "alice likes tea", user_id="alice")
+    await mem.update_block("persona", "someone", user_id=None)
+    stamp = fingerprint(source)
+    done = memlens("import", "--db", db, "--create", "--from", "loomflow-sqlite", source)
+    assert done.returncode == 0, done.stderr
+    assert "blocks    read       2   written       2" in done.stdout and "alice" in done.stdout
+    assert fingerprint(source) == stamp
+    with MemoryStore.open(db, embedder=None, check_model=False) as s:
+        assert s.get_block("persona", user_id="alice").content == "alice likes tea"
+
+
+@pytest.mark.parametrize("make", [lambda p: None, lambda p: p.write_text("not a database\n" * 100),
+                                  lambda p: _sqlite(p, "CREATE TABLE notes (x)")])
+def test_the_command_refuses_in_one_line_and_creates_nothing(tmp_path, make):
+    source, db = tmp_path / "bot.db", tmp_path / "memlens.db"
+    make(source)
+    failed = memlens("import", "--db", db, "--create", "--from", "loomflow-sqlite", source)
+    assert failed.returncode == 2 and failed.stdout == ""
+    assert failed.stderr.count("\n") == 1 and "Traceback" not in failed.stderr and str(source) in failed.stderr
+    assert not db.exists()
+
+
+def test_the_command_refuses_as_user_with_a_loomflow_source(tmp_path):
+    failed = memlens("import", "--db", tmp_path / "m.db", "--create", "--from", "loomflow-sqlite", "--as-user", "x", tmp_path / "b.db")
+    assert failed.returncode == 2 and "--as-user" in failed.stderr and not (tmp_path / "m.db").exists()
+
+
+@pytest.mark.model  # the command embeds the episodes with the real model
+async def test_the_command_imports_every_tier_with_the_real_model(tmp_path):
+    source, db = tmp_path / "bot.db", tmp_path / "memlens.db"
+    await write_loomflow(source)
+    stamp = fingerprint(source)
+    done = memlens("import", "--db", db, "--create", "--from", "loomflow-sqlite", source)
+    assert done.returncode == 0, done.stderr
+    assert "episodes  read      11   written      11" in done.stdout and "facts     read       4" in done.stdout
+    assert fingerprint(source) == stamp
+    with MemoryStore.open(db) as s:
+        assert s.recall("question 2 from bob", user_id="bob", limit=1)[0].id == "bob-ep2"
