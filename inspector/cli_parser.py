@@ -102,6 +102,8 @@ def add_import_options(imp: argparse.ArgumentParser) -> None:
     :func:`.cli_store.cmd_import`."""
     imp.add_argument("--db", type=Path, required=True, help="the store file")
     imp.add_argument("--create", action="store_true", help="create the store if it does not exist")
-    imp.add_argument("file", type=Path, help="a file written by `memlens export`")
+    imp.add_argument("file", type=Path, help="a file written by `memlens export` (or the database --from names)")
+    imp.add_argument("--from", dest="source", choices=["loomflow-sqlite"],
+                     help="read another library's memory instead: loomflow-sqlite is a loomflow SqliteMemory database (never changed)")
     _actor(imp)
     imp.add_argument("--as-user", metavar="NAME", help="import a one-tenant export under this user id instead of its own")

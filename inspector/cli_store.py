@@ -86,11 +86,20 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     from store import MemoryStore
 
+    if args.source is not None and args.as_user is not None:
+        raise CommandLineError("--as-user imports a memlens export; a loomflow database keeps each user as its own tenant")
+    source = None
+    if args.source is not None:  # read and checked before --create makes a store for nothing
+        from store.compat.loomflow_sqlite import read_loomflow_sqlite
+
+        source = read_loomflow_sqlite(args.file)
     if args.create:
         opened = MemoryStore.open(args.db, check_model=False)
     else:
         opened = open_existing(args.db, hint=" (pass --create to import into a new store)", check_model=False)
     with opened as store:
+        if source is not None:
+            return _import_loomflow(store, source, args)
         extra = {} if args.as_user is None else {"as_user": args.as_user}
         report = store.import_(args.file, actor=args.actor, **extra)
 
@@ -102,6 +111,18 @@ def cmd_import(args: argparse.Namespace) -> int:
           + (f" (re-embedded {report.reembedded})" if report.reembedded else ""))
     if any(report.kept_existing.values()):
         print(f"kept what the store holds, newer or different, for {listed(report.kept_existing)}")
+    return 0
+
+
+def _import_loomflow(store, source, args: argparse.Namespace) -> int:
+    from store.compat.loomflow_sqlite import import_loomflow_sqlite
+
+    report = import_loomflow_sqlite(store, source, actor=args.actor)
+    into = ", ".join("(anonymous)" if t is None else t for t in report.tenants) or "no tenant"
+    print(f"imported {args.file} (loomflow SqliteMemory) into {into}; the source was not changed")
+    for tier, count in report.tiers.items():
+        print(f"  {tier:<9} read {count.read:>7}   written {count.written:>7}   already held {count.unchanged:>7}")
+    print(f"  tool transcript messages {report.tool_transcript_messages}, re-embedded {report.reembedded}")
     return 0
 
 

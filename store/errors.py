@@ -152,3 +152,42 @@ class OutputPathError(MemlensError):
 class OutputExistsError(OutputPathError):
     """A file is already at the output path. memlens replaces an existing file only when told to
     (``--force`` on the command line, ``overwrite=True`` or ``force=True`` in the API)."""
+
+
+# --- databases other libraries wrote (memlens import --from ...) -----------------------
+
+
+class SourceError(MemlensError):
+    """A database another library wrote could not be imported; the source and the store are
+    both unchanged."""
+
+
+class SourceNotFoundError(SourceError):
+    """No file at the source path; check the path (nothing was created there)."""
+
+
+class UnrecognizedSourceError(SourceError):
+    """The source is not a database of the library named by ``--from`` (not SQLite at all,
+    damaged, or another application's tables); point it at the file that library writes."""
+
+
+class SourceSchemaTooNewError(SourceError):
+    """The source has tables or columns this memlens does not know (written by a newer version
+    of the library, or changed by hand); nothing was read from it. Upgrade memlens, or export
+    with the library's own tools."""
+
+
+class SourceChangedError(SourceError):
+    """The source changed while it was being read (its library was writing to it); nothing was
+    imported. Stop the agent that writes it, or try again."""
+
+
+class ImportMismatchError(InvalidInputError):
+    """After writing, the store would not hold every record read from the source (it already
+    holds a different record under one of the ids, or a newer block of that name); the write
+    was rolled back and nothing was imported. ``mismatches`` maps each section to (expected,
+    held)."""
+
+    def __init__(self, message: str, *, mismatches: dict[str, tuple[int, int]] | None = None):
+        super().__init__(message)
+        self.mismatches = dict(mismatches or {})

@@ -665,7 +665,8 @@ class MemoryStore:
         return self._rights.export_to(target, user_ids=user_ids, fmt=fmt, include_embeddings=include_embeddings, actor=actor,
                                       progress=progress, overwrite=overwrite, missing_ok=missing_ok)
 
-    def import_(self, source: str | Path | dict[str, Any], *, actor: str = "api", as_user: Any = UNSET) -> ImportReport:
+    def import_(self, source: str | Path | dict[str, Any], *, actor: str = "api", as_user: Any = UNSET,
+                expect_counts: Mapping[str, int] | None = None) -> ImportReport:
         """Import an export (a path to JSON or JSONL, or the dict :meth:`export` returns).
 
         Records may only belong to the tenants the manifest declares; ``as_user`` imports a
@@ -677,8 +678,14 @@ class MemoryStore:
         export never overwrites newer state. Vectors made with another model (or none) are
         re-embedded with this store's model. Audit entries from the file are kept as imported
         history (``origin="imported"``).
+
+        ``expect_counts`` (section to count, e.g. ``{"episodes": 120}``): that many of the
+        section's records must be held as the file has them once written (added now, or already
+        held unchanged); otherwise :class:`~store.errors.ImportMismatchError` is raised inside
+        the transaction and nothing is imported. Importers of other libraries' data use it to
+        verify that what they read is what the store holds.
         """
-        return self._rights.import_(source, actor=actor, as_user=as_user)
+        return self._rights.import_(source, actor=actor, as_user=as_user, expect_counts=expect_counts)
 
     def forget(
         self,

@@ -391,3 +391,54 @@ def test_a_reimport_that_changes_nothing_embeds_nothing_and_writes_only_its_audi
         assert sum(report.counts.values()) == 0 and sum(report.kept_existing.values()) == 0
     added = [line for line in dump(target_path) if line not in before]
     assert len(added) == 1 and "INSERT INTO \"audit_log\"" in added[0] and "'import'" in added[0]
+
+
+# --- tool transcripts meet remember()'s rule -----------------------------------------------------
+
+
+@pytest.mark.parametrize("transcript", ["not a list", [{"role": "user", "content": "hi"}],
+                                        [{"role": "tool", "content": "x", "bogus": 1}], [{"role": "tool", "content": 3}]])
+def test_a_malformed_tool_transcript_refuses_the_file(two, tmp_path, transcript):
+    # Kept, it would make session_messages fail for the whole session, where remember() refuses it.
+    records, manifest = lines_of(two, tmp_path / "a.jsonl")
+    first(records, "episode")["metadata"] = {"tool_transcript": transcript}
+    reseal(tmp_path / "a.jsonl", records, manifest)
+    target = MemoryStore.open(tmp_path / "t.db", embedder=FakeEmbedder())
+    before = dump(target.path)
+    with pytest.raises(ImportValidationError, match="tool_transcript"):
+        target.import_(tmp_path / "a.jsonl")
+    assert dump(target.path) == before
+
+
+# --- expect_counts: verified by counts, inside the transaction -----------------------------------
+
+
+def test_expect_counts_refuses_an_import_the_store_would_not_hold_as_given(two, tmp_path):
+    from store.errors import ImportMismatchError
+
+    records, manifest = lines_of(two, tmp_path / "a.jsonl")
+    target = MemoryStore.open(tmp_path / "t.db", embedder=FakeEmbedder())
+    target.remember("something else entirely", "ok", user_id="alice", id="e1")  # same id, other content
+    before = dump(target.path)
+    with pytest.raises(ImportMismatchError, match="episodes: 3 expected, 2 held") as caught:
+        target.import_(tmp_path / "a.jsonl", expect_counts={"episodes": 3, "facts": 1, "blocks": 1})
+    assert caught.value.mismatches == {"episodes": (3, 2)}
+    assert dump(target.path) == before  # the two other episodes, the fact and the block rolled back
+    # Without the expectation, import keeps the store's record as before.
+    assert target.import_(tmp_path / "a.jsonl").kept_existing["episodes"] == 1
+
+
+def test_expect_counts_accepts_a_reimport_and_refuses_nonsense(two, tmp_path):
+    from store.errors import InvalidInputError
+
+    records, manifest = lines_of(two, tmp_path / "a.jsonl")
+    target = MemoryStore.open(tmp_path / "t.db", embedder=FakeEmbedder())
+    expect = {"episodes": 3, "facts": 1, "blocks": 1}
+    assert target.import_(tmp_path / "a.jsonl", expect_counts=expect).counts["episodes"] == 3
+    again = target.import_(tmp_path / "a.jsonl", expect_counts=expect)
+    assert again.counts["episodes"] == 0 and again.unchanged["episodes"] == 3
+    before = dump(target.path)
+    for bad in ({"episode": 3}, {"episodes": -1}, {"episodes": True}, ["episodes"]):
+        with pytest.raises(InvalidInputError):
+            target.import_(tmp_path / "a.jsonl", expect_counts=bad)
+    assert dump(target.path) == before

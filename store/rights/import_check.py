@@ -23,6 +23,7 @@ from ..errors import ImportValidationError, InvalidInputError
 from ..tiers.registry import SECTION_OF, SECTIONS
 from .export import FORMAT, FORMAT_VERSION, Digests, canonical
 from ..models import TaskState
+from ..tiers.episodes import check_transcript
 from ..tiers.sessions import check_snapshot, check_task_state
 from ..tenancy import UNSET, Tenant
 from ..validation import MAX_JSON_DEPTH, check_int, check_json, check_name, check_text, check_vector, parse_time
@@ -124,6 +125,12 @@ class EpisodeRecord(_Record):
     def problem(self):
         if not self.input and not self.output:
             return "input", "an episode needs an input or an output"
+        if "tool_transcript" in self.metadata:
+            # session_messages replays it as messages: held to remember(tool_transcript=)'s rule.
+            try:
+                check_transcript(self.metadata["tool_transcript"])
+            except InvalidInputError as exc:
+                return "metadata.tool_transcript", str(exc)
 
 
 class FactRecord(_Record):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from sqlalchemy import Connection, func
 
@@ -26,7 +26,8 @@ from ..tenancy import Tenant
 from ..tiers.common import content_hash, ensure_session, ids_present, touch_tenant
 from ..tiers.episodes import embed_text
 from ..tiers.facts import fact_text
-from ..validation import check_json
+from ..errors import ImportMismatchError, InvalidInputError
+from ..validation import check_int, check_json
 
 WRITTEN, UNCHANGED, KEPT = "written", "unchanged", "kept_existing"
 
@@ -278,3 +279,32 @@ def apply(conn: Connection, store_path: Path, indexer: Indexer, checked: Checked
         audit.record(conn, tenant, action="import", actor=actor, scope=scope, counts=written, at=at)
     return writer.outcomes
 
+
+
+def check_expected(expect_counts: Any) -> dict[str, int] | None:
+    """``expect_counts`` as given to ``import_``: section names to counts, checked before any write."""
+    if expect_counts is None:
+        return None
+    if not isinstance(expect_counts, Mapping):
+        raise InvalidInputError("expect_counts must map section names (episodes, facts, blocks, ...) to counts")
+    for section, count in expect_counts.items():
+        if section not in SECTIONS:
+            raise InvalidInputError(f"expect_counts names {section!r}, which is not a section; sections are {', '.join(SECTIONS)}")
+        check_int(count, f"expect_counts[{section!r}]", minimum=0)
+    return dict(expect_counts)
+
+
+def require_held(outcomes: dict[str, dict[str, int]], expected: dict[str, int] | None) -> None:
+    """Each expected section's records are all held as the file has them (written now, or
+    already held unchanged); anything else raises, inside the caller's transaction."""
+    if expected is None:
+        return
+    held = {s: outcomes[WRITTEN][s] + outcomes[UNCHANGED][s] for s in expected}
+    short = {s: (n, held[s]) for s, n in expected.items() if held[s] != n}
+    if short:
+        detail = "; ".join(
+            f"{s}: {n} expected, {h} held as given"
+            + (f" ({outcomes[KEPT][s]} kept as the store has them, newer or different under the same id or name)" if outcomes[KEPT][s] else "")
+            for s, (n, h) in short.items()
+        )
+        raise ImportMismatchError(f"the import would not hold every record ({detail}); nothing was imported", mismatches=short)

@@ -8,7 +8,7 @@ import threading
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any, Callable
+from typing import IO, Any, Callable, Mapping
 
 from . import audit, export, export_file, forget, import_write as import_writer, import_check as importer
 from ..backend import Backend
@@ -105,15 +105,19 @@ class DataRights:
 
     # --- import ------------------------------------------------------------------------------
 
-    def import_(self, source: str | Path | dict[str, Any], *, actor: str = "api", as_user: Any = UNSET) -> ImportReport:
+    def import_(self, source: str | Path | dict[str, Any], *, actor: str = "api", as_user: Any = UNSET,
+                expect_counts: Mapping[str, int] | None = None) -> ImportReport:
         """Import an export (a path to JSON or JSONL, or the dict :meth:`export` returns); see :meth:`store.memory.MemoryStore.import_`."""
         actor = check_name(actor, "actor")
+        expected = import_writer.check_expected(expect_counts)
         checked = importer.validate(source, self.max_content_bytes, as_user=as_user)
         vectors, reembedded = import_writer.vectors_needed(self._db, self._indexer, checked)
         at = utcnow()
         with self._db.write() as conn:
             outcomes = import_writer.apply(conn, self._db.path, self._indexer, checked, vectors, actor=actor, at=at,
                                            as_user=as_user is not UNSET, max_bytes=self.max_content_bytes)
+            # Inside the transaction: a shortfall raises here and rolls every write back.
+            import_writer.require_held(outcomes, expected)
         return ImportReport(
             tenants=[t.user_id for t in dict.fromkeys(checked.targets.values())],
             counts=outcomes[import_writer.WRITTEN], unchanged=outcomes[import_writer.UNCHANGED],
