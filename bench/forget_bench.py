@@ -193,9 +193,14 @@ def _reader(path: str, ready, release) -> None:
 
 
 def _stats(samples, windows) -> dict:
-    inside = [(wait, error) for start, wait, error in samples if any(a <= start <= b for a, b in windows)]
+    # A write counts if it was under way at any moment of a window, not only if it began inside
+    # one: a write blocked across a short window is exactly what the window is about, and a
+    # window shorter than the agent's write interval may see no write begin at all.
+    inside = [(wait, error) for start, wait, error in samples if any(start <= b and start + wait >= a for a, b in windows)]
     waits = np.array([w for w, _ in inside]) * 1000
     errors = [e for _, e in inside if e]
+    if not len(waits):
+        return {"writes": 0, "p50": float("nan"), "p99": float("nan"), "max": float("nan"), "errors": errors}
     return {"writes": len(inside), "p50": np.percentile(waits, 50), "p99": np.percentile(waits, 99), "max": waits.max(), "errors": errors}
 
 
