@@ -3,6 +3,7 @@ another tenant's queries."""
 
 from __future__ import annotations
 
+import pgvector.sqlalchemy  # noqa: F401 - registers the vector type with SQLAlchemy's reflection
 from sqlalchemy import Engine, create_engine
 
 # A generic plan (a prepared statement's plan made without its parameter values) cannot prune
