@@ -67,6 +67,12 @@ def start() -> tuple[PgServer, object | None]:
         handle = pgserver.get_server(root / "data", cleanup_mode="delete")
         server = PgServer(admin_url=handle.get_uri(), data_dir=root / "data")
     with server.admin() as conn:
+        if handle is not None:
+            # What the README asks of a server where memlens promises erased bytes leave the
+            # data directory: recycled WAL segments keep their old records (measured: the
+            # erasure's rows were still in a recycled segment after the scrub).
+            conn.execute("ALTER SYSTEM SET wal_recycle = off")
+            conn.execute("SELECT pg_reload_conf()")
         conn.execute(f"DROP DATABASE IF EXISTS {TEMPLATE}")
         conn.execute(f"CREATE DATABASE {TEMPLATE}")
     import psycopg

@@ -14,7 +14,8 @@ So the sequence is: ``VACUUM (FULL)`` of each touched partition of the tenant (a
 only the live rows; its indexes rebuilt) -> clear and re-take the statistics of those
 partitions, and of a parent someone analysed -> ``VACUUM (FULL)`` of ``pg_statistic`` ->
 ``CHECKPOINT`` -> twice (``pg_switch_wal()``; ``CHECKPOINT``), so no WAL segment written before
-the erasure is kept. Each partition is one tenant's, so the rewrite locks no other tenant.
+the erasure is kept, which also needs ``wal_recycle = off`` (a recycled segment keeps its old
+records). Each partition is one tenant's, so the rewrite locks no other tenant.
 
 What no server-side step reaches: WAL archives, streaming replicas, base backups, logical
 decoding slots, and server logs that record statement text; the receipt says so.
@@ -33,6 +34,15 @@ from . import partitions
 OUT_OF_REACH = (
     "bytes already copied out of this server: WAL archives, streaming replicas, base backups, "
     "logical replication slots, and server logs that record statement text"
+)
+
+
+# Measured: with wal_recycle on (PostgreSQL's default), a segment that held the erased rows was
+# renamed for reuse and still held all of them after the whole sequence; with it off, old
+# segments are deleted and new ones zero-filled, and the scan found nothing.
+WAL_RECYCLED = (
+    "the server recycles WAL segments (wal_recycle = on), and a recycled segment keeps old records "
+    "until it is overwritten; an administrator can set wal_recycle = off (ALTER SYSTEM, then reload)"
 )
 
 
@@ -95,6 +105,7 @@ def scrub(engine: Engine, tenant: Tenant, parents: list[str]) -> ScrubResult:
             conn.exec_driver_sql("VACUUM (FULL) pg_catalog.pg_statistic")
             step = "CHECKPOINT (needs pg_checkpoint or superuser)"
             conn.exec_driver_sql("CHECKPOINT")
+            recycles = conn.exec_driver_sql("SHOW wal_recycle").scalar() == "on"
             for _ in range(2):
                 step = "pg_switch_wal() (needs EXECUTE on it or superuser)"
                 conn.exec_driver_sql("SELECT pg_switch_wal()")
@@ -104,4 +115,6 @@ def scrub(engine: Engine, tenant: Tenant, parents: list[str]) -> ScrubResult:
             if getattr(error.orig, "sqlstate", None) != "42501":  # insufficient_privilege
                 raise
             return ScrubResult(False, f"the database role may not run {step}; old bytes may remain until an administrator does", tuple(tables))
+    if recycles:
+        return ScrubResult(False, WAL_RECYCLED, tuple(tables))
     return ScrubResult(True, None, tuple(tables))
