@@ -132,6 +132,8 @@ def test_without_the_scrub_the_erased_bytes_stay(pg_server, planted):
 def test_scrubbing_one_tenant_does_not_make_another_tenant_wait(pg_server, pg_url):
     """The rewrite locks only the erased tenant's partitions. Bob's queries run as prepared
     statements, the case where a generic plan would lock every partition."""
+    if pg_server.data_dir is None:
+        pytest.skip("times a rewrite on the embedded server; a shared server's load would decide it")
     e = pg_engine.create(pg_url)
     with e.begin() as conn:
         ddl.migrate(conn, dim=DIM)
@@ -162,7 +164,9 @@ def test_scrubbing_one_tenant_does_not_make_another_tenant_wait(pg_server, pg_ur
     reader.start()
     time.sleep(0.2)
     started = time.perf_counter()
-    assert erasure.scrub(e, ALICE, ["episodes", "vectors"]).done
+    # Whether it may promise the bytes are gone depends on the server (wal_recycle); the
+    # rewrite of alice's partitions runs either way, and that is what must not stall bob.
+    assert partitions.names(ALICE)["episodes"] in erasure.scrub(e, ALICE, ["episodes", "vectors"]).rewritten
     scrub_seconds = time.perf_counter() - started
     stop.set()
     reader.join()
