@@ -16,7 +16,8 @@ Layout decisions (measured in the README's PostgreSQL section):
   outlive an erased tenant's partitions, and none of them holds memory content.
 - Times are microseconds and keys are 64-bit (``BIGINT``): 32-bit columns overflow on the
   first write. JSON stays ``TEXT``, byte for byte what the SQLite backend stores.
-- Keyword search is a generated ``tsvector`` column with a GIN index on episodes and facts,
+- Keyword search is a generated ``tsvector`` column with a GIN index on episodes and facts
+  (and the document's token count beside it, which BM25 needs and a tsvector does not keep),
   with a configuration that mirrors the SQLite FTS5 tokenizer (``porter unicode61
   remove_diacritics 2``): English stemming, no stop words, Latin diacritics folded. The
   ``unaccent`` extension is not available everywhere (not in the embedded test server), so
@@ -50,6 +51,10 @@ CREATE FUNCTION memlens_fold(t text) RETURNS text LANGUAGE sql IMMUTABLE STRICT 
 CREATE TEXT SEARCH DICTIONARY memlens_stem (TEMPLATE = snowball, Language = english);
 CREATE TEXT SEARCH CONFIGURATION memlens (COPY = english);
 ALTER TEXT SEARCH CONFIGURATION memlens ALTER MAPPING REPLACE english_stem WITH memlens_stem;
+CREATE FUNCTION memlens_document(t text) RETURNS tsvector LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    RETURN to_tsvector('memlens'::regconfig, memlens_fold(t));
+CREATE FUNCTION memlens_length(t text) RETURNS integer LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    RETURN (SELECT coalesce(sum(cardinality(positions)), 0)::integer FROM unnest(memlens_document(t)));
 CREATE TABLE memlens_meta (
     "key" VARCHAR NOT NULL,
     value TEXT NOT NULL,
@@ -93,8 +98,8 @@ CREATE TABLE episodes (
     metadata TEXT NOT NULL,
     content_hash VARCHAR NOT NULL,
     consolidated_at BIGINT,
-    search tsvector GENERATED ALWAYS AS
-        (to_tsvector('memlens'::regconfig, memlens_fold(input || ' ' || output))) STORED,
+    search tsvector GENERATED ALWAYS AS (memlens_document(input || ' ' || output)) STORED,
+    search_length INTEGER GENERATED ALWAYS AS (memlens_length(input || ' ' || output)) STORED,
     CONSTRAINT pk_episodes PRIMARY KEY (user_id, pk),
     CONSTRAINT uq_episodes_user_id_id UNIQUE (user_id, id)
 ) PARTITION BY LIST (user_id);
@@ -113,8 +118,8 @@ CREATE TABLE facts (
     valid_until BIGINT,
     recorded_at BIGINT NOT NULL,
     source_episode_ids TEXT NOT NULL,
-    search tsvector GENERATED ALWAYS AS
-        (to_tsvector('memlens'::regconfig, memlens_fold(subject || ' ' || predicate || ' ' || object))) STORED,
+    search tsvector GENERATED ALWAYS AS (memlens_document(subject || ' ' || predicate || ' ' || object)) STORED,
+    search_length INTEGER GENERATED ALWAYS AS (memlens_length(subject || ' ' || predicate || ' ' || object)) STORED,
     CONSTRAINT pk_facts PRIMARY KEY (user_id, pk),
     CONSTRAINT uq_facts_user_id_id UNIQUE (user_id, id)
 ) PARTITION BY LIST (user_id);
