@@ -23,6 +23,9 @@ Layout decisions (measured in the README's PostgreSQL section):
   ``unaccent`` extension is not available everywhere (not in the embedded test server), so
   folding is a ``translate()`` over Latin-1 and Latin Extended-A/B letters.
 - Vectors are pgvector ``vector(dim)``, dim fixed when the store is created.
+- Every table notifies channel ``memlens_changes`` once per writing statement, delivered to
+  listeners at commit and never for a rollback (identical notifications in one transaction are
+  sent once): the change detection that SQLite's ``data_version`` gives (:mod:`.changes`).
 """
 
 from __future__ import annotations
@@ -210,6 +213,36 @@ CREATE TABLE audit_log (
     CONSTRAINT pk_audit_log PRIMARY KEY (pk)
 );
 CREATE INDEX ix_audit_log_user_id ON audit_log (user_id);
+CREATE FUNCTION memlens_notify_change() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('memlens_changes', '');
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER memlens_meta_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON memlens_meta
+    FOR EACH STATEMENT EXECUTE FUNCTION memlens_notify_change();
+CREATE TRIGGER tenants_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON tenants
+    FOR EACH STATEMENT EXECUTE FUNCTION memlens_notify_change();
+CREATE TRIGGER sessions_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON sessions
+    FOR EACH STATEMENT EXECUTE FUNCTION memlens_notify_change();
+CREATE TRIGGER blocks_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON blocks
+    FOR EACH STATEMENT EXECUTE FUNCTION memlens_notify_change();
+CREATE TRIGGER episodes_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON episodes
+    FOR EACH STATEMENT EXECUTE FUNCTION memlens_notify_change();
+CREATE TRIGGER facts_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON facts
+    FOR EACH STATEMENT EXECUTE FUNCTION memlens_notify_change();
+CREATE TRIGGER kv_entries_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON kv_entries
+    FOR EACH STATEMENT EXECUTE FUNCTION memlens_notify_change();
+CREATE TRIGGER task_states_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON task_states
+    FOR EACH STATEMENT EXECUTE FUNCTION memlens_notify_change();
+CREATE TRIGGER scratchpad_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON scratchpad
+    FOR EACH STATEMENT EXECUTE FUNCTION memlens_notify_change();
+CREATE TRIGGER checkpoints_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON checkpoints
+    FOR EACH STATEMENT EXECUTE FUNCTION memlens_notify_change();
+CREATE TRIGGER vectors_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON vectors
+    FOR EACH STATEMENT EXECUTE FUNCTION memlens_notify_change();
+CREATE TRIGGER audit_log_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON audit_log
+    FOR EACH STATEMENT EXECUTE FUNCTION memlens_notify_change();
 """
 
 
