@@ -14,6 +14,7 @@ episodes are all deleted (a whole-tenant forget) and the other tenant reads in a
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import sys
 import tempfile
@@ -115,6 +116,7 @@ def main() -> None:
         run(server.get_uri(), args.tenants, args.per_tenant)
     finally:
         server.cleanup()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def run(uri: str, n_tenants: int, per_tenant: int) -> None:

@@ -140,14 +140,14 @@ def test_scrubbing_one_tenant_does_not_make_another_tenant_wait(pg_server, pg_ur
     for t in (ALICE, BOB):
         partitions.ensure(e, t)
     with e.begin() as conn:
-        for tenant, rows in ((ALICE, 20_000), (BOB, 500)):
+        for tenant, rows in ((ALICE, 8_000), (BOB, 500)):
             conn.execute(
                 text("INSERT INTO episodes (id, user_id, occurred_at, input, output, tool_calls, metadata, content_hash) "
                      "SELECT 'e' || g, :u, g, 'question ' || g || repeat(' padding', 40), 'answer', '[]', '{}', 'h' "
                      "FROM generate_series(1, :n) g"),
                 {"u": tenant.key, "n": rows},
             )
-        conn.execute(text("DELETE FROM episodes WHERE user_id = 'alice' AND occurred_at <= 10000"))
+        conn.execute(text("DELETE FROM episodes WHERE user_id = 'alice' AND occurred_at <= 4000"))
     waits, stop = [], threading.Event()
 
     def bob_reads():
