@@ -5,7 +5,7 @@ import pytest
 from sqlalchemy import text
 
 from store import MemoryStore
-from store import search as sqlite_keyword
+from store.backend.sqlite import keyword as sqlite_keyword
 from store.tenancy import Tenant
 
 pytest.importorskip("psycopg")
@@ -55,7 +55,7 @@ def test_scores_equal_fts5_bm25_on_the_same_episodes(pg, db_path, query):
     s = MemoryStore.open(db_path)
     s.remember_many([{"input": q, "output": a} for q, a in CORPUS], user_id="alice")
     with s._db.read() as conn:
-        expression = sqlite_keyword.fts_expression(" ".join(query), prefix_last=False)
+        expression = sqlite_keyword.fts_expression(query, min_prefix=None)
         pk_to_id = dict(conn.execute(text("SELECT pk, input || '|' || output FROM episodes")).all())
         expected = {pk_to_id[pk]: round(score, 9) for pk, score, _ in sqlite_keyword.keyword_episodes(conn, ALICE, expression, 10, None, None, None)}
     s.close()

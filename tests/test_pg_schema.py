@@ -81,9 +81,8 @@ def test_times_and_keys_hold_64_bit_values(backend, backend_url, quiet_isolation
         assert conn.execute(text("SELECT occurred_at FROM episodes")).scalar() == big
 
 
-@pytest.mark.xfail(strict=True, reason="store.schema declares times and keys Integer, which SQLAlchemy binds as "
-                   "::INTEGER on PostgreSQL; the architecture change (issue 10) declares them 64-bit")
 def test_the_store_tables_bind_64_bit_values_on_postgres(pg_url):
+    """The ORM tables the store builds its queries from, not only the DDL, hold 64-bit values."""
     e = migrated(pg_url, ALICE)
     with e.begin() as conn:
         conn.execute(sessions_t.insert().values(ALICE.stamp({"session_id": "s", "created_at": T0, "updated_at": T0})))
