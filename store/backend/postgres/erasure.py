@@ -76,6 +76,14 @@ def _clear_statistics(conn: Connection, table: str) -> None:
     )
 
 
+def _unmaintainable(conn: Connection, tables: list[str]) -> list[str]:
+    rows = conn.execute(
+        text("SELECT t FROM unnest(CAST(:t AS text[])) AS t WHERE NOT has_table_privilege(t, 'MAINTAIN')"),
+        {"t": tables},
+    )
+    return list(rows.scalars())
+
+
 def scrub(engine: Engine, tenant: Tenant, parents: list[str]) -> ScrubResult:
     """Rewrite ``tenant``'s partitions of ``parents`` (the tables an erasure deleted from) and
     push every pre-erasure byte out of the data directory. Run it after the erasure committed.
@@ -87,6 +95,13 @@ def scrub(engine: Engine, tenant: Tenant, parents: list[str]) -> ScrubResult:
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         present = set(partitions.attached_tables(conn, tenant))
         tables = [own[p] for p in parents if own[p] in present]
+        # VACUUM without the right to maintain a table does not fail: it warns and skips it. So
+        # the rights are checked first, or a scrub could report bytes gone that were never touched.
+        missing = _unmaintainable(conn, [*tables, "pg_catalog.pg_statistic"])
+        if missing:
+            reason = (f"the database role may not VACUUM {', '.join(missing)} (it needs the MAINTAIN privilege: "
+                      "pg_maintain or superuser for pg_statistic); old bytes may remain until an administrator runs the scrub")
+            return ScrubResult(False, reason, ())
         step = "VACUUM (FULL)"
         try:
             for table in tables:
