@@ -7,10 +7,12 @@ JSON columns hold text serialised by :func:`store.validation.check_json`.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 
 from sqlalchemy import BigInteger, ForeignKey, Index, Integer, LargeBinary, MetaData, String, Text, TypeDecorator, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import UserDefinedType
 
 NAMING = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -26,6 +28,39 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 # column declared exactly INTEGER PRIMARY KEY is the rowid alias, so SQLite keeps INTEGER (and the
 # frozen DDL stays what it was). The one engine name outside store/backend/: a type variant.
 Int64 = BigInteger().with_variant(Integer(), "sqlite")
+
+
+class _PgVector(UserDefinedType):
+    cache_ok = True
+
+    def get_col_spec(self, **kw) -> str:
+        return "vector"
+
+
+class PackedVector(TypeDecorator):
+    """An embedding as the store handles it: float32 bytes. Kept as a BLOB; on PostgreSQL as a
+    pgvector ``vector`` (so the server can rank by distance), converted at the boundary: pgvector's
+    text form is a JSON array of numbers."""
+
+    impl = LargeBinary
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect):
+        return dialect.type_descriptor(_PgVector() if dialect.name == "postgresql" else LargeBinary())
+
+    def process_bind_param(self, value, dialect):
+        if value is None or dialect.name != "postgresql":
+            return value
+        import numpy as np
+
+        return json.dumps(np.frombuffer(value, dtype=np.float32).tolist())
+
+    def process_result_value(self, value, dialect):
+        if value is None or dialect.name != "postgresql":
+            return value
+        import numpy as np
+
+        return np.asarray(json.loads(value), dtype=np.float32).tobytes()
 
 
 def to_micros(value: datetime) -> int:
@@ -174,7 +209,7 @@ class VectorRow(Base):
     item_pk: Mapped[int] = mapped_column(Int64, primary_key=True)
     user_id: Mapped[str] = mapped_column(String)
     content_hash: Mapped[str] = mapped_column(String)
-    vector: Mapped[bytes] = mapped_column(LargeBinary)
+    vector: Mapped[bytes] = mapped_column(PackedVector)
     __table_args__ = (Index(None, "user_id", "kind", "item_pk"), Index(None, "user_id", "content_hash"))
 
 

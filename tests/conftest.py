@@ -70,3 +70,39 @@ def quiet_isolation():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=__import__("store.errors").errors.IsolationWarning)
         yield
+
+
+# --- PostgreSQL (tests/pg_support.py) ------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """One PostgreSQL server for the session: the embedded one, or ``MEMLENS_PG_URL``."""
+    if not __import__("os").environ.get("MEMLENS_PG_URL"):
+        pytest.importorskip("pgserver", reason="the embedded PostgreSQL comes with the test extra")
+    pytest.importorskip("psycopg", reason="the postgres extra is not installed")
+    from . import pg_support
+
+    server, handle = pg_support.start()
+    yield server
+    pg_support.stop(server, handle)
+
+
+@pytest.fixture
+def pg_url(pg_server) -> str:
+    """The SQLAlchemy URL of a new, empty database (pgvector available) for this test alone."""
+    return pg_server.fresh_database()
+
+
+def pytest_generate_tests(metafunc):
+    """A test marked ``both_backends`` runs once per backend, with ``backend`` set to its name."""
+    if metafunc.definition.get_closest_marker("both_backends") and "backend" in metafunc.fixturenames:
+        metafunc.parametrize("backend", ["sqlite", "postgres"])
+
+
+@pytest.fixture
+def backend_url(request, backend, db_path) -> str:
+    """A fresh store location on ``backend``: a SQLite file path or a PostgreSQL database URL."""
+    if backend == "sqlite":
+        return f"sqlite:///{db_path}"
+    return request.getfixturevalue("pg_url")

@@ -1,0 +1,183 @@
+"""The keyword index on PostgreSQL: the generated ``search`` tsvector (GIN-indexed) on episodes
+and facts, ranked by BM25 as FTS5 ranks, so hybrid fusion and the score breakdown mean the same
+on both backends.
+
+PostgreSQL's own ``ts_rank_cd`` is not BM25 (no inverse document frequency, no length
+normalisation against the average), so the candidates are ranked here: BM25 with FTS5's
+constants (k1 = 1.2, b = 0.75, IDF floored at 1e-6) over the tenant's own statistics, its
+episode count, average token count and each word's document count. Those are the tenant's
+alone (its partition), where FTS5's are index-wide. As on SQLite, a query matching more than
+:data:`MAX_KEYWORD_MATCHES` of a tenant's episodes ranks the newest that many.
+
+Nothing the user types becomes query syntax: the words arrive already split (``\\w+``), each is
+turned into a tsquery by ``plainto_tsquery`` (or, for the last word while typing, a quoted
+literal with ``:*``) from a bound parameter, and the expression handed between calls is a
+tsquery's own text form.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from sqlalchemy import Connection, Table, bindparam, cast, func, literal_column, select, text
+from sqlalchemy.dialects.postgresql import TSQUERY
+
+from ...schema import episodes_t, facts_t
+from ...tenancy import Tenant
+from ...tiers.episodes import filtered
+
+K1, B, IDF_FLOOR = 1.2, 0.75, 1e-6
+MAX_KEYWORD_MATCHES = 1000
+COMMON_SHARE = 0.2
+MIN_EPISODES_FOR_CUT = 1000
+_ITEM = re.compile(r"'((?:[^']|'')*)'(:\*)?")
+_MARK = re.compile("\x02(.*?)\x03", re.DOTALL)
+_HEADLINE = "StartSel=\x02, StopSel=\x03, HighlightAll=true"
+
+
+def _query_sql(terms: list[str], prefix_last: bool) -> tuple[str, dict[str, str]]:
+    parts, params = [], {}
+    for i, term in enumerate(terms):
+        params[f"t{i}"] = term
+        if prefix_last and i == len(terms) - 1:
+            parts.append(f"to_tsquery('memlens', quote_literal(memlens_fold(:t{i})) || ':*')")
+        else:
+            parts.append(f"plainto_tsquery('memlens', memlens_fold(:t{i}))")
+    return " || ".join(parts), params
+
+
+def items(expression: str) -> list[tuple[str, bool]]:
+    """The (lexeme, is prefix) pairs of a tsquery's text form, each once."""
+    found = [(m.group(1).replace("''", "'"), bool(m.group(2))) for m in _ITEM.finditer(expression)]
+    return list(dict.fromkeys(found))
+
+
+def _search(table: Table):
+    return literal_column(f"{table.name}.search"), literal_column(f"{table.name}.search_length")
+
+
+def _matches(table: Table, query):
+    search, _ = _search(table)
+    return search.op("@@")(query)
+
+
+def _as_query(expression: str):
+    return cast(bindparam("expression", expression), TSQUERY)
+
+
+def _item_query(lexeme: str, prefix: bool):
+    # A lexeme already normalised: cast, not parsed by to_tsquery, so it is not stemmed twice.
+    quoted = func.quote_literal(lexeme)
+    return cast(quoted.concat(":*") if prefix else quoted, TSQUERY)
+
+
+def _statistics(conn: Connection, tenant: Tenant, table: Table, query_items: list[tuple[str, bool]]) -> tuple[int, float, list[int]]:
+    _, length = _search(table)
+    count, average = conn.execute(tenant.select(table, func.count(), func.avg(length))).one()
+    df = [conn.execute(tenant.select(table, func.count()).where(_matches(table, _item_query(lexeme, prefix)))).scalar()
+          for lexeme, prefix in query_items]
+    return count, float(average or 0.0), df
+
+
+def _term_counts(table: Table, query_items: list[tuple[str, bool]]) -> list:
+    """Per candidate, how often each item occurs (tsvector positions; capped at 256 per word)."""
+    search, _ = _search(table)
+    columns = []
+    for i, (lexeme, prefix) in enumerate(query_items):
+        words = func.unnest(search).table_valued("lexeme", "positions", name=f"u{i}")
+        hit = func.starts_with(words.c.lexeme, lexeme) if prefix else words.c.lexeme == lexeme
+        count = select(func.coalesce(func.sum(func.cardinality(words.c.positions)), 0)).select_from(words).where(hit)
+        columns.append(count.scalar_subquery().label(f"tf{i}"))
+    return columns
+
+
+def bm25(count: int, average: float, df: list[int], tf: list[int], length: int) -> float:
+    score = 0.0
+    for n, f in zip(df, tf):
+        if not f:
+            continue
+        idf = max(math.log((count - n + 0.5) / (n + 0.5)), IDF_FLOOR)
+        score += idf * f * (K1 + 1) / (f + K1 * (1 - B + B * length / (average or 1.0)))
+    return score
+
+
+def _ranked(conn: Connection, tenant: Tenant, table: Table, expression: str, stmt, limit: int):
+    query_items = items(expression)
+    count, average, df = _statistics(conn, tenant, table, query_items)
+    rows = conn.execute(stmt).all()
+    scored = [(row[0], bm25(count, average, df, list(row[2:]), row[1])) for row in rows]
+    scored.sort(key=lambda hit: (-hit[1], -hit[0]))
+    return scored[:limit]
+
+
+def _candidates(tenant: Tenant, table: Table, expression: str, *extra):
+    _, length = _search(table)
+    return tenant.select(table, table.c.pk, length, *_term_counts(table, items(expression)), *extra).where(_matches(table, _as_query(expression)))
+
+
+def marked_terms(*highlighted: str) -> list[str]:
+    seen: dict[str, None] = {}
+    for value in highlighted:
+        for term in _MARK.findall(value or ""):
+            seen.setdefault(term.lower(), None)
+    return list(seen)
+
+
+class PostgresKeywordIndex:
+    """:class:`store.backend.interface.KeywordIndex` over the generated tsvector columns."""
+
+    def expression(self, conn: Connection, tenant: Tenant, terms: list[str], *, min_prefix: int | None, cut_common: bool) -> str | None:
+        terms = list(dict.fromkeys(terms))
+        if not terms:
+            return None
+        if cut_common and len(terms) > 1:
+            common = self._common(conn, tenant, terms)
+            terms = [t for t in terms if t not in common] or terms
+        prefix_last = min_prefix is not None and len(terms[-1]) >= min_prefix
+        sql, params = _query_sql(terms, prefix_last)
+        expression = conn.execute(text(f"SELECT ({sql})::text"), params).scalar()
+        return expression or None  # words the tokenizer drops entirely leave an empty query
+
+    def _common(self, conn: Connection, tenant: Tenant, terms: list[str]) -> set[str]:
+        """Words in more than COMMON_SHARE of the tenant's episodes (ranking them costs more than
+        they tell). Each count stops as soon as the share is passed."""
+        total = conn.execute(tenant.select(episodes_t, func.count())).scalar()
+        if total < MIN_EPISODES_FOR_CUT:
+            return set()
+        cap = int(COMMON_SHARE * total) + 1
+        common = set()
+        for term in terms:
+            query = func.plainto_tsquery(literal_column("'memlens'"), func.memlens_fold(term))
+            hits = tenant.select(episodes_t, episodes_t.c.pk).where(_matches(episodes_t, query)).limit(cap)
+            if conn.execute(select(func.count()).select_from(hits.subquery())).scalar() >= cap:
+                common.add(term)
+        return common
+
+    def episodes(self, conn, tenant, expression, limit, session_id, since, until):
+        e = episodes_t
+        newest = filtered(_candidates(tenant, e, expression), session_id=session_id, since=since, until=until)
+        newest = newest.order_by(e.c.pk.desc()).limit(MAX_KEYWORD_MATCHES)
+        return [(pk, score, []) for pk, score in _ranked(conn, tenant, e, expression, newest, limit)]
+
+    def episode_highlights(self, conn, tenant, expression, pks):
+        if not pks:
+            return {}
+        e = episodes_t
+        marks = [func.ts_headline(literal_column("'memlens'"), func.memlens_fold(c), _as_query(expression), _HEADLINE) for c in (e.c.input, e.c.output)]
+        rows = conn.execute(tenant.select(e, e.c.pk, *marks).where(e.c.pk.in_(pks)))
+        return {pk: marked_terms(*marked) for pk, *marked in rows}
+
+    def facts(self, conn, tenant, expression, limit, allowed):
+        f = facts_t
+        stmt = _candidates(tenant, f, expression)
+        if allowed is not None:
+            stmt = stmt.where(f.c.pk.in_(allowed))
+        ranked = _ranked(conn, tenant, f, expression, stmt, limit)
+        if not ranked:
+            return []
+        marks = [func.ts_headline(literal_column("'memlens'"), func.memlens_fold(c), _as_query(expression), _HEADLINE)
+                 for c in (f.c.subject, f.c.predicate, f.c.object)]
+        marked = {pk: marked_terms(*m) for pk, *m in conn.execute(tenant.select(f, f.c.pk, *marks).where(f.c.pk.in_([pk for pk, _ in ranked])))}
+        return [(pk, score, marked.get(pk, [])) for pk, score in ranked]
+

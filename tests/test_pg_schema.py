@@ -1,0 +1,189 @@
+"""The PostgreSQL schema: frozen, 64-bit, the same tables and columns as SQLite, one partition
+per tenant that cannot be crossed, and keyword search that tokenizes like the SQLite index."""
+
+import threading
+
+import pytest
+from sqlalchemy import create_engine, inspect, text
+from sqlalchemy.exc import DBAPIError, IntegrityError
+
+from store import MemoryStore
+from store.schema import episodes_t, sessions_t
+from store.tenancy import Tenant
+
+from .conftest import T0
+
+pytest.importorskip("psycopg")
+from store.backend.postgres import ddl, engine as pg_engine, partitions  # noqa: E402
+
+ALICE, BOB = Tenant("alice"), Tenant("bob")
+
+
+def insert(conn, table: str, tenant: Tenant, returning: str | None = None, **values):
+    """A row of ``tenant`` in ``table``, by plain SQL: these tests check the DDL, not the ORM types."""
+    values = tenant.stamp(values)
+    sql = f"INSERT INTO {table} ({', '.join(values)}) VALUES ({', '.join(':' + k for k in values)})"
+    return conn.execute(text(sql + (f" RETURNING {returning}" if returning else "")), values)
+
+
+def migrated(url: str, *tenants: Tenant, dim: int = 8):
+    e = pg_engine.create(url)
+    with e.begin() as conn:
+        ddl.migrate(conn, dim=dim)
+    for t in tenants:
+        partitions.ensure(e, t)
+    return e
+
+
+def test_fresh_database_migrates_once_and_records_its_version(pg_url):
+    e = pg_engine.create(pg_url)
+    with e.begin() as conn:
+        assert ddl.migrate(conn, dim=8) == 0
+    with e.begin() as conn:
+        assert ddl.migrate(conn, dim=384) == ddl.CURRENT_VERSION  # already there: nothing runs
+        meta = dict(conn.execute(text("SELECT key, value FROM memlens_meta")).all())
+    assert meta == {"schema_version": str(ddl.CURRENT_VERSION), "vector_dim": "8"}
+
+
+def test_two_processes_opening_a_fresh_database_at_once_both_succeed(pg_url):
+    e = pg_engine.create(pg_url, pool_size=4)
+    results, errors = [], []
+
+    def open_one():
+        try:
+            with e.begin() as conn:
+                results.append(ddl.migrate(conn, dim=8))
+        except Exception as error:  # noqa: BLE001 - the assertion below shows which
+            errors.append(error)
+
+    threads = [threading.Thread(target=open_one) for _ in range(4)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert errors == [] and sorted(results) == [0, 4, 4, 4]
+
+
+@pytest.mark.both_backends
+def test_times_and_keys_hold_64_bit_values(backend, backend_url, quiet_isolation):
+    """32-bit INTEGER columns create fine on PostgreSQL and fail on the first real write."""
+    if backend == "sqlite":
+        MemoryStore.open(backend_url.removeprefix("sqlite:///")).close()
+        e = create_engine(backend_url)
+    else:
+        e = migrated(backend_url, ALICE)
+    big = 1_767_225_600_000_000  # 2026-01-01 in microseconds, far past 2**31
+    with e.begin() as conn:
+        insert(conn, "sessions", ALICE, pk=2**40, session_id="s", created_at=big, updated_at=big)
+        insert(conn, "kv_entries", ALICE, session_pk=2**40, key="k", value="1", expires_at=big, updated_at=big)
+        insert(conn, "episodes", ALICE, id="e1", session_id="s", occurred_at=big, input="i", output="o",
+               tool_calls="[]", metadata="{}", content_hash="h")
+    with e.connect() as conn:
+        assert conn.execute(text("SELECT session_pk, expires_at FROM kv_entries")).one() == (2**40, big)
+        assert conn.execute(text("SELECT occurred_at FROM episodes")).scalar() == big
+
+
+def test_the_store_tables_bind_64_bit_values_on_postgres(pg_url):
+    """The ORM tables the store builds its queries from, not only the DDL, hold 64-bit values."""
+    e = migrated(pg_url, ALICE)
+    with e.begin() as conn:
+        conn.execute(sessions_t.insert().values(ALICE.stamp({"session_id": "s", "created_at": T0, "updated_at": T0})))
+        assert conn.execute(ALICE.select(sessions_t, sessions_t.c.created_at)).scalar() == T0
+
+
+def test_every_sqlite_table_and_column_exists_on_postgres(pg_url, db_path):
+    MemoryStore.open(db_path).close()
+    lite = inspect(create_engine(f"sqlite:///{db_path}"))
+    pg = inspect(migrated(pg_url))
+    keyword_index_tables = {n for n in lite.get_table_names() if "_fts" in n}  # FTS5 and its shadow tables
+    for table in set(lite.get_table_names()) - keyword_index_tables:
+        lite_columns = {c["name"] for c in lite.get_columns(table)}
+        pg_columns = {c["name"] for c in pg.get_columns(table)}
+        assert lite_columns <= pg_columns, table
+        assert pg_columns - lite_columns <= {"search", "search_length"}, table
+
+
+def test_a_row_for_a_tenant_without_partitions_is_refused(pg_url):
+    e = migrated(pg_url, ALICE)
+    with pytest.raises(IntegrityError, match="no partition"), e.begin() as conn:
+        insert(conn, "sessions", BOB, session_id="s", created_at=1, updated_at=1)
+
+
+def test_each_tenant_has_its_own_partitions_and_rows_land_only_there(pg_url):
+    e = migrated(pg_url, ALICE, BOB)
+    assert not partitions.ensure(e, ALICE)  # already made: nothing to do
+    with e.begin() as conn:
+        for t in (ALICE, BOB):
+            insert(conn, "sessions", t, session_id="s", created_at=1, updated_at=1)
+        alice_part, bob_part = partitions.names(ALICE)["sessions"], partitions.names(BOB)["sessions"]
+        assert conn.execute(text(f'SELECT user_id FROM "{alice_part}"')).scalars().all() == ["alice"]
+        assert conn.execute(text(f'SELECT user_id FROM "{bob_part}"')).scalars().all() == ["bob"]
+        assert set(partitions.attached_tables(conn, ALICE)) == set(partitions.names(ALICE).values())
+
+
+def test_a_key_cannot_point_into_another_tenants_session(pg_url):
+    e = migrated(pg_url, ALICE, BOB)
+    with e.begin() as conn:
+        bob_session = insert(conn, "sessions", BOB, "pk", session_id="s", created_at=1, updated_at=1).scalar()
+    with pytest.raises(IntegrityError, match="foreign key"), e.begin() as conn:
+        insert(conn, "kv_entries", ALICE, session_pk=bob_session, key="k", value="1", updated_at=1)
+
+
+def test_making_a_tenant_does_not_wait_for_other_tenants_readers(pg_url):
+    """CREATE TABLE ... PARTITION OF would queue behind this open reader (and every query behind
+    it); ATTACH does not."""
+    e = migrated(pg_url, ALICE)
+    reader = e.connect()
+    reader.execute(ALICE.select(episodes_t)).all()  # holds its lock on the parent until rollback
+    try:
+        fast = pg_engine.create(pg_url, connect_args={"options": "-c lock_timeout=2000"})
+        assert partitions.ensure(fast, BOB)
+    finally:
+        reader.rollback()
+        reader.close()
+
+
+def test_dropping_a_tenant_keeps_rows_written_after_its_erasure(pg_url):
+    e = migrated(pg_url, ALICE, BOB)
+    with e.begin() as conn:
+        insert(conn, "sessions", ALICE, session_id="late", created_at=1, updated_at=1)
+    dropped = partitions.drop(e, ALICE)
+    assert partitions.names(ALICE)["sessions"] not in dropped and len(dropped) == len(ddl.PARTITIONED) - 1
+    with e.connect() as conn:
+        assert conn.execute(text("SELECT session_id FROM sessions")).scalars().all() == ["late"]
+        assert partitions.attached_tables(conn, ALICE) == [partitions.names(ALICE)["sessions"]]
+    assert partitions.ensure(e, ALICE)  # the tenant writes again: its partitions come back
+    with e.begin() as conn:
+        conn.execute(text("DELETE FROM sessions WHERE session_id = 'late'"))
+    assert len(partitions.drop(e, ALICE)) == len(ddl.PARTITIONED)
+    with e.connect() as conn:
+        assert partitions.attached_tables(conn, ALICE) == []
+        assert len(partitions.attached_tables(conn, BOB)) == len(ddl.PARTITIONED)
+
+
+def test_keyword_search_stems_keeps_stop_words_and_folds_diacritics_like_fts5(pg_url):
+    e = migrated(pg_url, ALICE)
+    with e.begin() as conn:
+        insert(conn, "episodes", ALICE, id="e1", session_id=None, occurred_at=1, input="The Café served résumés",
+               output="while running", tool_calls="[]", metadata="{}", content_hash="h")
+        match = text("SELECT count(*) FROM episodes WHERE search @@ plainto_tsquery('memlens', memlens_fold(:q))")
+        for query in ["cafe", "CAFÉ", "resume", "run", "the", "served"]:
+            assert conn.execute(match, {"q": query}).scalar() == 1, query
+        assert conn.execute(match, {"q": "tea"}).scalar() == 0
+
+
+def test_deleting_an_item_deletes_its_vector(pg_url):
+    e = migrated(pg_url, ALICE)
+    with e.begin() as conn:
+        pk = insert(conn, "episodes", ALICE, "pk", id="e1", session_id=None, occurred_at=1, input="a", output="b",
+                    tool_calls="[]", metadata="{}", content_hash="h").scalar()
+        conn.execute(text("INSERT INTO vectors VALUES ('episode', :pk, 'alice', 'h', '[1,2,3,4,5,6,7,8]')"), {"pk": pk})
+        conn.execute(text("UPDATE episodes SET input = 'changed' WHERE pk = :pk"), {"pk": pk})
+        assert conn.execute(text("SELECT count(*) FROM vectors")).scalar() == 0  # stale: re-embedded later
+        conn.execute(text("INSERT INTO vectors VALUES ('episode', :pk, 'alice', 'h', '[1,2,3,4,5,6,7,8]')"), {"pk": pk})
+        conn.execute(text("DELETE FROM episodes"))
+        assert conn.execute(text("SELECT count(*) FROM vectors")).scalar() == 0
+
+
+def test_a_vector_of_the_wrong_width_is_refused(pg_url):
+    e = migrated(pg_url, ALICE, dim=8)
+    with pytest.raises(DBAPIError, match="expected 8 dimensions"), e.begin() as conn:
+        conn.execute(text("INSERT INTO vectors VALUES ('episode', 1, 'alice', 'h', '[1,2,3]')"))
