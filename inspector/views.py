@@ -81,6 +81,17 @@ class RecordTable(DataTable):
             return None
         return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
 
+    def _update_dimensions(self, new_rows) -> None:
+        # DataTable measures new rows when it next goes idle; a frame drawn before that (a busy
+        # machine, a dialog opening) caches the cells cut to the old column widths, and the
+        # cache outlives the new widths (textual#3533, #4470, still so in the pinned 8.2.8):
+        # results stayed truncated on screen, and the snapshot tests failed now and then.
+        widths = [column.content_width for column in self.columns.values()]
+        super()._update_dimensions(new_rows)
+        if widths != [column.content_width for column in self.columns.values()]:
+            self._clear_caches()
+            self.refresh()
+
     @on(DataTable.RowHighlighted)
     def _show(self, event: DataTable.RowHighlighted) -> None:
         # Only the table the user is in drives the detail pane; tables filling in the
