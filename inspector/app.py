@@ -34,8 +34,16 @@ LONG_LIVED = ("poll", "search", "vectors")  # worker groups that are not one-off
 
 
 def is_idle(app: "MemlensApp") -> bool:
-    """No view load, action or search is under way (for tests, screenshots and benchmarks)."""
+    """No view load, action or search is under way (for tests, screenshots and benchmarks).
+
+    The model thread counts once the model is warm: what it still does (load the tenant's
+    vectors, announce the model, which searches again) changes the screen."""
+    warm = app.store is not None and app.store.model_ready
+    if warm and app.model_thread is not None and app.model_thread.is_alive():
+        return False
     return not app.searcher.busy and not any(w.is_running for w in app.workers if w.group not in LONG_LIVED)
+
+
 SEARCH_LIMIT = 25  # about a screenful; more costs time on every keystroke
 
 

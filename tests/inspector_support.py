@@ -79,12 +79,20 @@ def painted(app) -> bool:
 
 async def settle(pilot, app) -> None:
     """Wait until the store is open, a tenant selected, no worker is still running, and the screen
-    is painted: a dialog opened next freezes the screen below it as last painted, so a pending
-    repaint of the results (after a re-search) showed in some snapshots and not in others."""
-    await wait_for(pilot, lambda: app.tenants and app.user_id is not None and app.user_id != "", what="tenants")
-    from inspector.app import is_idle
+    is painted.
 
-    await wait_for(pilot, lambda: is_idle(app), what="workers")
+    Idle must hold twice, a pause apart: a worker that has just finished may have posted a
+    result the App has not handled yet, and handling it can start more work (a search). Then the
+    paint: a dialog opened next freezes the screen below it as last painted, so a pending repaint
+    of the results (after a re-search) showed in some snapshots and not in others."""
+    from inspector.app import NO_TENANT, is_idle
+
+    await wait_for(pilot, lambda: app.tenants and app.user_id is not NO_TENANT, what="tenants")
+    while True:
+        await wait_for(pilot, lambda: is_idle(app), what="workers")
+        await pilot.pause(0.05)
+        if is_idle(app):
+            break
     await wait_for(pilot, lambda: painted(app), what="paint")
 
 
