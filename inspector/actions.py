@@ -29,6 +29,8 @@ class ActionsMixin:
         """Why ``action`` cannot run now, or None. Keys of disabled actions show dimmed and say this."""
         if action in ("forget", "restore") and self.read_only_reason:
             return f"the store is read-only ({self.read_only_reason})"
+        if action in ("export", "forget", "restore") and self.opening:
+            return "the store is still opening"  # the tenant names show before the store has opened
         if action in ("export", "forget") and (self.store is None or self.user_id is NO_TENANT):
             return "no tenant selected: pick one in the tenant list"
         if action in ("diff", "mark", "restore") and self.picked_checkpoint() is None:

@@ -1,0 +1,119 @@
+"""The inspector's first seconds: tenant names on screen before the store has opened."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import pytest
+
+import store.glance
+from inspector.app import make_app
+from inspector.views import RecordTable
+from store import MemoryStore
+from store.embedding import FakeEmbedder
+from store.validation import set_clock
+
+from .inspector_support import frozen_clock, make_demo, settle, wait_for
+
+SIZE = (150, 48)
+
+
+@pytest.fixture(autouse=True)
+def frozen():
+    set_clock(frozen_clock)
+    yield
+    set_clock(None)
+
+
+@pytest.fixture
+def demo(tmp_path):
+    return make_demo(tmp_path / "demo.db")
+
+
+@pytest.fixture
+def held_open(monkeypatch):
+    """MemoryStore.open waits until the test sets the returned event (as if SQLAlchemy were slow to import)."""
+    release = threading.Event()
+    real = MemoryStore.open.__func__
+
+    def slow_open(cls, *args, **kwargs):
+        release.wait(30)
+        return real(cls, *args, **kwargs)
+
+    monkeypatch.setattr(MemoryStore, "open", classmethod(slow_open))
+    yield release
+    release.set()
+
+
+def app_for(path):
+    return make_app(path, embedder=FakeEmbedder(), poll_seconds=0)
+
+
+def labels(app) -> list[str]:
+    options = app.query_one("#tenants")
+    return [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+
+
+async def test_tenant_names_show_while_the_store_is_still_opening(demo, held_open):
+    with MemoryStore.open(demo) as opened:
+        expected = [t.user_id or "(anonymous)" for t in opened.tenants()]
+    app = app_for(demo)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.3)
+        assert app.store is None and app.opening
+        assert [label.splitlines()[0] for label in labels(app)] == expected
+        assert all("counting…" in label for label in labels(app))
+        await pilot.press("e")  # a tenant is highlighted, but there is nothing to export it from yet
+        await pilot.pause(0.1)
+        assert [n.message for n in app._notifications] == ["the store is still opening"]
+        held_open.set()
+        await settle(pilot, app)
+        assert [label.splitlines()[0] for label in labels(app)] == expected
+        assert all("ep ·" in label and "active" in label for label in labels(app))
+
+
+async def test_a_tenant_picked_from_the_names_gets_its_views_once_the_store_opens(demo, held_open):
+    app = app_for(demo)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.3)
+        options = app.query_one("#tenants")
+        options.focus()
+        options.highlighted = next(i for i in range(options.option_count) if options.get_option_at_index(i).id == "user:bob")
+        await wait_for(pilot, lambda: app.user_id == "bob")
+        held_open.set()
+        await settle(pilot, app)
+        assert app.user_id == "bob"
+        blocks = app.query_one("#blocks-table", RecordTable)
+        assert blocks.row_count == 2  # bob's two blocks (alice has three)
+
+
+async def test_names_of_a_store_that_then_fails_to_open_give_way_to_the_reason(demo):
+    conn = sqlite3.connect(demo)
+    conn.execute("UPDATE memlens_meta SET value = '99' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+    app = app_for(demo)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: app.query("#fatal"), what="the failure screen")
+        assert "schema version 99" in str(app.query_one("#fatal").render())
+        assert not app.query_one("#main").display
+
+
+async def test_names_read_too_slowly_never_replace_the_counted_tenants(demo, monkeypatch):
+    release = threading.Event()
+    real = store.glance.tenant_names
+
+    def slow_names(path, **kwargs):
+        release.wait(30)
+        return real(path, **kwargs)
+
+    monkeypatch.setattr(store.glance, "tenant_names", slow_names)
+    app = app_for(demo)
+    async with app.run_test(size=SIZE) as pilot:
+        # The first frame gave up waiting for the names; the store opened and counted without them.
+        await wait_for(pilot, lambda: labels(app) and all("ep ·" in label for label in labels(app)), what="counted tenants")
+        counted = labels(app)
+        release.set()
+        await settle(pilot, app)  # the late names have arrived and been handled
+        assert labels(app) == counted
