@@ -3,6 +3,7 @@ that posts a message back; handlers update the widgets."""
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import threading
@@ -54,6 +55,13 @@ class TenantName:
 
     user_id: str | None
     counts: None = None
+
+
+def freeze_startup_objects() -> None:
+    """Leave what start-up built (Textual, SQLAlchemy, the model's runtime: ~140k objects) out of
+    every later garbage collection. Scanning them made each full collection a 130-270 ms pause
+    in the middle of typing, every few seconds; frozen, the same collections took 7-60 ms."""
+    gc.freeze()
 
 
 class Glance:
@@ -295,6 +303,7 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
     def _opened(self, message: msg.StoreOpened) -> None:
         self.opening = False
         self.read_only_reason = message.read_only_reason
+        freeze_startup_objects()
         self.update_subtitle()
         self.refresh_bindings()
         self.load_tenants()
@@ -347,6 +356,7 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
 
     @on(msg.ModelReady)
     def _model_ready(self) -> None:
+        freeze_startup_objects()
         self.update_subtitle()
         if self.query(SearchView):
             self.query_one(SearchView).request()
@@ -548,6 +558,7 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
             self.screen.show(m.entries)
 
     async def on_unmount(self) -> None:
+        gc.unfreeze()  # whatever this App leaves behind is garbage like any other (tests run many Apps)
         self.searcher.stop()
         if self.store is not None:
             self.store.close()
