@@ -64,3 +64,25 @@ async def test_results_of_the_same_widths_repaint_without_a_layout(layouts, hits
         await pilot.pause()
         assert layouts[0] == 0
         assert "12.3 ms" in str(app.query_one("#search-status").render())
+
+
+async def test_the_same_results_again_keep_the_table_and_its_cursor(store, hits):
+    """A keystroke that brings the rows already shown repaints nothing (the cursor stays where
+    the user put it); the records behind the rows are the new ones; other rows do repaint."""
+    app = OneSearchView()
+    async with app.run_test(size=(120, 30)) as pilot:
+        view = app.query_one(SearchView)
+        table = app.query_one("#results")
+        view.show(hits, "25 results")
+        await pilot.pause()
+        table.move_cursor(row=3)
+        again = store.recall("hotel lisbon", user_id="alice", limit=25, kind="all", prefix=True)
+        assert again == hits and again[3] is not hits[3]
+        view.show(again, "25 results")
+        await pilot.pause()
+        assert table.cursor_row == 3
+        assert table.selected() is again[3]
+        fewer = store.recall("room 7", user_id="alice", limit=25, kind="all", prefix=True)
+        view.show(fewer, f"{len(fewer)} results")
+        await pilot.pause()
+        assert table.row_count == len(fewer) and table.cursor_row == 0
