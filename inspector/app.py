@@ -250,7 +250,10 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
         self.call_after_refresh(self._after_first_frame)
 
     async def _after_first_frame(self) -> None:
-        await self.query_one("#main").mount(ContentArea(self._search, id="content"))
+        main = self.query_one("#main")
+        if not main.is_attached:  # the user quit at the first frame
+            return
+        await main.mount(ContentArea(self._search, id="content"))
         self.open_store()  # after the views are whole: a store message may go to any of them
 
     def now(self) -> datetime:

@@ -131,3 +131,20 @@ async def test_start_up_objects_sit_out_garbage_collection_until_the_app_exits(d
         await settle(pilot, app)
         assert gc.get_freeze_count() > 10_000
     assert gc.get_freeze_count() == 0
+
+
+async def test_quitting_at_the_first_frame_leaves_no_error(demo):
+    """The tier views mount and the store opens just after the first frame; a q pressed at that
+    frame used to end in a MountError for a screen already taken down."""
+    app = app_for(demo)
+    first = app._display
+
+    def display(screen, renderable):
+        first(screen, renderable)
+        if renderable is not None:
+            app.exit()
+
+    app._display = display
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.5)
+    assert app.return_code == 0 and app.store is None
