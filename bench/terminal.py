@@ -54,16 +54,26 @@ class Terminal:
         return "\n".join(self.screen.display)
 
     def wait_for_text(self, needle: str, timeout: float = 60.0) -> float:
-        """Seconds from launch until ``needle`` is on screen, polling as the output arrives."""
+        """Seconds from launch until ``needle`` is on screen.
+
+        Timed by the raw output (a frame is written at once, so the rest of the one holding the
+        needle is there too) rather than by this emulator's pure-Python parsing, which takes
+        longer for a full screen than for one line; the parsed screen is checked afterwards."""
         deadline = time.perf_counter() + timeout
+        wanted, seen = needle.encode(), b""
         while time.perf_counter() < deadline:
             chunk = self.read(0.005)
             if chunk:
-                self.pending += chunk
-                if needle in self.text():
-                    return time.perf_counter() - self.started
+                seen += chunk
+                if wanted in seen:
+                    arrived = time.perf_counter() - self.started
+                    self.pending += seen
+                    if needle not in self.text():
+                        raise RuntimeError(f"{needle!r} was written but is not on screen:\n{self.text()}")
+                    return arrived
             elif self.proc.poll() is not None:
                 break
+        self.pending += seen
         raise RuntimeError(f"{needle!r} never appeared; the screen was:\n{self.text()}")
 
     def wait_for_frame_with(self, marker: bytes, timeout: float = 30.0) -> float:
