@@ -46,7 +46,7 @@ def is_idle(app: "MemlensApp") -> bool:
 
 
 SEARCH_LIMIT = 25  # about a screenful; more costs time on every keystroke
-GLANCE_WAIT = 0.25  # seconds the first frame may wait for the names (here: 2 ms to read, 30-50 ms to import sqlite3)
+GLANCE_WAIT = 0.25  # seconds the first frame may wait for the names (here: 2 ms to read, 3-8 ms to import sqlite3)
 
 
 @dataclass
@@ -240,8 +240,8 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
         self.query_one("#sidebar").border_title = "tenants"
         # The names are what a user waits for; read with sqlite3 alone since the App was made,
         # they are usually there for the first frame. MemoryStore.open must import SQLAlchemy
-        # first (~1 s of CPU with the rest of store), which put them at 3-5x a bare app's
-        # first line on screen here.
+        # first (~0.6 s with the rest of store), which put them at 5x a bare app's first line
+        # on screen here.
         if self.glance.done.wait(GLANCE_WAIT):
             self._names(msg.TenantNames(self.glance.names))
         else:
