@@ -65,7 +65,9 @@ class RecordTable(DataTable):
 
     def add_record(self, key: str, record: Any, *cells: Any) -> None:
         self.records[key] = record
-        self.add_row(*cells, key=key)
+        # DataTable reads a str cell as Rich markup: a memory holding "[/]" crashed the inspector,
+        # one holding "[bold]" was shown altered. Cells are plain text unless already styled.
+        self.add_row(*(Text(c, end="") if isinstance(c, str) else c for c in cells), key=key)
 
     def selected(self) -> Any:
         if not self.row_count:

@@ -49,3 +49,17 @@ async def test_a_table_refilled_with_the_same_widths_keeps_its_cache():
         await pilot.pause()
         assert cleared == []
         assert "fact     short" in table.render_line(1).text
+
+
+async def test_cells_are_shown_as_written_never_read_as_markup():
+    """Memories are user text: "[/]" in one crashed the inspector (MarkupError), "[bold]" was
+    rendered as bold and vanished from what the user read."""
+    app = OneTable()
+    async with app.run_test(size=(80, 10)) as pilot:
+        table = app.query_one(RecordTable)
+        table.add_record("a", None, "episode", "please [bold]remember[/bold] this")
+        table.add_record("b", None, "episode", "close the tag [/] now")
+        await pilot.pause()
+        await pilot.pause()
+        assert "please [bold]remember[/bold] this" in table.render_line(1).text
+        assert "close the tag [/] now" in table.render_line(2).text
