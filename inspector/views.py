@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from rich.markup import escape
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -66,8 +67,8 @@ class RecordTable(DataTable):
     def add_record(self, key: str, record: Any, *cells: Any) -> None:
         self.records[key] = record
         # DataTable reads a str cell as Rich markup: a memory holding "[/]" crashed the inspector,
-        # one holding "[bold]" was shown altered. Cells are plain text unless already styled.
-        self.add_row(*(Text(c, end="") if isinstance(c, str) else c for c in cells), key=key)
+        # one holding "[bold]" was shown altered. Escaped, it shows as written.
+        self.add_row(*(escape(c) if isinstance(c, str) else c for c in cells), key=key)
 
     def selected(self) -> Any:
         if not self.row_count:
