@@ -102,7 +102,7 @@ def time_to_names(stores: dict[int, Path], runs: int) -> dict[str, list[list[flo
     for _ in range(runs):
         times["bare"].append(launch(bare, BARE_LINE))
         for n, argv in memlens.items():
-            times[str(n)].append(launch(argv, TENANT, f"{n} ep ·"))
+            times[str(n)].append(launch(argv, TENANT, f"{n} episodes"))
     return times
 
 

@@ -216,6 +216,7 @@ class SearchView(Vertical):
         self.query_one("#search-status", Label).update(Text(text, style="bold red"))
 
     def clear(self, hint: str) -> None:
+        self.shown = []  # else the same results, shown again, would count as already on screen
         self.query_one(RecordTable).reset()
         self.query_one("#search-status", Label).update(hint)
 

@@ -87,7 +87,8 @@ async def settle(pilot, app) -> None:
     of the results (after a re-search) showed in some snapshots and not in others."""
     from inspector.app import NO_TENANT, is_idle
 
-    await wait_for(pilot, lambda: app.tenants and app.user_id is not NO_TENANT, what="tenants")
+    # A tenant is selected at start-up; later (after an erasure, a filter) none may be, rightly.
+    await wait_for(pilot, lambda: app.tenants and (app.user_id is not NO_TENANT or app.picked_a_tenant), what="tenants")
     while True:
         await wait_for(pilot, lambda: is_idle(app), what="workers")
         await pilot.pause(0.05)
@@ -155,7 +156,7 @@ async def _read_only_probe(path: str) -> dict:
     app = make_app(path, embedder=FakeEmbedder(), poll_seconds=0)
     seen: dict = {}
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_for(pilot, lambda: app.tenants or isinstance(app.screen, FatalScreen), what="the store or a message")
+        await wait_for(pilot, lambda: not app.opening, what="the store or a message")
         if isinstance(app.screen, FatalScreen):
             seen["fatal"] = str(app.screen.query_one("#fatal").content)
             return seen

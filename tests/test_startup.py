@@ -8,27 +8,13 @@ import threading
 import pytest
 
 import store.glance
-from inspector.app import make_app
+from inspector.screens import FatalScreen
 from inspector.views import RecordTable
 from store import MemoryStore
-from store.embedding import FakeEmbedder
-from store.validation import set_clock
 
-from .inspector_support import frozen_clock, make_demo, settle, wait_for
+from .inspector_support import app_for, demo, frozen, settle, wait_for  # noqa: F401 (fixtures)
 
 SIZE = (150, 48)
-
-
-@pytest.fixture(autouse=True)
-def frozen():
-    set_clock(frozen_clock)
-    yield
-    set_clock(None)
-
-
-@pytest.fixture
-def demo(tmp_path):
-    return make_demo(tmp_path / "demo.db")
 
 
 @pytest.fixture
@@ -44,10 +30,6 @@ def held_open(monkeypatch):
     monkeypatch.setattr(MemoryStore, "open", classmethod(slow_open))
     yield release
     release.set()
-
-
-def app_for(path):
-    return make_app(path, embedder=FakeEmbedder(), poll_seconds=0)
 
 
 def labels(app) -> list[str]:
@@ -66,11 +48,11 @@ async def test_tenant_names_show_while_the_store_is_still_opening(demo, held_ope
         assert all("counting…" in label for label in labels(app))
         await pilot.press("e")  # a tenant is highlighted, but there is nothing to export it from yet
         await pilot.pause(0.1)
-        assert [n.message for n in app._notifications] == ["the store is still opening"]
+        assert [n.message for n in app._notifications] == ["Export: the store is still opening"]
         held_open.set()
         await settle(pilot, app)
         assert [label.splitlines()[0] for label in labels(app)] == expected
-        assert all("ep ·" in label and "active" in label for label in labels(app))
+        assert all("episodes" in label and "active" in label for label in labels(app))
 
 
 async def test_a_tenant_picked_from_the_names_gets_its_views_once_the_store_opens(demo, held_open):
@@ -95,8 +77,8 @@ async def test_names_of_a_store_that_then_fails_to_open_give_way_to_the_reason(d
     conn.close()
     app = app_for(demo)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: app.query("#fatal"), what="the failure screen")
-        assert "schema version 99" in str(app.query_one("#fatal").render())
+        await wait_for(pilot, lambda: isinstance(app.screen, FatalScreen), what="the failure screen")
+        assert "schema version 99" in str(app.screen.query_one("#fatal").content)
         assert not app.query_one("#main").display
 
 
@@ -112,7 +94,7 @@ async def test_names_read_too_slowly_never_replace_the_counted_tenants(demo, mon
     app = app_for(demo)
     async with app.run_test(size=SIZE) as pilot:
         # The first frame gave up waiting for the names; the store opened and counted without them.
-        await wait_for(pilot, lambda: labels(app) and all("ep ·" in label for label in labels(app)), what="counted tenants")
+        await wait_for(pilot, lambda: labels(app) and all("episodes" in label for label in labels(app)), what="counted tenants")
         counted = labels(app)
         release.set()
         await settle(pilot, app)  # the late names have arrived and been handled
