@@ -86,3 +86,20 @@ async def test_the_same_results_again_keep_the_table_and_its_cursor(store, hits)
         view.show(fewer, f"{len(fewer)} results")
         await pilot.pause()
         assert table.row_count == len(fewer) and table.cursor_row == 0
+
+
+async def test_results_shown_again_after_the_view_was_cleared_are_painted(hits):
+    """A tenant left and picked again (or a filter that hid it) clears the results; the same
+    results coming back must fill the table again, not count as already on screen."""
+    app = OneSearchView()
+    async with app.run_test(size=(120, 30)) as pilot:
+        view = app.query_one(SearchView)
+        table = app.query_one("#results")
+        view.show(hits, "25 results")
+        await pilot.pause()
+        view.clear("no tenant selected")
+        await pilot.pause()
+        assert table.row_count == 0
+        view.show(hits, "25 results")
+        await pilot.pause()
+        assert table.row_count == len(hits)
