@@ -20,6 +20,7 @@ from textual.reactive import Reactive
 from textual.widgets import Checkbox, DataTable, Input, Label, ProgressBar, Select, Static
 
 from . import detail
+from .cells import CachedCells
 from .formatting import highlighted, one_line, rank, remaining, score, when
 
 
@@ -46,7 +47,7 @@ def parse_day(text: str, *, end: bool = False) -> datetime | None:
     return value
 
 
-class RecordTable(DataTable):
+class RecordTable(CachedCells, DataTable):
     """A DataTable that remembers the record behind each row and shows it in the detail pane."""
 
     DEFAULT_CSS = "RecordTable { height: 1fr; }"
