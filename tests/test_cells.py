@@ -73,3 +73,34 @@ async def test_a_cell_seen_before_is_not_rendered_again_after_the_table_is_refil
         assert [strip.text for strip in app.screen._compositor.render_strips()] == first
         headers = {str(column.label) for column in table.ordered_columns}
         assert rendered and {str(cell) for cell in rendered} <= headers  # the header row only
+
+
+class PlainTable(App):
+    def compose(self):
+        yield DataTable(cursor_type="row", zebra_stripes=True, id="t")
+
+
+async def table_lines(app_class) -> list:
+    from textual.geometry import Region
+
+    app = app_class()
+    async with app.run_test(size=(70, 12)) as pilot:
+        table = app.query_one("#t")
+        if isinstance(table, RecordTable):
+            fill(table)
+        else:
+            table.add_columns("kind", "memory", "fused", "vector", "when")
+            for i, (kind, memory, *rest) in enumerate(ROWS):
+                table.add_row(kind, memory.copy() if isinstance(memory, Text) else memory.replace("[", r"\["), *rest, key=f"r{i}")
+        table.focus()
+        table.move_cursor(row=2)
+        await pilot.pause()
+        await pilot.pause()
+        return [list(strip) for strip in table.render_lines(Region(0, 0, table.size.width, table.size.height))]
+
+
+async def test_a_whole_table_draws_as_a_plain_datatable_draws_it():
+    """Zebra stripes, the cursor row, the header: every segment and style the same."""
+    ours, theirs = await table_lines(OneTable), await table_lines(PlainTable)
+    shown = 1 + len(ROWS)  # the header and the rows; below them ours fills its pane, a plain one ends
+    assert len(theirs) >= shown and ours[:shown] == theirs[:shown]
