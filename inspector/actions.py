@@ -25,6 +25,8 @@ MAIN_TABLE = {"search": "#results", "blocks": "#blocks-table", "episodes": "#epi
 
 
 class ActionsMixin:
+    """Mixed into the App; uses only host.Host and Textual's App API (tests/test_inspector_layout.py)."""
+
     def disabled_reason(self, action: str) -> str | None:
         """Why ``action`` cannot run now, or None. Keys of disabled actions show dimmed and say this."""
         if action in ("forget", "restore") and self.read_only_reason:
