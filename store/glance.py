@@ -16,8 +16,9 @@ import sqlite3
 from pathlib import Path
 from urllib.parse import quote
 
-# Both also live in modules that import SQLAlchemy (store.migrations, store.tenancy), which is
-# what this module is for avoiding; tests/test_glance.py checks the copies agree.
+# Both also live in modules that import SQLAlchemy (store.backend.sqlite.migrations,
+# store.tenancy), which is what this module is for avoiding; tests/test_glance.py checks the
+# copies agree.
 APPLICATION_ID = 0x4D4C4E53
 ANONYMOUS_KEY = ""
 

@@ -44,7 +44,7 @@ def test_a_store_without_tenants_has_no_names(db_path):
 
 
 def test_the_copied_constants_agree_with_the_store():
-    from store.migrations import APPLICATION_ID as stored_id
+    from store.backend.sqlite.migrations import APPLICATION_ID as stored_id
     from store.tenancy import ANONYMOUS_KEY as stored_key
 
     assert (APPLICATION_ID, ANONYMOUS_KEY) == (stored_id, stored_key)
