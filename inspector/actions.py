@@ -25,10 +25,14 @@ MAIN_TABLE = {"search": "#results", "blocks": "#blocks-table", "episodes": "#epi
 
 
 class ActionsMixin:
+    """Mixed into the App; uses only host.Host and Textual's App API (tests/test_inspector_layout.py)."""
+
     def disabled_reason(self, action: str) -> str | None:
         """Why ``action`` cannot run now, or None. Keys of disabled actions show dimmed and say this."""
         if action in ("forget", "restore") and self.read_only_reason:
             return f"the store is read-only ({self.read_only_reason})"
+        if action in ("export", "forget", "restore") and self.opening:
+            return "the store is still opening"  # the tenant names show before the store has opened
         if action in ("export", "forget") and (self.store is None or self.user_id is NO_TENANT):
             return "no tenant selected: pick one in the tenant list"
         if action in ("diff", "mark", "restore") and self.picked_checkpoint() is None:

@@ -3,10 +3,12 @@ that posts a message back; handlers update the widgets."""
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
@@ -15,7 +17,6 @@ from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.lazy import Lazy
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Header, Input, OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
@@ -34,9 +35,50 @@ LONG_LIVED = ("poll", "search", "vectors")  # worker groups that are not one-off
 
 
 def is_idle(app: "MemlensApp") -> bool:
-    """No view load, action or search is under way (for tests, screenshots and benchmarks)."""
-    return not app.searcher.busy and not any(w.is_running for w in app.workers if w.group not in LONG_LIVED)
+    """No view load, action or search is under way (for tests, screenshots and benchmarks).
+
+    The model thread counts once the model is warm: what it still does (load the tenant's
+    vectors, announce the model, which searches again) changes the screen."""
+    warm = app.store is not None and app.store.model_ready
+    if warm and app.model_thread is not None and app.model_thread.is_alive():
+        return False
+    return not app.opening and not app.searcher.busy and not any(w.is_running for w in app.workers if w.group not in LONG_LIVED)
+
+
 SEARCH_LIMIT = 25  # about a screenful; more costs time on every keystroke
+GLANCE_WAIT = 0.25  # seconds the first frame may wait for the names (here: 2 ms to read, 3-8 ms to import sqlite3)
+
+
+@dataclass
+class TenantName:
+    """A tenant known by name only, until the store has opened and counted its records."""
+
+    user_id: str | None
+    counts: None = None
+
+
+def freeze_startup_objects() -> None:
+    """Leave what start-up built (Textual, SQLAlchemy, the model's runtime: ~140k objects) out of
+    every later garbage collection. Scanning them made each full collection a 130-270 ms pause
+    in the middle of typing, every few seconds; frozen, the same collections took 7-60 ms."""
+    gc.freeze()
+
+
+class Glance:
+    """The tenant names (store.glance), read in a thread of its own from the moment the App is made."""
+
+    def __init__(self, path: Path):
+        self.names: list[Any] | None = None
+        self.done = threading.Event()
+        threading.Thread(target=self._read, args=(path,), name="memlens-glance", daemon=True).start()
+
+    def _read(self, path: Path) -> None:
+        from store.glance import tenant_names
+
+        try:
+            self.names = tenant_names(path)
+        finally:
+            self.done.set()
 
 
 def describe(error: BaseException) -> str:
@@ -165,6 +207,7 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
         self.store = None
         self.read_only_reason: str | None = None
         self.failed: str | None = None
+        self.opening = True  # until the store has opened or failed to
         self.tenants: list[Any] = []
         self.user_id: Any = NO_TENANT
         self.picked_a_tenant = False  # the first tenant is selected once, at start-up; never again by itself
@@ -178,6 +221,7 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
         saved_theme = config.load().get("theme")
         if saved_theme in self.available_themes:
             self.theme = saved_theme
+        self.glance = Glance(self.path)
 
     # --- layout ----------------------------------------------------------------------------
 
@@ -188,17 +232,29 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
                 yield Input(placeholder="filter tenants", id="tenant-filter")
                 yield OptionList(id="tenants")
                 yield Button("Audit log (all tenants)", id="store-audit", compact=True)
-            # The content area mounts just after the first frame: the frame comes sooner, and the
-            # tier views are there long before the store has opened (that waits for the frame too).
-            yield Lazy(ContentArea(self._search, id="content"))
+            # The tier views join here after the first frame (on_mount says why).
         yield KeysFooter()
 
     def on_mount(self) -> None:
         self.sub_title = f"{self.path.name} · opening…"
         self.query_one("#sidebar").border_title = "tenants"
-        # Open after the first frame: the frame needs nothing from the store, and opening it
-        # (SQLAlchemy's import alone is ~0.4 s) would compete with the frame for the GIL.
-        self.call_after_refresh(self.open_store)
+        # The names are what a user waits for; read with sqlite3 alone since the App was made,
+        # they are usually there for the first frame. MemoryStore.open must import SQLAlchemy
+        # first (~0.6 s with the rest of store), which put them at 5x a bare app's first line
+        # on screen here.
+        if self.glance.done.wait(GLANCE_WAIT):
+            self._names(msg.TenantNames(self.glance.names))
+        else:
+            self.run_worker(self._await_names, thread=True, group="glance", exit_on_error=False)
+        # The tier views and the open come after that frame: both would compete with it for the GIL.
+        self.call_after_refresh(self._after_first_frame)
+
+    async def _after_first_frame(self) -> None:
+        main = self.query_one("#main")
+        if not main.is_attached:  # the user quit at the first frame
+            return
+        await main.mount(ContentArea(self._search, id="content"))
+        self.open_store()  # after the views are whole: a store message may go to any of them
 
     def now(self) -> datetime:
         from store.validation import utcnow
@@ -220,6 +276,16 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
 
     # --- store lifecycle --------------------------------------------------------------------
 
+    def _await_names(self) -> None:
+        self.glance.done.wait()
+        self.post_message(msg.TenantNames(self.glance.names))
+
+    @on(msg.TenantNames)
+    def _names(self, message: msg.TenantNames) -> None:
+        if message.names and not self.tenants:  # else the store has already counted them
+            self.tenants = [TenantName(user_id) for user_id in message.names]
+            self.show_tenants()
+
     @work(thread=True, group="open", exit_on_error=False)
     def open_store(self) -> None:
         # Imported here, in the worker, so the first paint waits for neither SQLAlchemy nor numpy.
@@ -238,10 +304,13 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
 
     @on(msg.StoreOpened)
     def _opened(self, message: msg.StoreOpened) -> None:
+        self.opening = False
         self.read_only_reason = message.read_only_reason
+        freeze_startup_objects()
         self.update_subtitle()
         self.refresh_bindings()
         self.load_tenants()
+        self.load_tenant_views()  # of a tenant selected from the names
         if self.warm_on_start and self.store.embedder is not None:
             self.warm_model()
         if self.poll_seconds:
@@ -249,6 +318,7 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
 
     @on(msg.StoreFailed)
     def _failed(self, message: msg.StoreFailed) -> None:
+        self.opening = False
         if self.failed:
             return
         self.failed = message.error
@@ -289,6 +359,7 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
 
     @on(msg.ModelReady)
     def _model_ready(self) -> None:
+        freeze_startup_objects()
         self.update_subtitle()
         if self.query(SearchView):
             self.query_one(SearchView).request()
@@ -365,10 +436,13 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
         for t in shown:
             c = t.counts
             label = Text(tenant_label(t.user_id), style="italic" if t.user_id is None else "bold")
-            # Lines of at most 23 characters: the width of the list at 80 columns.
-            label.append(f"\n{count(c.episodes, 'episodes')} · {count(c.facts, 'facts')}\n{count(c.sessions, 'sessions')} · "
-                         f"{count(c.blocks, 'blocks')}\n{count(c.kv_entries, 'keys')} · {count(c.checkpoints, 'checkpoints')}", style="dim")
-            label.append(f"\nactive {when(t.last_activity)}\n", style="dim italic")
+            if c is None:  # the name only, while the store opens: as many lines, so nothing moves
+                label.append("\ncounting…\n\n\n\n", style="dim")
+            else:
+                # Lines of at most 23 characters: the width of the list at 80 columns.
+                label.append(f"\n{count(c.episodes, 'episodes')} · {count(c.facts, 'facts')}\n{count(c.sessions, 'sessions')} · "
+                             f"{count(c.blocks, 'blocks')}\n{count(c.kv_entries, 'keys')} · {count(c.checkpoints, 'checkpoints')}", style="dim")
+                label.append(f"\nactive {when(t.last_activity)}\n", style="dim italic")
             options.add_option(Option(label, id=self.tenant_option_id(t.user_id)))
         keys = [self.tenant_option_id(t.user_id) for t in shown]
         current = self.tenant_option_id(self.user_id) if self.user_id is not NO_TENANT else None
@@ -487,6 +561,7 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
             self.screen.show(m.entries)
 
     async def on_unmount(self) -> None:
+        gc.unfreeze()  # whatever this App leaves behind is garbage like any other (tests run many Apps)
         self.searcher.stop()
         if self.store is not None:
             self.store.close()

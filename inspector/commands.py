@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from typing import Iterable
 
 from textual.app import SystemCommand
 
-if TYPE_CHECKING:
-    from .app import MemlensApp
+from .host import Commands
 
 
-def system_commands(app: "MemlensApp") -> Iterable[SystemCommand]:
+def system_commands(app: Commands) -> Iterable[SystemCommand]:
     yield SystemCommand("tenant: export to a file", "Export everything held for the selected tenant (JSON Lines or JSON)", app.action_export)
     yield SystemCommand("tenant: forget…", "Erase the tenant, one session, or what is older than a date (asks first)", app.action_forget)
     yield SystemCommand("tenant: filter the list", "Focus the tenant list", app.action_focus_tenants)

@@ -88,8 +88,10 @@ def audit_entry(a) -> Group:
 def hit(h) -> Group:
     s = h.scores
     why = _fields(
-        ("kind", h.kind), ("fused", score(s.fused, 4)),
+        # score is what ordered the results; the rest are the channels behind it.
+        ("kind", h.kind), ("score", score(s.score, 3)),
         ("vector", f"{score(s.vector)} ({rank(s.vector_rank)})"), ("keyword", f"{score(s.keyword)} ({rank(s.keyword_rank)})"),
+        ("coverage", score(s.coverage)), ("exact id", s.exact or "-"), ("rank fusion", score(s.fused, 4)),
         ("matched", ", ".join(h.matched_terms) or "-"),
     )
     body = {"episode": lambda: episode(h.episode, h.matched_terms), "fact": lambda: fact(h.fact),

@@ -21,6 +21,8 @@ DETAIL_HINT = "Select a record to see it whole."
 
 
 class TenantViewsMixin:
+    """Mixed into the App; uses only host.Host and Textual's App API (tests/test_inspector_layout.py)."""
+
     def views_mounted(self) -> bool:
         """The tier views are all there: not yet just after start (they mount lazily), nor any more while closing."""
         return all(self.query(view) for view in TENANT_VIEWS)

@@ -37,6 +37,13 @@ class ModelFailed(Message):
 
 
 @dataclass
+class TenantNames(Message):
+    """The tenants by name, before the store has opened; None when the file could not be read so."""
+
+    names: list[Any] | None
+
+
+@dataclass
 class TenantsLoaded(Message):
     tenants: list[Any]
 

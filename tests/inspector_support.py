@@ -80,12 +80,21 @@ def painted(app) -> bool:
 
 async def settle(pilot, app) -> None:
     """Wait until the store is open, a tenant selected, no worker is still running, and the screen
-    is painted: a dialog opened next freezes the screen below it as last painted, so a pending
-    repaint of the results (after a re-search) showed in some snapshots and not in others."""
-    await wait_for(pilot, lambda: app.tenants and app.user_id is not None and app.user_id != "", what="tenants")
-    from inspector.app import is_idle
+    is painted.
 
-    await wait_for(pilot, lambda: is_idle(app), what="workers")
+    Idle must hold twice, a pause apart: a worker that has just finished may have posted a
+    result the App has not handled yet, and handling it can start more work (a search). Then the
+    paint: a dialog opened next freezes the screen below it as last painted, so a pending repaint
+    of the results (after a re-search) showed in some snapshots and not in others."""
+    from inspector.app import NO_TENANT, is_idle
+
+    # A tenant is selected at start-up; later (after an erasure, a filter) none may be, rightly.
+    await wait_for(pilot, lambda: app.tenants and (app.user_id is not NO_TENANT or app.picked_a_tenant), what="tenants")
+    while True:
+        await wait_for(pilot, lambda: is_idle(app), what="workers")
+        await pilot.pause(0.05)
+        if is_idle(app):
+            break
     await wait_for(pilot, lambda: painted(app), what="paint")
 
 
@@ -148,7 +157,7 @@ async def _read_only_probe(path: str) -> dict:
     app = make_app(path, embedder=FakeEmbedder(), poll_seconds=0)
     seen: dict = {}
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_for(pilot, lambda: app.tenants or isinstance(app.screen, FatalScreen), what="the store or a message")
+        await wait_for(pilot, lambda: not app.opening, what="the store or a message")
         if isinstance(app.screen, FatalScreen):
             seen["fatal"] = str(app.screen.query_one("#fatal").content)
             return seen

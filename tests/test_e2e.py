@@ -55,6 +55,17 @@ class Terminal:
                 break
         raise AssertionError(f"{needle!r} never appeared; the screen was:\n{self.text()}")
 
+    def wait_for_footer(self, quit_shown: bool, timeout: float = 30.0) -> None:
+        """Wait until the focus has moved as a key asked: the footer shows "q Quit" unless a text
+        field has the focus. Typing on at once lost keys on a busy machine: a key that comes
+        with "/" in one read goes to the widget "/" is leaving (Textual queues keys per widget)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.pump(0.1)
+            if ("q Quit" in self.screen.display[-1]) == quit_shown:
+                return
+        raise AssertionError(f"the footer never {'showed' if quit_shown else 'hid'} q Quit; the screen was:\n{self.text()}")
+
     def type(self, keys: str) -> None:
         for key in keys:
             os.write(self.master, key.encode())
@@ -81,11 +92,13 @@ def test_the_memlens_command_shows_live_search_results_in_a_terminal(tmp_path):
     try:
         terminal.wait_for("semantic + keyword search")
         terminal.type("/")
+        terminal.wait_for_footer(quit_shown=False)  # the search field has the focus
         terminal.type("vegetarian food")
+        terminal.wait_for("vegetarian food")
         screen = terminal.wait_for("results · semantic + keyword")
         assert "Ao 26 Vegan" in screen or "vegetarian" in screen.lower()
         terminal.type("\x1b")  # Escape leaves the search field…
-        terminal.pump(0.5)
+        terminal.wait_for_footer(quit_shown=True)
         terminal.type("q")  # …so q quits
         deadline = time.monotonic() + 10
         while terminal.proc.poll() is None and time.monotonic() < deadline:

@@ -8,7 +8,7 @@ import pytest
 from textual.widgets import Input
 
 from inspector.app import make_app
-from inspector.screens import ConfirmScreen, DiffScreen, ExportScreen, ForgetScreen, StoreAuditScreen
+from inspector.screens import ConfirmScreen, DiffScreen, ExportScreen, ForgetScreen, HelpScreen, StoreAuditScreen
 from inspector.views import RecordTable
 from store.embedding import FakeEmbedder
 from store.tiers.common import set_id_source
@@ -93,7 +93,7 @@ class TestDialogs:
         async def run_before(pilot):
             await open_tenant(pilot, app, "bob")
             await pilot.press("f")
-            await wait_for(pilot, lambda: isinstance(app.screen, ForgetScreen) and not app.screen.query_one("#erase").disabled)
+            await wait_for(pilot, lambda: isinstance(app.screen, ForgetScreen) and app.screen.query("#erase") and not app.screen.query_one("#erase").disabled)
             still(app)
 
         assert snap_compare(app, terminal_size=SMALL, run_before=run_before)
@@ -104,7 +104,7 @@ class TestDialogs:
         async def run_before(pilot):
             await open_tenant(pilot, app, "alice")
             await pilot.press("e")
-            await wait_for(pilot, lambda: isinstance(app.screen, ExportScreen))
+            await wait_for(pilot, lambda: isinstance(app.screen, ExportScreen) and app.screen.query("#export-path"))  # composed
             app.screen.query_one("#export-path").value = "/exports/alice.jsonl"
             still(app)
 
@@ -160,6 +160,7 @@ class TestDialogs:
         async def run_before(pilot):
             await settle(pilot, app)
             await pilot.press("question_mark")
+            await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen) and app.screen.query("MarkdownTable") and app.screen.query("#close"))
             await pilot.pause(0.3)
 
         assert snap_compare(app, terminal_size=SMALL, run_before=run_before)

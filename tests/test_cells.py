@@ -1,0 +1,106 @@
+"""Table cells rendered once per content (inspector.cells): the same segments as DataTable's own
+rendering, row and column metadata included, and no Rich rendering for a cell already seen."""
+
+from __future__ import annotations
+
+from rich.padding import Padding
+from rich.text import Text
+from textual.renderables.styled import Styled
+from textual.app import App
+from textual.widgets import DataTable
+
+from inspector.views import RecordTable
+
+ROWS = [
+    ("episode", Text.assemble("booked the ", ("hotel", "bold reverse"), " in Lisbon, room 12"), "0.0164", "0.61 #3", "2026-03-01 10:00"),
+    ("fact", "alice diet vegetarian", "0.0159", "-", "2026-02-11 09:30"),
+    ("block", "[bold]not markup[/] 東京 wide", "0.0150", "0.44 #9", "-"),
+    ("scratchpad", Text("a note far longer than its column is wide, to be cropped at its edge", style="italic"), "0.0101", "", "-"),
+]
+
+
+class OneTable(App):
+    def compose(self):
+        yield RecordTable("kind", "memory", "fused", "vector", "when", id="t")
+
+
+def fill(table: RecordTable) -> None:
+    table.reset()
+    for i, (kind, memory, *rest) in enumerate(ROWS):
+        table.add_record(f"r{i}", None, kind, memory, *rest)
+
+
+async def test_cells_render_exactly_as_datatable_renders_them():
+    app = OneTable()
+    async with app.run_test(size=(70, 12)) as pilot:
+        table = app.query_one(RecordTable)
+        fill(table)
+        table.move_cursor(row=1)
+        await pilot.pause()
+        for row in range(len(ROWS)):
+            for column, col in enumerate(table.ordered_columns):
+                for cursor, hover in ((False, False), (True, False), (False, True)):
+                    style = table._get_row_style(row, table.rich_style)
+                    width = min(col.get_render_width(table), 20) if column == 1 else col.get_render_width(table)
+                    ours = table._render_cell(row, column, style, width, cursor, hover)
+                    table._cell_render_cache.clear()
+                    theirs = DataTable._render_cell(table, row, column, style, width, cursor, hover)
+                    assert ours == theirs
+                    assert [s.style.meta for s in ours[0]] == [s.style.meta for s in theirs[0]]
+                    assert all(s.style.meta == {"row": row, "column": column} for s in ours[0])
+
+
+async def test_a_cell_seen_before_is_not_rendered_again_after_the_table_is_refilled(monkeypatch):
+    app = OneTable()
+    async with app.run_test(size=(70, 12)) as pilot:
+        table = app.query_one(RecordTable)
+        fill(table)
+        await pilot.pause()
+        await pilot.pause()
+        first = [strip.text for strip in app.screen._compositor.render_strips()]
+        rendered = []
+        real = app.console.render_lines
+
+        def render_lines(renderable, options, **kwargs):
+            if isinstance(renderable, Styled) and isinstance(renderable.renderable, Padding):  # a cell
+                rendered.append(renderable.renderable.renderable)
+            return real(renderable, options, **kwargs)
+
+        monkeypatch.setattr(app.console, "render_lines", render_lines)
+        fill(table)  # the same rows again, as a keystroke that brings the same results would
+        await pilot.pause()
+        await pilot.pause()
+        assert [strip.text for strip in app.screen._compositor.render_strips()] == first
+        headers = {str(column.label) for column in table.ordered_columns}
+        assert rendered and {str(cell) for cell in rendered} <= headers  # the header row only
+
+
+class PlainTable(App):
+    def compose(self):
+        yield DataTable(cursor_type="row", zebra_stripes=True, id="t")
+
+
+async def table_lines(app_class) -> list:
+    from textual.geometry import Region
+
+    app = app_class()
+    async with app.run_test(size=(70, 12)) as pilot:
+        table = app.query_one("#t")
+        if isinstance(table, RecordTable):
+            fill(table)
+        else:
+            table.add_columns("kind", "memory", "fused", "vector", "when")
+            for i, (kind, memory, *rest) in enumerate(ROWS):
+                table.add_row(kind, memory.copy() if isinstance(memory, Text) else memory.replace("[", r"\["), *rest, key=f"r{i}")
+        table.focus()
+        table.move_cursor(row=2)
+        await pilot.pause()
+        await pilot.pause()
+        return [list(strip) for strip in table.render_lines(Region(0, 0, table.size.width, table.size.height))]
+
+
+async def test_a_whole_table_draws_as_a_plain_datatable_draws_it():
+    """Zebra stripes, the cursor row, the header: every segment and style the same."""
+    ours, theirs = await table_lines(OneTable), await table_lines(PlainTable)
+    shown = 1 + len(ROWS)  # the header and the rows; below them ours fills its pane, a plain one ends
+    assert len(theirs) >= shown and ours[:shown] == theirs[:shown]

@@ -1,0 +1,75 @@
+"""The inspector's parts and the App: no import cycle, and the mixins rely on a stated interface
+(inspector.host), not on whatever the App happens to have."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+from textual.app import App
+
+import inspector
+from inspector.host import Commands, Host
+
+from .inspector_support import app_for, demo, frozen  # noqa: F401 (fixtures)
+
+PACKAGE = Path(inspector.__file__).parent
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every inspector module ``path`` imports, TYPE_CHECKING blocks included."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level == 1:
+                base = node.module or ""
+                found |= {base} if base else {alias.name for alias in node.names}
+            elif (node.module or "").startswith("inspector."):
+                found.add(node.module.removeprefix("inspector."))
+        elif isinstance(node, ast.Import):
+            found |= {a.name.removeprefix("inspector.") for a in node.names if a.name.startswith("inspector.")}
+    return found
+
+
+def test_nothing_in_the_inspector_imports_the_app_but_its_entry_points():
+    importers = {p.stem for p in PACKAGE.glob("*.py") if "app" in imported_modules(p)}
+    # cli_app is the one CLI module that may start the UI (the CLI split keeps the rest UI-free).
+    assert importers <= {"cli_app"}
+
+
+def test_the_inspector_modules_import_each_other_without_a_cycle():
+    graph = {p.stem: imported_modules(p) & {q.stem for q in PACKAGE.glob("*.py")} for p in PACKAGE.glob("*.py")}
+
+    def reaches(start: str, target: str, seen: set[str]) -> bool:
+        return any(n == target or (n not in seen and reaches(n, target, seen | {n})) for n in graph[start])
+
+    assert [m for m in graph if reaches(m, m, {m})] == []
+
+
+def declared(cls) -> set[str]:
+    return set(getattr(cls, "__annotations__", {})) | {n for n in vars(cls) if not n.startswith("_")}
+
+
+def used_on_self(path: Path) -> dict[str, set[str]]:
+    """For each class of ``path``: the names it reads or calls on ``self``, and what it defines."""
+    out = {}
+    for cls in (n for n in ast.parse(path.read_text()).body if isinstance(n, ast.ClassDef)):
+        used = {n.attr for n in ast.walk(cls) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self"}
+        defined = {n.name for n in ast.walk(cls) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        out[cls.name] = used - defined
+    return out
+
+
+@pytest.mark.parametrize("module, mixin", [("actions", "ActionsMixin"), ("loading", "TenantViewsMixin")])
+def test_a_mixin_uses_only_the_host_interface_and_textuals_app(module, mixin):
+    textual_app = {n for n in dir(App)} | {"_exit"}
+    undeclared = used_on_self(PACKAGE / f"{module}.py")[mixin] - declared(Host) - textual_app
+    assert undeclared == set(), f"{mixin} uses App attributes inspector.host.Host does not state: {sorted(undeclared)}"
+
+
+async def test_the_app_provides_the_whole_interface(demo):
+    app = app_for(demo)
+    assert isinstance(app, Host) and isinstance(app, Commands)
+    missing = {name for name in declared(Host) | declared(Commands) if not hasattr(app, name)}
+    assert missing == set()

@@ -1,0 +1,105 @@
+"""What a keystroke in the search box costs the screen: no layout pass of the whole screen, for
+the key itself or for the results it brings (each pass cost ~10 ms of the 50 ms budget here)."""
+
+from __future__ import annotations
+
+import pytest
+from textual.app import App
+from textual.screen import Screen
+
+from inspector.views import QueryInput, SearchView
+from store import MemoryStore
+
+
+@pytest.fixture
+def hits(store):
+    for i in range(30):
+        store.remember(f"booked the hotel in Lisbon, room {i}", f"confirmation number {1000 + i}", user_id="alice")
+    return store.recall("hotel lisbon", user_id="alice", limit=25, kind="all", prefix=True)
+
+
+class OneSearchView(App):
+    def compose(self):
+        yield SearchView(id="search-view")
+
+
+@pytest.fixture
+def layouts(monkeypatch):
+    """How many times the screen has been laid out since the fixture was made."""
+    count = [0]
+    real = Screen._refresh_layout
+
+    def counting(self, *args, **kwargs):
+        count[0] += 1
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Screen, "_refresh_layout", counting)
+    return count
+
+
+async def test_typing_in_the_search_box_lays_nothing_out(layouts):
+    app = OneSearchView()
+    async with app.run_test(size=(120, 30)) as pilot:
+        box = app.query_one("#query", QueryInput)
+        box.focus()
+        await pilot.pause()
+        layouts[0] = 0
+        for key in "hotel in lisbon and a few more words than the box is wide, to scroll it":
+            await pilot.press("space" if key == " " else key)
+        await pilot.pause()
+        assert box.value.endswith("to scroll it")
+        assert layouts[0] == 0
+
+
+async def test_results_of_the_same_widths_repaint_without_a_layout(layouts, hits):
+    app = OneSearchView()
+    async with app.run_test(size=(120, 30)) as pilot:
+        view = app.query_one(SearchView)
+        view.show(hits, "25 results")  # the first results may widen the columns: that needs a layout
+        await pilot.pause()
+        await pilot.pause()
+        layouts[0] = 0
+        view.show(hits[::-1], "25 results · semantic + keyword · 12.3 ms")
+        await pilot.pause()
+        await pilot.pause()
+        assert layouts[0] == 0
+        assert "12.3 ms" in str(app.query_one("#search-status").render())
+
+
+async def test_the_same_results_again_keep_the_table_and_its_cursor(store, hits):
+    """A keystroke that brings the rows already shown repaints nothing (the cursor stays where
+    the user put it); the records behind the rows are the new ones; other rows do repaint."""
+    app = OneSearchView()
+    async with app.run_test(size=(120, 30)) as pilot:
+        view = app.query_one(SearchView)
+        table = app.query_one("#results")
+        view.show(hits, "25 results")
+        await pilot.pause()
+        table.move_cursor(row=3)
+        again = store.recall("hotel lisbon", user_id="alice", limit=25, kind="all", prefix=True)
+        assert again == hits and again[3] is not hits[3]
+        view.show(again, "25 results")
+        await pilot.pause()
+        assert table.cursor_row == 3
+        assert table.selected() is again[3]
+        fewer = store.recall("room 7", user_id="alice", limit=25, kind="all", prefix=True)
+        view.show(fewer, f"{len(fewer)} results")
+        await pilot.pause()
+        assert table.row_count == len(fewer) and table.cursor_row == 0
+
+
+async def test_results_shown_again_after_the_view_was_cleared_are_painted(hits):
+    """A tenant left and picked again (or a filter that hid it) clears the results; the same
+    results coming back must fill the table again, not count as already on screen."""
+    app = OneSearchView()
+    async with app.run_test(size=(120, 30)) as pilot:
+        view = app.query_one(SearchView)
+        table = app.query_one("#results")
+        view.show(hits, "25 results")
+        await pilot.pause()
+        view.clear("no tenant selected")
+        await pilot.pause()
+        assert table.row_count == 0
+        view.show(hits, "25 results")
+        await pilot.pause()
+        assert table.row_count == len(hits)

@@ -1,0 +1,65 @@
+"""RecordTable, the table every view uses: what it draws must not depend on when frames happen."""
+
+from __future__ import annotations
+
+from textual.app import App
+
+from inspector.views import RecordTable
+
+MEMORY = "a memory much wider than its column label"
+
+
+class OneTable(App):
+    def compose(self):
+        yield RecordTable("kind", "memory", id="table")
+
+
+async def test_rows_drawn_before_the_table_measures_them_are_redrawn_at_full_width():
+    """A frame can come between adding rows and the idle moment DataTable measures them (on a
+    busy machine, or as a dialog opens). That frame draws the cells cut to the old column
+    widths; afterwards the table must show them whole, not keep the cut cells it cached."""
+    app = OneTable()
+    async with app.run_test(size=(80, 10)) as pilot:
+        table = app.query_one(RecordTable)
+        await pilot.pause()
+        table.add_record("a", None, "episode", MEMORY)
+        early = table.render_line(1).text  # what a frame drawn right now shows
+        assert MEMORY not in early  # the race really happened: the cells were cut
+        await pilot.pause()
+        await pilot.pause()
+        assert "kind     memory" in table.render_line(0).text
+        assert f"episode  {MEMORY}" in table.render_line(1).text
+
+
+async def test_a_table_refilled_with_the_same_widths_keeps_its_cache():
+    """The fix drops the cache only when a width changed: refilling with rows no wider than
+    before must not redraw every cell again (search results are refilled on every keystroke)."""
+    app = OneTable()
+    async with app.run_test(size=(80, 10)) as pilot:
+        table = app.query_one(RecordTable)
+        table.add_record("a", None, "episode", MEMORY)
+        await pilot.pause()
+        await pilot.pause()
+        cleared = []
+        table._clear_caches = lambda original=table._clear_caches: (cleared.append(1), original())[1]
+        table.reset()
+        cleared.clear()  # reset() clears on its own account
+        table.add_record("b", None, "fact", "short")
+        await pilot.pause()
+        await pilot.pause()
+        assert cleared == []
+        assert "fact     short" in table.render_line(1).text
+
+
+async def test_cells_are_shown_as_written_never_read_as_markup():
+    """Memories are user text: "[/]" in one crashed the inspector (MarkupError), "[bold]" was
+    rendered as bold and vanished from what the user read."""
+    app = OneTable()
+    async with app.run_test(size=(80, 10)) as pilot:
+        table = app.query_one(RecordTable)
+        table.add_record("a", None, "episode", "please [bold]remember[/bold] this")
+        table.add_record("b", None, "episode", "close the tag [/] now")
+        await pilot.pause()
+        await pilot.pause()
+        assert "please [bold]remember[/bold] this" in table.render_line(1).text
+        assert "close the tag [/] now" in table.render_line(2).text

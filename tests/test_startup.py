@@ -1,0 +1,132 @@
+"""The inspector's first seconds: tenant names on screen before the store has opened."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import pytest
+
+import store.glance
+from inspector.screens import FatalScreen
+from inspector.views import RecordTable
+from store import MemoryStore
+
+from .inspector_support import app_for, demo, frozen, settle, wait_for  # noqa: F401 (fixtures)
+
+SIZE = (150, 48)
+
+
+@pytest.fixture
+def held_open(monkeypatch):
+    """MemoryStore.open waits until the test sets the returned event (as if SQLAlchemy were slow to import)."""
+    release = threading.Event()
+    real = MemoryStore.open.__func__
+
+    def slow_open(cls, *args, **kwargs):
+        release.wait(30)
+        return real(cls, *args, **kwargs)
+
+    monkeypatch.setattr(MemoryStore, "open", classmethod(slow_open))
+    yield release
+    release.set()
+
+
+def labels(app) -> list[str]:
+    options = app.query_one("#tenants")
+    return [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+
+
+async def test_tenant_names_show_while_the_store_is_still_opening(demo, held_open):
+    with MemoryStore.open(demo) as opened:
+        expected = [t.user_id or "(anonymous)" for t in opened.tenants()]
+    app = app_for(demo)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.3)
+        assert app.store is None and app.opening
+        assert [label.splitlines()[0] for label in labels(app)] == expected
+        assert all("counting…" in label for label in labels(app))
+        await pilot.press("e")  # a tenant is highlighted, but there is nothing to export it from yet
+        await pilot.pause(0.1)
+        assert [n.message for n in app._notifications] == ["Export: the store is still opening"]
+        held_open.set()
+        await settle(pilot, app)
+        assert [label.splitlines()[0] for label in labels(app)] == expected
+        assert all("episodes" in label and "active" in label for label in labels(app))
+
+
+async def test_a_tenant_picked_from_the_names_gets_its_views_once_the_store_opens(demo, held_open):
+    app = app_for(demo)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.3)
+        options = app.query_one("#tenants")
+        options.focus()
+        options.highlighted = next(i for i in range(options.option_count) if options.get_option_at_index(i).id == "user:bob")
+        await wait_for(pilot, lambda: app.user_id == "bob")
+        held_open.set()
+        await settle(pilot, app)
+        assert app.user_id == "bob"
+        blocks = app.query_one("#blocks-table", RecordTable)
+        assert blocks.row_count == 2  # bob's two blocks (alice has three)
+
+
+async def test_names_of_a_store_that_then_fails_to_open_give_way_to_the_reason(demo):
+    conn = sqlite3.connect(demo)
+    conn.execute("UPDATE memlens_meta SET value = '99' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+    app = app_for(demo)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, FatalScreen), what="the failure screen")
+        assert "schema version 99" in str(app.screen.query_one("#fatal").content)
+        assert not app.query_one("#main").display
+
+
+async def test_names_read_too_slowly_never_replace_the_counted_tenants(demo, monkeypatch):
+    release = threading.Event()
+    real = store.glance.tenant_names
+
+    def slow_names(path, **kwargs):
+        release.wait(30)
+        return real(path, **kwargs)
+
+    monkeypatch.setattr(store.glance, "tenant_names", slow_names)
+    app = app_for(demo)
+    async with app.run_test(size=SIZE) as pilot:
+        # The first frame gave up waiting for the names; the store opened and counted without them.
+        await wait_for(pilot, lambda: labels(app) and all("episodes" in label for label in labels(app)), what="counted tenants")
+        counted = labels(app)
+        release.set()
+        await settle(pilot, app)  # the late names have arrived and been handled
+        assert labels(app) == counted
+
+
+async def test_start_up_objects_sit_out_garbage_collection_until_the_app_exits(demo):
+    """Full collections scanned everything start-up built (130-270 ms pauses while typing);
+    the App freezes it once open, and unfreezes at exit so Apps run one after another (tests)
+    leave their objects to the collector."""
+    import gc
+
+    assert gc.get_freeze_count() == 0
+    app = app_for(demo)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        assert gc.get_freeze_count() > 10_000
+    assert gc.get_freeze_count() == 0
+
+
+async def test_quitting_at_the_first_frame_leaves_no_error(demo):
+    """The tier views mount and the store opens just after the first frame; a q pressed at that
+    frame used to end in a MountError for a screen already taken down."""
+    app = app_for(demo)
+    first = app._display
+
+    def display(screen, renderable):
+        first(screen, renderable)
+        if renderable is not None:
+            app.exit()
+
+    app._display = display
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.5)
+    assert app.return_code == 0 and app.store is None
