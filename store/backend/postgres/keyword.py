@@ -23,6 +23,7 @@ import re
 from sqlalchemy import Connection, Table, bindparam, cast, func, literal_column, select, text
 from sqlalchemy.dialects.postgresql import TSQUERY
 
+from ..shared import marked_terms
 from ...schema import episodes_t, facts_t
 from ...tenancy import Tenant
 from ...tiers.episodes import filtered
@@ -32,7 +33,6 @@ MAX_KEYWORD_MATCHES = 1000
 COMMON_SHARE = 0.2
 MIN_EPISODES_FOR_CUT = 1000
 _ITEM = re.compile(r"'((?:[^']|'')*)'(:\*)?")
-_MARK = re.compile("\x02(.*?)\x03", re.DOTALL)
 _HEADLINE = "StartSel=\x02, StopSel=\x03, HighlightAll=true"
 
 
@@ -114,14 +114,6 @@ def _ranked(conn: Connection, tenant: Tenant, table: Table, expression: str, stm
 def _candidates(tenant: Tenant, table: Table, expression: str, *extra):
     _, length = _search(table)
     return tenant.select(table, table.c.pk, length, *_term_counts(table, items(expression)), *extra).where(_matches(table, _as_query(expression)))
-
-
-def marked_terms(*highlighted: str) -> list[str]:
-    seen: dict[str, None] = {}
-    for value in highlighted:
-        for term in _MARK.findall(value or ""):
-            seen.setdefault(term.lower(), None)
-    return list(seen)
 
 
 class PostgresKeywordIndex:

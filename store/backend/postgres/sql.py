@@ -9,6 +9,8 @@ from typing import Any, Sequence
 from sqlalchemy import BigInteger, Column, ColumnElement, Connection, Table, Text, TypeDecorator, cast, func, literal, literal_column, type_coerce
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, insert
 
+from ..shared import upsert
+
 
 def _path(path: str) -> list[str]:
     """"$.a.b" -> ["a", "b"] (the only JSON paths the store uses: object keys from the root)."""
@@ -40,12 +42,7 @@ class PostgresSql:
     """:class:`store.backend.interface.Sql` for PostgreSQL."""
 
     def upsert(self, conn: Connection, table: Table, values: dict[str, Any], keys: Sequence[str], update: dict[str, Any] | None) -> None:
-        stmt = insert(table).values(values)
-        if update is None:
-            stmt = stmt.on_conflict_do_nothing(index_elements=list(keys))
-        else:
-            stmt = stmt.on_conflict_do_update(index_elements=list(keys), set_=update)
-        conn.execute(stmt)
+        upsert(insert, conn, table, values, keys, update)
 
     def replace(self, conn: Connection, table: Table, rows: list[dict[str, Any]]) -> None:
         """On PostgreSQL a table's key includes its tenant (partitioned tables need it), so the

@@ -7,16 +7,15 @@ index-wide, as FTS5 keeps them; :func:`common_terms` keeps that from leaking acr
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 
 from sqlalchemy import Connection, column, func, literal_column, select, table
 
+from ..shared import marked_terms
 from ...schema import episodes_t, facts_t, tenants_t
 from ...tenancy import Tenant, other_tenants_exist
 from ...tiers.episodes import filtered
 
-_MARK = re.compile("\x02(.*?)\x03", re.DOTALL)
 
 
 def fts_expression(terms: list[str], *, min_prefix: int | None, too_common: set[str] = frozenset()) -> str | None:
@@ -35,14 +34,6 @@ def fts_expression(terms: list[str], *, min_prefix: int | None, too_common: set[
     if min_prefix is not None and len(terms[-1]) >= min_prefix:
         parts[-1] = f'"{terms[-1]}"*'
     return " OR ".join(parts)
-
-
-def marked_terms(*highlighted: str) -> list[str]:
-    seen: dict[str, None] = {}
-    for value in highlighted:
-        for term in _MARK.findall(value or ""):
-            seen.setdefault(term.lower(), None)
-    return list(seen)
 
 
 def _fts(name: str, match: str, columns: int):

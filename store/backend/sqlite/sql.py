@@ -7,17 +7,14 @@ from typing import Any, Sequence
 from sqlalchemy import Column, ColumnElement, Connection, Table, func, literal_column, select
 from sqlalchemy.dialects.sqlite import insert
 
+from ..shared import upsert
+
 
 class SqliteSql:
     """:class:`store.backend.interface.Sql` for SQLite."""
 
     def upsert(self, conn: Connection, table: Table, values: dict[str, Any], keys: Sequence[str], update: dict[str, Any] | None) -> None:
-        stmt = insert(table).values(values)
-        if update is None:
-            stmt = stmt.on_conflict_do_nothing(index_elements=list(keys))
-        else:
-            stmt = stmt.on_conflict_do_update(index_elements=list(keys), set_=update)
-        conn.execute(stmt)
+        upsert(insert, conn, table, values, keys, update)
 
     def replace(self, conn: Connection, table: Table, rows: list[dict[str, Any]]) -> None:
         if rows:
