@@ -281,25 +281,22 @@ def test_a_signal_stops_a_cli_export_and_removes_its_partial(tmp_path, signum, m
     out = tmp_path / "out"
     out.mkdir()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    # The export is frozen (SIGSTOP) the moment its partial appears, so the signal lands mid-export
-    # however loaded the machine; if it finished in the instant before the freeze, run it again.
+    # The signal goes the moment the partial appears; on a loaded machine the export can still
+    # finish first (exit 0, nothing to stop). That is a lost race, not a failure: run it again.
     for _attempt in range(5):
         child = subprocess.Popen([sys.executable, "-m", "inspector.cli", "export", "--db", str(db), "--user", "alice",
                                   "-o", str(out / "alice.jsonl")], stderr=subprocess.PIPE, text=True, env=env)
         deadline = time.monotonic() + 60
         while not partials(out) and child.poll() is None and time.monotonic() < deadline:
             time.sleep(0.002)
-        child.send_signal(signal.SIGSTOP)
-        if child.poll() is None and partials(out):
+        assert partials(out) or child.returncode == 0, "the export neither started nor finished"
+        child.send_signal(signum)
+        if child.wait(timeout=60) != 0:
             break
-        child.send_signal(signal.SIGCONT)
-        child.wait(timeout=60)
-        (out / "alice.jsonl").unlink(missing_ok=True)
+        (out / "alice.jsonl").unlink()
     else:
-        pytest.fail("the export finished before it could be stopped five times; make the store bigger")
-    child.send_signal(signum)
-    child.send_signal(signal.SIGCONT)
-    assert child.wait(timeout=60) == 128 + signum
+        pytest.fail("the export finished before the signal five times; make the store bigger")
+    assert child.returncode == 128 + signum
     assert child.stderr.read().strip() == f"memlens: {message}"
     assert listing(out) == []
 
