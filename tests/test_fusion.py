@@ -147,3 +147,22 @@ def test_exact_identifiers_in_facts_blocks_and_notes_come_first_too(store):
     hits = store.recall("which order is W1048862", user_id="u", kind="all", limit=5)
     assert hits[0].kind == "fact" and hits[0].fact.subject == "order W1048862" and hits[0].scores.exact == "W1048862"
     assert all(h.scores.exact is None for h in hits[1:])
+
+
+def test_hybrid_marks_its_hits_with_one_highlight_query(store, monkeypatch):
+    """Hybrid's top hits are rarely the keyword side's; marking both sets cost a second FTS
+    highlight query per search. The terms marked are those of the hits returned, all of them."""
+    store.remember_many([{"input": f"the blue printer jammed again on floor {i}"} for i in range(30)]
+                        + [{"input": f"printer toner order number {i}"} for i in range(30)], user_id="u")
+    calls = []
+    original = type(store._recall._db.keyword).episode_highlights
+
+    def counted(self, conn, tenant, expression, pks):
+        calls.append(list(pks))
+        return original(self, conn, tenant, expression, pks)
+
+    monkeypatch.setattr(type(store._recall._db.keyword), "episode_highlights", counted)
+    hits = store.recall("jammed printer", user_id="u", limit=5)
+    assert len(calls) == 1
+    assert len(calls[0]) == len(hits) == 5
+    assert all("printer" in h.matched_terms for h in hits)
