@@ -129,7 +129,11 @@ def test_quitting_during_the_first_model_export_ends_at_once_and_says_so(tmp_pat
         took = time.monotonic() - pressed
         print(f"quit took {took:.2f} s")
         assert terminal.proc.returncode == 0
-        assert took < 2.0, f"quit took {took:.1f} s"
+        # "At once" as opposed to "after the export": the export takes ~20 s here, so a quit that
+        # waited for it takes well over 10 s, while an idle machine quits in under a second. The
+        # bound leaves room for a loaded CI machine (7.8 s seen with the suite beside it); the
+        # screen saying what it waits for is checked below.
+        assert took < 10.0, f"quit took {took:.1f} s"
         terminal.pump(0.2)
         assert "model export" in terminal.text()  # what happened is said, not a blank screen
         assert not list(cache.rglob("*.partial"))
