@@ -21,7 +21,7 @@ from textual.widgets import Checkbox, DataTable, Input, Label, ProgressBar, Sele
 
 from . import detail
 from .cells import CachedCells
-from .formatting import highlighted, one_line, rank, remaining, score, when
+from .formatting import highlighted, one_line, rank, remaining, score, score_bars, when
 
 
 @dataclass
@@ -171,7 +171,7 @@ class SearchView(Vertical):
             yield Input(placeholder="since YYYY-MM-DD", id="search-since", classes="date", compact=True)
             yield Input(placeholder="until YYYY-MM-DD", id="search-until", classes="date", compact=True)
         yield Label("", id="search-status")
-        yield ResultsTable("kind", "memory", "score", "vector", "keyword", "when", id="results",
+        yield ResultsTable("kind", "vec  kw", "memory", "score", "vector", "keyword", "when", id="results",
                           render=lambda h: (f"{h.kind} {h.id[:12]}", detail.hit(h)))
 
     def set_sessions(self, sessions: list[str]) -> None:
@@ -212,10 +212,11 @@ class SearchView(Vertical):
 
     def show(self, hits: list[Any], status: str) -> None:
         rows = []
+        best_keyword = max((h.scores.keyword for h in hits if h.scores.keyword is not None), default=None)
         for h in hits:
             s = h.scores
             rows.append((f"{h.kind}:{h.id}", h, (
-                h.kind, highlighted(h.text, h.matched_terms, 52), score(s.score, 3),
+                h.kind, score_bars(s, best_keyword), highlighted(h.text, h.matched_terms, 52), score(s.score, 3),
                 f"{score(s.vector)} {rank(s.vector_rank)}", f"{score(s.keyword, 2)} {rank(s.keyword_rank)}", when(h.occurred_at),
             )))
         shown = [(key, *(str(c) if isinstance(c, str) else c.markup for c in cells)) for key, _, cells in rows]
