@@ -94,6 +94,17 @@ def is_damage(error: BaseException) -> bool:
     return isinstance(error, DamagedStoreError)
 
 
+def search_status(what: str, searched: str, store: Any) -> str:
+    """The search line: the mode searched first, in capitals, so a presenter pressing ``m`` sees it change."""
+    if searched == "hybrid":
+        how = "semantic + keyword"
+    elif searched == "vector":
+        how = "semantic only"
+    else:
+        how = "keyword only (model warming)" if store.embedder is not None and not store.model_ready else "keyword only"
+    return f"{searched.upper()} · {what} · {how}"
+
+
 class LatestOnly:
     """One long-lived thread that runs the newest request, dropping any it never got to.
 
@@ -499,7 +510,9 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
         if self.store is None or self.user_id is NO_TENANT:
             return
         self.search_seq += 1
-        mode = "hybrid" if self.store.model_ready else "keyword"
+        # Until the model is warm every mode searches by keyword (the status line says so): the
+        # semantic half would otherwise hold the search thread until the warm-up ends.
+        mode = m.mode if self.store.model_ready else "keyword"
         self.searcher.submit((self.search_seq, self.user_id, mode, m))
         if self.searcher.worker is None:
             self.searcher.worker = self.run_worker(self.searcher.run, thread=True, group="search", exit_on_error=False)
@@ -528,9 +541,8 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
         if m.seq != self.search_seq:
             return  # stale: never paint over newer results
         what = "most recent" if not m.query.strip() else f"{len(m.hits)} results"
-        mode = "semantic + keyword" if m.mode == "hybrid" else "keyword only (model warming)" if self.store.embedder else "keyword only"
         timing = f" · {m.elapsed_ms:.1f} ms" if self.show_timings else ""
-        self.query_one(SearchView).show(m.hits, f"{what} · {mode}{timing}")
+        self.query_one(SearchView).show(m.hits, f"{search_status(what, m.mode, self.store)}{timing}")
 
     @on(msg.ActionFailed)
     def _action_failed(self, m: msg.ActionFailed) -> None:

@@ -60,3 +60,29 @@ def score(value: float | None, digits: int = 3) -> str:
 
 def rank(value: int | None) -> str:
     return "-" if value is None else f"#{value}"
+
+
+EIGHTHS = " ▏▎▍▌▋▊▉"
+
+
+def bar(fraction: float | None, width: int = 4) -> str:
+    """``fraction`` (0..1, clipped) as a bar of ``width`` cells in eighths on a ``░`` track, so
+    its length reads without colour; ``-`` padded when there is nothing to show."""
+    if fraction is None:
+        return "-".ljust(width)
+    eighths = round(min(max(fraction, 0.0), 1.0) * width * 8)
+    full, part = divmod(eighths, 8)
+    return ("█" * full + (EIGHTHS[part] if part else "")).ljust(width, "░")
+
+
+def score_bars(scores: Any, best_keyword: float | None) -> str:
+    """Two bars: the vector side (cosine similarity) and the keyword side, which in hybrid mode
+    is the query-word coverage that adds to the score, and otherwise BM25 relative to the best
+    hit shown (BM25 has no upper bound to measure against)."""
+    if scores.coverage is not None:
+        keyword = scores.coverage
+    elif scores.keyword is not None and best_keyword:
+        keyword = scores.keyword / best_keyword
+    else:
+        keyword = None
+    return f"{bar(scores.vector)} {bar(keyword)}"

@@ -305,6 +305,7 @@ Browse what an agent remembers, search it, export it, erase it.
 | `tab`, `shift+tab` | move between the tenant filter, the tenant list, the tabs and the fields and lists of a tab |
 | `↑` `↓`, `enter` | move in a list; in the tenant filter or the search field, go into the list below |
 | `/` | search the selected tenant (results update as you type) |
+| `m` | in the search results: the same query as hybrid, then vector only, then keyword only |
 | `1`–`6` | from a list: search · blocks · episodes · facts · sessions · audit (in a text field, digits type) |
 | `t`, `escape` | back to the tenant list (type in the filter above it to narrow it) |
 | `a` | in the tenant list: the audit log of every tenant, erased ones included |

@@ -21,7 +21,7 @@ from textual.widgets import Checkbox, DataTable, Input, Label, ProgressBar, Sele
 
 from . import detail
 from .cells import CachedCells
-from .formatting import highlighted, one_line, rank, remaining, score, when
+from .formatting import highlighted, one_line, rank, remaining, score, score_bars, when
 
 
 @dataclass
@@ -124,6 +124,15 @@ class CheckpointsTable(RecordTable):
     ]
 
 
+class ResultsTable(RecordTable):
+    """The search results. ``m`` lives here, not on the search view: in the query field it types."""
+
+    BINDINGS = [Binding("m", "next_mode", "Mode")]
+
+    def action_next_mode(self) -> None:
+        self.query_ancestor(SearchView).next_mode()
+
+
 class QueryInput(Input):
     """The search box. Its size never depends on its text (width 100%), so a keystroke needs no
     layout pass; Input asks for one whenever its text's width changes, a reflow of the whole
@@ -140,12 +149,17 @@ class SearchView(Vertical):
         session_id: str | None
         since: datetime | None
         until: datetime | None
+        mode: str = "hybrid"
+
+    MODES = ("hybrid", "vector", "keyword")
+    """The order ``m`` cycles through, for a presenter to show the same query's ranks move."""
 
     BINDINGS = [Binding("down", "focus_results", "Results", show=False)]
 
     def __init__(self, *, on_search=None, **kwargs: Any):
         super().__init__(**kwargs)
         self.on_search = on_search
+        self.mode = self.MODES[0]
         self.shown: list[tuple] = []  # the rows on screen, as text
 
     def compose(self) -> ComposeResult:
@@ -157,7 +171,7 @@ class SearchView(Vertical):
             yield Input(placeholder="since YYYY-MM-DD", id="search-since", classes="date", compact=True)
             yield Input(placeholder="until YYYY-MM-DD", id="search-until", classes="date", compact=True)
         yield Label("", id="search-status")
-        yield RecordTable("kind", "memory", "score", "vector", "keyword", "when", id="results",
+        yield ResultsTable("kind", "vec  kw", "memory", "score", "vector", "keyword", "when", id="results",
                           render=lambda h: (f"{h.kind} {h.id[:12]}", detail.hit(h)))
 
     def set_sessions(self, sessions: list[str]) -> None:
@@ -183,7 +197,7 @@ class SearchView(Vertical):
             return
         session = self.query_one("#search-session", Select).value
         request = self.Changed(self.query_one("#query", Input).value, str(self.query_one("#search-kind", Select).value),
-                               None if session is Select.NULL else str(session), since, until)
+                               None if session is Select.NULL else str(session), since, until, self.mode)
         if self.on_search is not None:
             # Handed over directly: as a message it waited ~7 ms in the App's queue behind the
             # redraw of every keystroke, before the search could even start.
@@ -191,12 +205,18 @@ class SearchView(Vertical):
         else:
             self.post_message(request)
 
+    def next_mode(self) -> None:
+        """Search the same query in the next mode (the search runs on the search thread)."""
+        self.mode = self.MODES[(self.MODES.index(self.mode) + 1) % len(self.MODES)]
+        self.request()
+
     def show(self, hits: list[Any], status: str) -> None:
         rows = []
+        best_keyword = max((h.scores.keyword for h in hits if h.scores.keyword is not None), default=None)
         for h in hits:
             s = h.scores
             rows.append((f"{h.kind}:{h.id}", h, (
-                h.kind, highlighted(h.text, h.matched_terms, 52), score(s.score, 3),
+                h.kind, score_bars(s, best_keyword), highlighted(h.text, h.matched_terms, 52), score(s.score, 3),
                 f"{score(s.vector)} {rank(s.vector_rank)}", f"{score(s.keyword, 2)} {rank(s.keyword_rank)}", when(h.occurred_at),
             )))
         shown = [(key, *(str(c) if isinstance(c, str) else c.markup for c in cells)) for key, _, cells in rows]

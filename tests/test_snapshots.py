@@ -57,6 +57,25 @@ class TestMainViews:
         assert snap_compare(app, terminal_size=size, run_before=run_before)
 
     @SIZES
+    def test_search_keyword_mode(self, snap_compare, demo, size):
+        """Compare mode: the same query after ``m`` twice (hybrid → vector → keyword)."""
+        app = app_for(demo)
+
+        async def run_before(pilot):
+            await open_tenant(pilot, app, "alice")
+            app.query_one("#query").value = "vegetarian restaurant"
+            results = app.query_one("#results", RecordTable)
+            await wait_for(pilot, lambda: "HYBRID" in str(app.query_one("#search-status").render()))
+            results.focus()
+            await pilot.press("m", "m")
+            await wait_for(pilot, lambda: "KEYWORD" in str(app.query_one("#search-status").render()))
+            await settle(pilot, app)
+            await pilot.pause(0.2)
+            still(app)
+
+        assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+    @SIZES
     @pytest.mark.parametrize("view", ["blocks", "episodes", "facts", "audit"])
     def test_tier_view(self, snap_compare, demo, view, size):
         app = app_for(demo)
