@@ -13,6 +13,17 @@ from store import MemoryStore
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc)
 
 
+@pytest.fixture
+def clock():
+    """The store's clock held at T0; set ``clock[0]`` to move it."""
+    from store.validation import set_clock
+
+    now = [T0]
+    set_clock(lambda: now[0])
+    yield now
+    set_clock(None)
+
+
 def dump(path: Path) -> list[str]:
     """Every row of every table, as SQL text: equal dumps mean an unchanged store."""
     conn = sqlite3.connect(path)

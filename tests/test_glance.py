@@ -12,17 +12,8 @@ import pytest
 
 from store import MemoryStore
 from store.glance import ANONYMOUS_KEY, APPLICATION_ID, tenant_names
-from store.validation import set_clock
 
 from .conftest import T0
-
-
-@pytest.fixture
-def clock():
-    now = [T0]
-    set_clock(lambda: now[0])
-    yield now
-    set_clock(None)
 
 
 def test_names_come_in_the_order_the_store_lists_its_tenants(db_path, clock, quiet_isolation):

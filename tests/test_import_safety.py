@@ -19,17 +19,8 @@ from store.embedding import FakeEmbedder
 from store.errors import DuplicateIdError, ImportValidationError, ModelMismatchError
 from store.rights.export import Digests, canonical
 from store.rights.import_check import SECTION_OF
-from store.validation import set_clock
 
 from .conftest import T0, dump
-
-
-@pytest.fixture
-def clock():
-    now = [T0]
-    set_clock(lambda: now[0])
-    yield now
-    set_clock(None)
 
 
 def fill(s: MemoryStore, user: str) -> None:
