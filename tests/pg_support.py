@@ -118,3 +118,16 @@ def data_directory_bytes(server: PgServer) -> bytes:
             except FileNotFoundError:  # a WAL segment recycled or a temp file removed mid-scan
                 continue
     return b"".join(chunks)
+
+
+def migrated_engine(url: str, dim: int, tenants):
+    """An engine on a fresh database with memlens's schema (vectors of ``dim``) and a partition
+    for each tenant: the start of every test of the PostgreSQL parts."""
+    from store.backend.postgres import ddl, engine, partitions
+
+    e = engine.create(url)
+    with e.begin() as conn:
+        ddl.migrate(conn, dim=dim)
+    for tenant in tenants:
+        partitions.ensure(e, tenant)
+    return e

@@ -10,7 +10,7 @@ from sqlalchemy import text
 from store.tenancy import Tenant
 
 pytest.importorskip("psycopg")
-from store.backend.postgres import ddl, engine as pg_engine, partitions  # noqa: E402
+from .pg_support import migrated_engine  # noqa: E402
 from store.backend.postgres.changes import ChangeCounter  # noqa: E402
 
 ALICE = Tenant("alice")
@@ -18,10 +18,7 @@ ALICE = Tenant("alice")
 
 @pytest.fixture
 def store_db(pg_url):
-    e = pg_engine.create(pg_url)
-    with e.begin() as conn:
-        ddl.migrate(conn, dim=8)
-    partitions.ensure(e, ALICE)
+    e = migrated_engine(pg_url, 8, [ALICE])
     libpq = pg_url.replace("postgresql+psycopg://", "postgresql://")
     counter = ChangeCounter(libpq)
     yield e, counter, libpq

@@ -16,7 +16,7 @@ pytest.importorskip("psycopg")
 import psycopg  # noqa: E402
 from store.backend.postgres import ddl, engine as pg_engine, erasure, partitions  # noqa: E402
 
-from .pg_support import data_directory_bytes  # noqa: E402
+from .pg_support import data_directory_bytes, migrated_engine  # noqa: E402
 
 ALICE, BOB = Tenant("alice"), Tenant("bob")
 DIM = 8
@@ -76,11 +76,7 @@ def delete_tenant_rows(conn, tenant: Tenant) -> None:
 def planted(pg_server, pg_url):
     if pg_server.data_dir is None:
         pytest.skip("a byte scan needs the embedded server's data directory")
-    e = pg_engine.create(pg_url)
-    with e.begin() as conn:
-        ddl.migrate(conn, dim=DIM)
-    for t in (ALICE, BOB):
-        partitions.ensure(e, t)
+    e = migrated_engine(pg_url, DIM, (ALICE, BOB))
     with e.begin() as conn:
         mine, theirs = plant(conn, ALICE, 1), plant(conn, BOB, 2)
     with e.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
@@ -136,11 +132,7 @@ def test_scrubbing_one_tenant_does_not_make_another_tenant_wait(pg_server, pg_ur
     statements, the case where a generic plan would lock every partition."""
     if pg_server.data_dir is None:
         pytest.skip("times a rewrite on the embedded server; a shared server's load would decide it")
-    e = pg_engine.create(pg_url)
-    with e.begin() as conn:
-        ddl.migrate(conn, dim=DIM)
-    for t in (ALICE, BOB):
-        partitions.ensure(e, t)
+    e = migrated_engine(pg_url, DIM, (ALICE, BOB))
     with e.begin() as conn:
         for tenant, rows in ((ALICE, 8_000), (BOB, 500)):
             conn.execute(

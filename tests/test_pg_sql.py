@@ -14,7 +14,7 @@ from store.tenancy import Tenant
 from .conftest import T0
 
 pytest.importorskip("psycopg")
-from store.backend.postgres import ddl, engine as pg_engine, partitions  # noqa: E402
+from .pg_support import migrated_engine  # noqa: E402
 from store.backend.postgres.sql import SQL  # noqa: E402
 
 ALICE = Tenant("alice")
@@ -22,10 +22,7 @@ ALICE = Tenant("alice")
 
 @pytest.fixture
 def pg(pg_url):
-    e = pg_engine.create(pg_url)
-    with e.begin() as conn:
-        ddl.migrate(conn, dim=4)
-    partitions.ensure(e, ALICE)
+    e = migrated_engine(pg_url, 4, [ALICE])
     yield e
     e.dispose()
 
