@@ -273,6 +273,13 @@ def test_a_running_exports_partial_is_left_alone(tmp_path):
     assert len(seen) == 1 and not seen[0].exists() and "alice secret 599" in target.read_text()
 
 
+def _as_in_a_terminal() -> None:
+    # A runner started in the background without job control (`nohup ... &`, some CI agents)
+    # ignores SIGINT, and children inherit that, so Ctrl-C would never reach the export: give the
+    # child a terminal's default, as a user's shell does.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("signum,message", [(signal.SIGTERM, "stopped by SIGTERM"), (signal.SIGINT, "interrupted")])
 def test_a_signal_stops_a_cli_export_and_removes_its_partial(tmp_path, signum, message):
     db = tmp_path / "memory.db"
@@ -285,7 +292,8 @@ def test_a_signal_stops_a_cli_export_and_removes_its_partial(tmp_path, signum, m
     # finish first (exit 0, nothing to stop). That is a lost race, not a failure: run it again.
     for _attempt in range(5):
         child = subprocess.Popen([sys.executable, "-m", "inspector.cli", "export", "--db", str(db), "--user", "alice",
-                                  "-o", str(out / "alice.jsonl")], stderr=subprocess.PIPE, text=True, env=env)
+                                  "-o", str(out / "alice.jsonl")], stderr=subprocess.PIPE, text=True, env=env,
+                                 preexec_fn=_as_in_a_terminal)
         deadline = time.monotonic() + 60
         while not partials(out) and child.poll() is None and time.monotonic() < deadline:
             time.sleep(0.002)
