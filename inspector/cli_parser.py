@@ -92,6 +92,18 @@ def build_parser() -> Parser:
     reembed.add_argument("db", type=Path, help="the store file")
     reembed.add_argument("--model", help="a local sentence-transformers model directory (default: the packaged all-MiniLM-L6-v2)")
 
+    migrate = command("migrate", "copy a whole store to another (SQLite file <-> PostgreSQL), verified, in one transaction")
+    migrate.add_argument("--from", dest="source", required=True, metavar="URL_OR_PATH",
+                         help="the store to copy (only read): a file, sqlite:///PATH or postgresql+psycopg://...")
+    migrate.add_argument("--to", dest="target", required=True, metavar="URL_OR_PATH",
+                         help="where to copy it (created if missing; must hold no tenant unless --into-existing)")
+    migrate.add_argument("--into-existing", action="store_true",
+                         help="add the source's tenants to a store that holds others (a tenant on both sides is still refused)")
+    migrate.add_argument("--reembed", action="store_true",
+                         help="embed everything again with the destination's model instead of refusing a model change")
+    migrate.add_argument("--model", help="the destination's model directory (default: the packaged all-MiniLM-L6-v2)")
+    _actor(migrate)
+
     scrub = command("scrub", "rewrite indexes and truncate the WAL so deleted content leaves the files")
     scrub.add_argument("db", type=Path, help="the store file")
     return parser

@@ -27,6 +27,7 @@ from .models import (
     ForgetReceipt,
     ImportReport,
     Message,
+    MigrationReport,
     PendingScrub,
     Profile,
     RecallHit,
@@ -686,6 +687,28 @@ class MemoryStore:
         verify that what they read is what the store holds.
         """
         return self._rights.import_(source, actor=actor, as_user=as_user, expect_counts=expect_counts)
+
+    def migrate_from(self, source: "MemoryStore", *, into_existing: bool = False, reembed: bool = False, actor: str = "api",
+                     progress: Callable[[int, int], None] | None = None) -> MigrationReport:
+        """Copy everything ``source`` holds into this store: every tenant and tier, facts' full
+        history, sessions with their expiry times, checkpoints, the audit log (including the
+        entries of erased tenants, with their origin), and the vectors.
+
+        Vectors are copied as they are when both stores use the same model; otherwise
+        :class:`~store.errors.ModelMismatchError` unless ``reembed=True``, which embeds everything
+        with this store's model. This store must hold no tenant (not even audit history), or,
+        with ``into_existing=True``, none of the source's tenants
+        (:class:`~store.errors.MigrationTargetError`). Every source record is held to the import
+        checks (:class:`~store.errors.MigrationSourceError`). The copy is one transaction, and
+        each tenant is read back and compared with the source (counts and content digests per
+        section) before it commits: any difference raises
+        :class:`~store.errors.MigrationMismatchError`, and any failure or kill leaves this store
+        as it was. The source is only read. Each tenant gets a ``migrate`` audit entry here.
+        ``progress(done, total)`` is called per tenant. ``source`` may be an AsyncMemoryStore."""
+        source = getattr(source, "sync", source)  # an AsyncMemoryStore's own store
+        if not isinstance(source, MemoryStore):
+            raise InvalidInputError(f"source must be a MemoryStore or an AsyncMemoryStore, not {type(source).__name__}")
+        return self._rights.migrate_from(source._db, into_existing=into_existing, reembed=reembed, actor=actor, progress=progress)
 
     def forget(
         self,

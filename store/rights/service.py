@@ -10,11 +10,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, Callable, Mapping
 
-from . import audit, export, export_file, forget, import_write as import_writer, import_check as importer
+from . import audit, export, export_file, forget, import_write as import_writer, import_check as importer, migrate
 from ..backend import Backend
 from ..errors import InvalidInputError, MemlensError, StoreBusyError, UnknownSessionError
 from ..recall.embeddings import Indexer
-from ..models import AuditEntry, ForgetReceipt, ImportReport, PendingScrub
+from ..models import AuditEntry, ForgetReceipt, ImportReport, MigrationReport, PendingScrub
 from ..schema import audit_t, episodes_t, sessions_t, tenants_t
 from ..tiers.registry import ERASE_ORDER, SECTION_OF, SECTIONS
 from ..tenancy import UNSET, Tenant, all_tenants, require_tenant
@@ -123,6 +123,19 @@ class DataRights:
             counts=outcomes[import_writer.WRITTEN], unchanged=outcomes[import_writer.UNCHANGED],
             kept_existing=outcomes[import_writer.KEPT], reembedded=reembedded, manifest=checked.manifest,
         )
+
+    # --- migrate -----------------------------------------------------------------------------
+
+    def migrate_from(self, source: Backend, *, into_existing: bool = False, reembed: bool = False, actor: str = "api",
+                     progress: Callable[[int, int], None] | None = None) -> MigrationReport:
+        """Copy every tenant of ``source`` into this store, verified; see :meth:`store.memory.MemoryStore.migrate_from`."""
+        check_flag(into_existing, "into_existing")
+        check_flag(reembed, "reembed")
+        actor = check_name(actor, "actor")
+        report = migrate.migrate(source, self._db, self._indexer, into_existing=into_existing, reembed=reembed, actor=actor,
+                                 max_bytes=self.max_content_bytes, progress=progress)
+        self._indexer.cache.clear()
+        return report
 
     # --- forget ------------------------------------------------------------------------------
 
