@@ -105,6 +105,17 @@ class StoreBusyError(MemlensError):
     """Another connection held the database longer than the busy timeout; nothing was changed, try again."""
 
 
+class StoreUnavailableError(MemlensError):
+    """The database server could not be reached, or dropped the connection while a call was using
+    it. A read can simply be retried; a write cut off at its commit may or may not have been
+    applied, so read before writing it again."""
+
+
+class StoreDatabaseError(MemlensError):
+    """The database server refused a statement for a reason memlens does not expect (the message
+    carries the server's code and words); nothing was changed. Report it with the message."""
+
+
 # --- embeddings --------------------------------------------------------------
 
 

@@ -114,7 +114,8 @@ class MemoryStore:
         check_int(scratchpad_limit, "scratchpad_limit", minimum=1)
         check_flag(read_only, "read_only")
         embedder = indexing.make_embedder(embedder)  # looked up at call time, so tests can swap it
-        db = open_backend(path_or_url, read_only=read_only, create=create)
+        width = embedder.dim if embedder is not None and check_model else None
+        db = open_backend(path_or_url, read_only=read_only, create=create, vector_dim=width)
         try:
             if check_model:
                 with db.read() as conn:
@@ -190,7 +191,7 @@ class MemoryStore:
         check_name(name, "name")
         self._text(content, "content")
         now = utcnow()
-        with self._db.write() as conn:
+        with self._db.write(tenant) as conn:
             touch_tenant(conn, tenant, now)
             return blocks.put_block(conn, tenant, name, content, now)
 
@@ -201,7 +202,7 @@ class MemoryStore:
         self._text(content, "content")
         self._text(separator, "separator")
         now = utcnow()
-        with self._db.write() as conn:
+        with self._db.write(tenant) as conn:
             current = blocks.get_block(conn, tenant, name)
             combined = content if current is None or not current.content else current.content + separator + content
             self._text(combined, "content")
@@ -211,7 +212,7 @@ class MemoryStore:
     def delete_block(self, name: str, *, user_id: str | None = UNSET) -> bool:
         tenant = self._tenant(user_id)
         check_name(name, "name")
-        with self._db.write() as conn:
+        with self._db.write(tenant) as conn:
             return blocks.delete_block(conn, tenant, name)
 
     # --- episodes ----------------------------------------------------------------------
@@ -267,7 +268,7 @@ class MemoryStore:
             raise DuplicateIdError(f"episode id {repeated[0]!r} appears more than once in this batch; nothing was stored")
         hashes = [r["content_hash"] for r in rows]
         vectors = self._indexer.prepare(tenant, "episode", [episodes.embed_text(r["input"], r["output"]) for r in rows], hashes)
-        with self._db.write() as conn:
+        with self._db.write(tenant) as conn:
             taken = ids_present(conn, tenant, schema.episodes_t, ids)
             if taken and on_duplicate == "replace":
                 episodes.drop_for_replacement(conn, tenant, rows, taken)
@@ -388,7 +389,7 @@ class MemoryStore:
         text = facts.fact_text(subject, predicate, object)
         digest = content_hash(text)
         vectors = self._indexer.prepare(tenant, "fact", [text], [digest])
-        with self._db.write() as conn:
+        with self._db.write(tenant) as conn:
             touch_tenant(conn, tenant, now)
             fact, pk = facts.add_fact(
                 conn, tenant, subject=subject, predicate=predicate, object=object, confidence=float(confidence),
@@ -472,7 +473,7 @@ class MemoryStore:
         ids = [episode.id for episode in pending]
         added: list[Fact] = []
         new_pks, new_digests, new_vectors = [], [], []
-        with self._db.write() as conn:
+        with self._db.write(tenant) as conn:
             # Another process may have consolidated or erased some of them meanwhile: their facts
             # would be duplicates, or would cite an episode that no longer exists.
             still: set[str] = set()

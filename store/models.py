@@ -242,6 +242,9 @@ class ForgetReceipt(_Model):
     # runs (``scrub_pending_reason`` says why it could not run now).
     disk_scrubbed: bool = False
     scrub_pending_reason: str | None = None
+    # What no erasure by this store reaches, even once scrubbed: copies made outside it (on
+    # PostgreSQL WAL archives, replicas, backups); None on a dry run.
+    out_of_reach: str | None = None
 
     @property
     def total(self) -> int:
