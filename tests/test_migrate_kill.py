@@ -66,7 +66,7 @@ def target_url(request, backend: str, tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'target.db'}" if backend == "sqlite" else request.getfixturevalue("pg_url")
 
 
-@pytest.mark.parametrize("backend", ["sqlite"])
+@pytest.mark.both_backends
 def test_a_migration_killed_mid_copy_leaves_nothing_and_a_rerun_succeeds(request, backend, tmp_path, clock):
     source_path = tmp_path / "source.db"
     with MemoryStore.open(source_path, embedder=FakeEmbedder()) as source:

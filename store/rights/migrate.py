@@ -33,7 +33,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from . import import_write
-from .export import Digests, canonical, iso, tenant_records
+from .export import Digests, canonical, tenant_records
 from .import_check import check_embedding_dims, validate
 from ..backend import Backend, sql
 from ..errors import (
@@ -194,10 +194,15 @@ def _vectors(plan: _Plan, conn: Connection, tenant: Tenant, checked) -> tuple[di
 
 
 def _verify(plan: _Plan, conn: Connection, tenant: Tenant, expected: _Contents, lacking: set[tuple[str, str]]) -> None:
+    # This migration's own entry is the tenant's newest (it was written last, in this transaction);
+    # matched by digest and skipped once, since a copied entry may look the same (a frozen clock).
+    own = conn.execute(tenant.select(audit_t, audit_t.c.digest).where(audit_t.c.action == "migrate")
+                       .order_by(audit_t.c.pk.desc()).limit(1)).scalar()
     held = _Contents()
     for section, record in tenant_records(conn, tenant, embeddings=plan.copy_vectors, now=plan.at):
-        if record["type"] == "audit" and (record["action"], record["at"], record["origin"]) == ("migrate", iso(plan.at), "local"):
-            continue  # this migration's own entry
+        if record["type"] == "audit" and record["action"] == "migrate" and record["digest"] == own and record["origin"] == "local":
+            own = None
+            continue
         if (record["type"], record.get("id")) in lacking:
             record.pop("embedding", None)
         held.add(section, record)
@@ -243,7 +248,9 @@ def migrate(source: Backend, destination: Backend, indexer: Indexer, *, into_exi
         copy_vectors = _copies_vectors(source_model, indexer, reembed, source, destination)
         plan = _Plan(source, destination, indexer, copy_vectors, source_model, source_dim, actor, at, max_bytes)
         totals, embedded = dict.fromkeys(SECTIONS, 0), 0
-        with destination.write() as destination_conn:
+        # Naming the tenants lets a PostgreSQL destination attach their partitions first (in
+        # their own short transactions: empty partitions are all a kill can leave behind).
+        with destination.write(*tenants) as destination_conn:
             _check_destination(destination_conn, tenants, into_existing, destination)
             for done, tenant in enumerate(tenants, start=1):
                 counts, made = _copy_tenant(plan, source_conn, destination_conn, tenant)
