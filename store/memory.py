@@ -381,8 +381,7 @@ class MemoryStore:
             check_text(value, field, limit=self.max_content_bytes, allow_empty=False)
         if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 <= confidence <= 1.0:
             raise InvalidInputError("confidence must be a number from 0 to 1")
-        now = utcnow()
-        valid_from = now if valid_from is None else check_datetime(valid_from, "valid_from")
+        given = None if valid_from is None else check_datetime(valid_from, "valid_from")
         if isinstance(source_episode_ids, (str, bytes)) or not isinstance(source_episode_ids, Iterable):
             raise InvalidInputError("source_episode_ids must be a list of episode ids")
         sources = [check_name(s, "source_episode_ids") for s in source_episode_ids]
@@ -390,6 +389,11 @@ class MemoryStore:
         digest = content_hash(text)
         vectors = self._indexer.prepare(tenant, "fact", [text], [digest])
         with self._db.write(tenant) as conn:
+            # "Now" is read once the write has begun: read before it, another process's fact on
+            # the same subject could commit meanwhile with a later time, and this one would be
+            # refused as superseding backwards (three processes did so in tests/test_many_writers.py).
+            now = utcnow()
+            valid_from = now if given is None else given
             touch_tenant(conn, tenant, now)
             fact, pk = facts.add_fact(
                 conn, tenant, subject=subject, predicate=predicate, object=object, confidence=float(confidence),
