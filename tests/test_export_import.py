@@ -11,6 +11,9 @@ from store.errors import ImportValidationError
 
 from .conftest import T0, dump
 
+# The store fixture runs each test that uses it on SQLite and on PostgreSQL.
+pytestmark = pytest.mark.both_backends
+
 SECTIONS = ["blocks", "episodes", "facts", "sessions", "kv_entries", "task_states", "scratchpad", "checkpoints"]
 
 
