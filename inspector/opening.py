@@ -12,16 +12,33 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 
-def read_only_reason(path: Path) -> str | None:
+def is_server_url(location: str | Path) -> bool:
+    """A store on a database server (``postgresql://...``), not a file (a path or ``sqlite:///``)."""
+    text = str(location)
+    return "://" in text and not text.lower().startswith("sqlite")
+
+
+def shown(location: str | Path) -> str:
+    """How a title names the store: a file's name, or a server URL's database and host, never
+    its password."""
+    if not is_server_url(location):
+        return Path(location).name
+    parts = urlsplit(str(location))
+    host = parts.hostname or "local socket"
+    return f"{parts.path.lstrip('/') or '?'} on {host}"
+
+
+def read_only_reason(path: Path | str) -> str | None:
     """Why this process cannot write the store at ``path``, or None when it can (or it is not there).
 
     ``os.access`` is the right question, not the file mode: it answers for this user (root writes
     a 0444 file) and says no on a read-only filesystem whatever the mode.
     """
-    if not path.is_file():
-        return None
+    if is_server_url(path) or not path.is_file():
+        return None  # a server store: the server's role decides, and a refused write says so
     try:
         if os.statvfs(path).f_flag & os.ST_RDONLY:
             return "it is on a read-only filesystem"
