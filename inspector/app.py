@@ -27,7 +27,7 @@ from .commands import system_commands
 from .formatting import count, tenant_label, when
 from .actions import ActionsMixin
 from .loading import DETAIL_HINT, NO_TENANT, TenantViewsMixin
-from .opening import is_server_url, shown
+from .locations import is_server_url, shown
 from .screens import FatalScreen, HelpScreen, KeysFooter, StoreAuditScreen
 from .views import AuditView, BlocksView, EpisodesView, FactsView, SearchView, SessionsView
 

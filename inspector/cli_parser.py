@@ -7,7 +7,7 @@ import argparse
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .opening import is_server_url
+from .locations import is_server_url
 
 DEFAULT_DEMO_PATH = Path("memlens-demo.db")
 

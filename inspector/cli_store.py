@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 
-from .opening import is_server_url
+from .locations import is_server_url
 
 
 class CommandLineError(Exception):
