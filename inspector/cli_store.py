@@ -9,6 +9,9 @@ import sys
 from pathlib import Path
 
 
+from .locations import is_server_url
+
+
 class CommandLineError(Exception):
     """A request the command line itself refuses; printed as one line, exit status 2."""
 
@@ -21,6 +24,8 @@ def open_existing(path: Path, *, hint: str = " (check the path)", **options):
     try:
         return MemoryStore.open(path, create=False, **options)
     except StoreNotFoundError:
+        if is_server_url(path):
+            raise  # the server store's own message names the database, without the password
         raise StoreNotFoundError(f"{path} does not exist; nothing was created{hint}") from None
 
 

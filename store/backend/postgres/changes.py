@@ -20,6 +20,7 @@ import threading
 import psycopg
 
 CHANNEL = "memlens_changes"
+APPLICATION_NAME = "memlens change listener"  # so an administrator (and a test) can tell it in pg_stat_activity
 
 
 class ChangeCounter:
@@ -33,7 +34,7 @@ class ChangeCounter:
         self._listen()
 
     def _listen(self) -> None:
-        self._conn = psycopg.connect(self._conninfo, autocommit=True)
+        self._conn = psycopg.connect(self._conninfo, autocommit=True, application_name=APPLICATION_NAME)
         self._conn.add_notify_handler(self._count)
         self._conn.execute(f"LISTEN {CHANNEL}")
 

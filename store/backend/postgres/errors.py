@@ -29,8 +29,8 @@ _DIMENSION = "22000"  # pgvector: "expected N dimensions, not M"
 def _message(orig: BaseException) -> str:
     diag = getattr(orig, "diag", None)
     primary = getattr(diag, "message_primary", None)
-    text = primary or str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
-    return text
+    lines = str(orig).strip().splitlines()
+    return primary or (lines[0] if lines else type(orig).__name__)
 
 
 def connection_error(orig: BaseException, address: str) -> MemlensError:
