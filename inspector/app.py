@@ -27,6 +27,7 @@ from .commands import system_commands
 from .formatting import count, tenant_label, when
 from .actions import ActionsMixin
 from .loading import DETAIL_HINT, NO_TENANT, TenantViewsMixin
+from .locations import is_server_url, shown
 from .screens import FatalScreen, HelpScreen, KeysFooter, StoreAuditScreen
 from .views import AuditView, BlocksView, EpisodesView, FactsView, SearchView, SessionsView
 
@@ -67,9 +68,12 @@ def freeze_startup_objects() -> None:
 class Glance:
     """The tenant names (store.glance), read in a thread of its own from the moment the App is made."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path | str):
         self.names: list[Any] | None = None
         self.done = threading.Event()
+        if is_server_url(path):  # no file to glance at: the open lists the tenants
+            self.done.set()
+            return
         threading.Thread(target=self._read, args=(path,), name="memlens-glance", daemon=True).start()
 
     def _read(self, path: Path) -> None:
@@ -210,7 +214,7 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
     def __init__(self, path: str | Path, *, embedder: Any = "default", warm_model: bool = True, poll_seconds: float = 1.0,
                  show_timings: bool = True):
         super().__init__()
-        self.path = Path(path)
+        self.path = path if is_server_url(path) else Path(path)
         self.embedder_spec = embedder
         self.warm_on_start = warm_model
         self.poll_seconds = poll_seconds
@@ -247,7 +251,7 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
         yield KeysFooter()
 
     def on_mount(self) -> None:
-        self.sub_title = f"{self.path.name} · opening…"
+        self.sub_title = f"{shown(self.path)} · opening…"
         self.query_one("#sidebar").border_title = "tenants"
         # The names are what a user waits for; read with sqlite3 alone since the App was made,
         # they are usually there for the first frame. MemoryStore.open must import SQLAlchemy
@@ -336,7 +340,7 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
         verb = "open" if self.store is None else "read"
         self.sub_title = "not opened" if self.store is None else "damaged"
         self.query_one("#main").display = False  # nothing in it may keep focus, and so keys, from the message
-        self.push_screen(FatalScreen(f"memlens cannot {verb} {self.path}", message.error))
+        self.push_screen(FatalScreen(f"memlens cannot {verb} {shown(self.path)}", message.error))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A worker that raised: say so, and keep the app usable (the open worker: say why it failed)."""
@@ -385,7 +389,7 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
         mode = "semantic + keyword search" if self.store.model_ready else (
             "keyword search (model warming…)" if self.store.embedder is not None else "keyword search")
         access = " · read-only" if self.read_only_reason else ""
-        self.sub_title = f"{self.path.name}{access} · {mode}"
+        self.sub_title = f"{shown(self.path)}{access} · {mode}"
 
     def poll_changes(self) -> None:
         if not self.failed:

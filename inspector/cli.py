@@ -17,6 +17,7 @@ from .cli_store import (
     cmd_export,
     cmd_forget,
     cmd_import,
+    cmd_migrate,
     cmd_reembed,
     cmd_scrub,
     cmd_stats,
@@ -33,7 +34,8 @@ class Stopped(BaseException):
 def _handlers() -> dict:
     # Looked up when called, not bound at import, so a test can replace one command.
     return {"open": cmd_open, "demo": cmd_demo, "stats": cmd_stats, "export": cmd_export, "import": cmd_import,
-            "forget": cmd_forget, "audit": cmd_audit, "reembed": cmd_reembed, "scrub": cmd_scrub}
+            "forget": cmd_forget, "audit": cmd_audit, "reembed": cmd_reembed, "migrate": cmd_migrate,
+            "scrub": cmd_scrub}
 
 
 def _stop(signum: int, _frame) -> None:

@@ -12,8 +12,9 @@ def run_inspector(path: Path) -> int:
     from store.errors import StoreNotFoundError
 
     from .app import make_app
+    from .locations import is_server_url
 
-    if not path.exists():
+    if not is_server_url(path) and not path.exists():
         raise StoreNotFoundError(f"{path} does not exist; nothing was created (`memlens demo` builds a demo store)")
     # Raised from a handler, Stopped would land inside Textual's event loop; the TUI keeps the default.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)

@@ -7,6 +7,8 @@ import argparse
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .locations import is_server_url
+
 DEFAULT_DEMO_PATH = Path("memlens-demo.db")
 
 
@@ -43,6 +45,12 @@ def _actor(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--actor", default="cli", help="who asks, for the audit log (default: %(default)s)")
 
 
+def location(value: str) -> Path | str:
+    """A store's location: a file path, or a server URL kept as typed (``postgresql://...``; a
+    Path would fold its ``//``)."""
+    return value if is_server_url(value) else Path(value)
+
+
 def build_parser() -> Parser:
     parser = Parser(prog="memlens", description="Look inside an AI agent's memory.")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -53,7 +61,7 @@ def build_parser() -> Parser:
         return sub
 
     opener = command("open", "open a store in the inspector (same as `memlens PATH`)")
-    opener.add_argument("db", type=Path, help="the store file")
+    opener.add_argument("db", type=location, help="the store: a file, or a postgresql:// URL")
 
     demo = command("demo", "build a realistic demo store and open it in the inspector")
     demo.add_argument("--db", type=Path, default=DEFAULT_DEMO_PATH, help="where to build it (default: %(default)s)")
@@ -61,10 +69,10 @@ def build_parser() -> Parser:
     demo.add_argument("--force", action="store_true", help="replace the file at --db even if it is not a demo store")
 
     stats = command("stats", "print the tenants of a store with their counts per tier")
-    stats.add_argument("db", type=Path, help="the store file")
+    stats.add_argument("db", type=location, help="the store: a file, or a postgresql:// URL")
 
     export = command("export", "export a tenant (or every tenant) to JSON or JSONL")
-    export.add_argument("--db", type=Path, required=True, help="the store file")
+    export.add_argument("--db", type=location, required=True, help="the store: a file, or a postgresql:// URL")
     _tenant_options(export, required=True, every="every tenant")
     export.add_argument("-o", "--output", type=Path, required=True, help="file to write (.json: one document; otherwise JSONL)")
     export.add_argument("--force", action="store_true", help="replace the output file if it exists (never the store itself)")
@@ -75,7 +83,7 @@ def build_parser() -> Parser:
     add_import_options(command("import", "import an export file (atomic; re-importing changes nothing)"))
 
     forget = command("forget", "erase a tenant, a session, or what is older than a date")
-    forget.add_argument("--db", type=Path, required=True, help="the store file")
+    forget.add_argument("--db", type=location, required=True, help="the store: a file, or a postgresql:// URL")
     _tenant_options(forget, required=True)
     forget.add_argument("--session", help="only this session")
     forget.add_argument("--before", type=aware, help="only what is older than this ISO date (UTC unless it says otherwise)")
@@ -85,22 +93,34 @@ def build_parser() -> Parser:
     _actor(forget)
 
     audit = command("audit", "show the audit log (every tenant unless --user/--anonymous)")
-    audit.add_argument("--db", type=Path, required=True, help="the store file")
+    audit.add_argument("--db", type=location, required=True, help="the store: a file, or a postgresql:// URL")
     _tenant_options(audit, required=False)
 
     reembed = command("reembed", "re-embed every episode and fact with the current model")
-    reembed.add_argument("db", type=Path, help="the store file")
+    reembed.add_argument("db", type=location, help="the store: a file, or a postgresql:// URL")
     reembed.add_argument("--model", help="a local sentence-transformers model directory (default: the packaged all-MiniLM-L6-v2)")
 
+    migrate = command("migrate", "copy a whole store to another (SQLite file <-> PostgreSQL), verified, in one transaction")
+    migrate.add_argument("--from", dest="source", required=True, metavar="URL_OR_PATH",
+                         help="the store to copy (only read): a file, sqlite:///PATH or postgresql+psycopg://...")
+    migrate.add_argument("--to", dest="target", required=True, metavar="URL_OR_PATH",
+                         help="where to copy it (created if missing; must hold no tenant unless --into-existing)")
+    migrate.add_argument("--into-existing", action="store_true",
+                         help="add the source's tenants to a store that holds others (a tenant on both sides is still refused)")
+    migrate.add_argument("--reembed", action="store_true",
+                         help="embed everything again with the destination's model instead of refusing a model change")
+    migrate.add_argument("--model", help="the destination's model directory (default: the packaged all-MiniLM-L6-v2)")
+    _actor(migrate)
+
     scrub = command("scrub", "rewrite indexes and truncate the WAL so deleted content leaves the files")
-    scrub.add_argument("db", type=Path, help="the store file")
+    scrub.add_argument("db", type=location, help="the store: a file, or a postgresql:// URL")
     return parser
 
 
 def add_import_options(imp: argparse.ArgumentParser) -> None:
     """`memlens import`'s flags; a new source format adds its flag here and its branch in
     :func:`.cli_store.cmd_import`."""
-    imp.add_argument("--db", type=Path, required=True, help="the store file")
+    imp.add_argument("--db", type=location, required=True, help="the store: a file, or a postgresql:// URL")
     imp.add_argument("--create", action="store_true", help="create the store if it does not exist")
     imp.add_argument("file", type=Path, help="a file written by `memlens export` (or the database --from names)")
     imp.add_argument("--from", dest="source", choices=["loomflow-sqlite"],

@@ -1,5 +1,5 @@
 """The store-only commands of ``memlens``: demo, stats, export, import, forget, audit, reembed,
-scrub. None imports Textual or the inspector's UI (a test checks it), and each imports only
+migrate, scrub. None imports Textual or the inspector's UI (a test checks it), and each imports only
 what it needs, so they start fast. ``demo`` hands over to :mod:`.cli_app` only to open the UI."""
 
 from __future__ import annotations
@@ -7,6 +7,9 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+
+
+from .locations import is_server_url
 
 
 class CommandLineError(Exception):
@@ -21,6 +24,8 @@ def open_existing(path: Path, *, hint: str = " (check the path)", **options):
     try:
         return MemoryStore.open(path, create=False, **options)
     except StoreNotFoundError:
+        if is_server_url(path):
+            raise  # the server store's own message names the database, without the password
         raise StoreNotFoundError(f"{path} does not exist; nothing was created{hint}") from None
 
 
@@ -166,6 +171,24 @@ def cmd_reembed(args: argparse.Namespace) -> int:
         with progress:
             count = store.reembed(progress=update)
         print(f"re-embedded {count} items with {store.embedder.name}")
+    return 0
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from store import MemoryStore
+
+    # The source is only read, and its model only named (its vectors are copied as bytes).
+    with open_existing(args.source, read_only=True, embedder=None, check_model=False) as source:
+        with MemoryStore.open(args.target, embedder=args.model or "default") as target:
+            progress, update = _progress("migrating tenants")
+            with progress:
+                report = target.migrate_from(source, into_existing=args.into_existing, reembed=args.reembed,
+                                             actor=args.actor, progress=update)
+    listed = ", ".join(f"{v} {k}" for k, v in report.counts.items() if v) or "nothing"
+    vectors = {"copied": "vectors copied as they were", "embedded": f"{report.embedded} vectors embedded by the destination's model",
+               "none": "no vectors (the destination has no model)"}[report.vectors]
+    print(f"migrated {len(report.tenants)} tenant(s) from {report.source} to {report.destination}: {listed}; {vectors}")
+    print("verified: every tenant's counts and content digests match the source")
     return 0
 
 

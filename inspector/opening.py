@@ -13,15 +13,17 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .locations import is_server_url
 
-def read_only_reason(path: Path) -> str | None:
+
+def read_only_reason(path: Path | str) -> str | None:
     """Why this process cannot write the store at ``path``, or None when it can (or it is not there).
 
     ``os.access`` is the right question, not the file mode: it answers for this user (root writes
     a 0444 file) and says no on a read-only filesystem whatever the mode.
     """
-    if not path.is_file():
-        return None
+    if is_server_url(path) or not path.is_file():
+        return None  # a server store: the server's role decides, and a refused write says so
     try:
         if os.statvfs(path).f_flag & os.ST_RDONLY:
             return "it is on a read-only filesystem"

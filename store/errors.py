@@ -105,6 +105,17 @@ class StoreBusyError(MemlensError):
     """Another connection held the database longer than the busy timeout; nothing was changed, try again."""
 
 
+class StoreUnavailableError(MemlensError):
+    """The database server could not be reached, or dropped the connection while a call was using
+    it. A read can simply be retried; a write cut off at its commit may or may not have been
+    applied, so read before writing it again."""
+
+
+class StoreDatabaseError(MemlensError):
+    """The database server refused a statement for a reason memlens does not expect (the message
+    carries the server's code and words); nothing was changed. Report it with the message."""
+
+
 # --- embeddings --------------------------------------------------------------
 
 
@@ -187,6 +198,38 @@ class ImportMismatchError(InvalidInputError):
     holds a different record under one of the ids, or a newer block of that name); the write
     was rolled back and nothing was imported. ``mismatches`` maps each section to (expected,
     held)."""
+
+    def __init__(self, message: str, *, mismatches: dict[str, tuple[int, int]] | None = None):
+        super().__init__(message)
+        self.mismatches = dict(mismatches or {})
+
+
+# --- moving a store (memlens migrate) --------------------------------------------------------
+
+
+class MigrationError(MemlensError):
+    """A migration between two stores did not happen; the destination is as it was before (the
+    copy is one transaction) and the source is never changed."""
+
+
+class MigrationTargetError(MigrationError):
+    """The destination already holds tenants (or their audit history). memlens never merges a
+    store into another silently: migrate into an empty store, or pass ``into_existing=True``
+    (``--into-existing``) to add the source's tenants beside the destination's; a tenant held on
+    both sides is refused even then (export and import it instead, which keeps the newer state)."""
+
+
+class MigrationSourceError(MigrationError):
+    """A record of the source store breaks the rules the API applies to the same data (text limits,
+    times, JSON, vector sizes, ids), or cannot be read at all: the source file was changed outside
+    memlens. Nothing was copied. Fix or erase the named record in the source, then run it again."""
+
+
+class MigrationMismatchError(MigrationError):
+    """After copying, the destination did not hold exactly what the source holds (counts or
+    content digests of a tenant's section differ); the copy was rolled back. ``mismatches`` maps
+    "tenant/section" to (source count, destination count). Report it: it is a memlens bug or a
+    destination that changes what it stores (a column type that rounds)."""
 
     def __init__(self, message: str, *, mismatches: dict[str, tuple[int, int]] | None = None):
         super().__init__(message)

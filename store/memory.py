@@ -27,6 +27,7 @@ from .models import (
     ForgetReceipt,
     ImportReport,
     Message,
+    MigrationReport,
     PendingScrub,
     Profile,
     RecallHit,
@@ -113,7 +114,8 @@ class MemoryStore:
         check_int(scratchpad_limit, "scratchpad_limit", minimum=1)
         check_flag(read_only, "read_only")
         embedder = indexing.make_embedder(embedder)  # looked up at call time, so tests can swap it
-        db = open_backend(path_or_url, read_only=read_only, create=create)
+        width = embedder.dim if embedder is not None and check_model else None
+        db = open_backend(path_or_url, read_only=read_only, create=create, vector_dim=width)
         try:
             if check_model:
                 with db.read() as conn:
@@ -189,7 +191,7 @@ class MemoryStore:
         check_name(name, "name")
         self._text(content, "content")
         now = utcnow()
-        with self._db.write() as conn:
+        with self._db.write(tenant) as conn:
             touch_tenant(conn, tenant, now)
             return blocks.put_block(conn, tenant, name, content, now)
 
@@ -200,7 +202,7 @@ class MemoryStore:
         self._text(content, "content")
         self._text(separator, "separator")
         now = utcnow()
-        with self._db.write() as conn:
+        with self._db.write(tenant) as conn:
             current = blocks.get_block(conn, tenant, name)
             combined = content if current is None or not current.content else current.content + separator + content
             self._text(combined, "content")
@@ -210,7 +212,7 @@ class MemoryStore:
     def delete_block(self, name: str, *, user_id: str | None = UNSET) -> bool:
         tenant = self._tenant(user_id)
         check_name(name, "name")
-        with self._db.write() as conn:
+        with self._db.write(tenant) as conn:
             return blocks.delete_block(conn, tenant, name)
 
     # --- episodes ----------------------------------------------------------------------
@@ -266,7 +268,7 @@ class MemoryStore:
             raise DuplicateIdError(f"episode id {repeated[0]!r} appears more than once in this batch; nothing was stored")
         hashes = [r["content_hash"] for r in rows]
         vectors = self._indexer.prepare(tenant, "episode", [episodes.embed_text(r["input"], r["output"]) for r in rows], hashes)
-        with self._db.write() as conn:
+        with self._db.write(tenant) as conn:
             taken = ids_present(conn, tenant, schema.episodes_t, ids)
             if taken and on_duplicate == "replace":
                 episodes.drop_for_replacement(conn, tenant, rows, taken)
@@ -379,15 +381,19 @@ class MemoryStore:
             check_text(value, field, limit=self.max_content_bytes, allow_empty=False)
         if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 <= confidence <= 1.0:
             raise InvalidInputError("confidence must be a number from 0 to 1")
-        now = utcnow()
-        valid_from = now if valid_from is None else check_datetime(valid_from, "valid_from")
+        given = None if valid_from is None else check_datetime(valid_from, "valid_from")
         if isinstance(source_episode_ids, (str, bytes)) or not isinstance(source_episode_ids, Iterable):
             raise InvalidInputError("source_episode_ids must be a list of episode ids")
         sources = [check_name(s, "source_episode_ids") for s in source_episode_ids]
         text = facts.fact_text(subject, predicate, object)
         digest = content_hash(text)
         vectors = self._indexer.prepare(tenant, "fact", [text], [digest])
-        with self._db.write() as conn:
+        with self._db.write(tenant) as conn:
+            # "Now" is read once the write has begun: read before it, another process's fact on
+            # the same subject could commit meanwhile with a later time, and this one would be
+            # refused as superseding backwards (three processes did so in tests/test_many_writers.py).
+            now = utcnow()
+            valid_from = now if given is None else given
             touch_tenant(conn, tenant, now)
             fact, pk = facts.add_fact(
                 conn, tenant, subject=subject, predicate=predicate, object=object, confidence=float(confidence),
@@ -471,7 +477,7 @@ class MemoryStore:
         ids = [episode.id for episode in pending]
         added: list[Fact] = []
         new_pks, new_digests, new_vectors = [], [], []
-        with self._db.write() as conn:
+        with self._db.write(tenant) as conn:
             # Another process may have consolidated or erased some of them meanwhile: their facts
             # would be duplicates, or would cite an episode that no longer exists.
             still: set[str] = set()
@@ -686,6 +692,28 @@ class MemoryStore:
         verify that what they read is what the store holds.
         """
         return self._rights.import_(source, actor=actor, as_user=as_user, expect_counts=expect_counts)
+
+    def migrate_from(self, source: "MemoryStore", *, into_existing: bool = False, reembed: bool = False, actor: str = "api",
+                     progress: Callable[[int, int], None] | None = None) -> MigrationReport:
+        """Copy everything ``source`` holds into this store: every tenant and tier, facts' full
+        history, sessions with their expiry times, checkpoints, the audit log (including the
+        entries of erased tenants, with their origin), and the vectors.
+
+        Vectors are copied as they are when both stores use the same model; otherwise
+        :class:`~store.errors.ModelMismatchError` unless ``reembed=True``, which embeds everything
+        with this store's model. This store must hold no tenant (not even audit history), or,
+        with ``into_existing=True``, none of the source's tenants
+        (:class:`~store.errors.MigrationTargetError`). Every source record is held to the import
+        checks (:class:`~store.errors.MigrationSourceError`). The copy is one transaction, and
+        each tenant is read back and compared with the source (counts and content digests per
+        section) before it commits: any difference raises
+        :class:`~store.errors.MigrationMismatchError`, and any failure or kill leaves this store
+        as it was. The source is only read. Each tenant gets a ``migrate`` audit entry here.
+        ``progress(done, total)`` is called per tenant. ``source`` may be an AsyncMemoryStore."""
+        source = getattr(source, "sync", source)  # an AsyncMemoryStore's own store
+        if not isinstance(source, MemoryStore):
+            raise InvalidInputError(f"source must be a MemoryStore or an AsyncMemoryStore, not {type(source).__name__}")
+        return self._rights.migrate_from(source._db, into_existing=into_existing, reembed=reembed, actor=actor, progress=progress)
 
     def forget(
         self,

@@ -242,6 +242,9 @@ class ForgetReceipt(_Model):
     # runs (``scrub_pending_reason`` says why it could not run now).
     disk_scrubbed: bool = False
     scrub_pending_reason: str | None = None
+    # What no erasure by this store reaches, even once scrubbed: copies made outside it (on
+    # PostgreSQL WAL archives, replicas, backups); None on a dry run.
+    out_of_reach: str | None = None
 
     @property
     def total(self) -> int:
@@ -264,7 +267,7 @@ class AuditEntry(_Model):
 
     at: datetime
     actor: str
-    action: Literal["forget", "export", "import"]
+    action: Literal["forget", "export", "import", "migrate"]
     user_id: str | None
     scope: dict[str, Any]
     counts: dict[str, int]
@@ -275,6 +278,22 @@ class AuditEntry(_Model):
     def disk_scrubbed(self) -> bool | None:
         """For a forget: whether its erased bytes have left the files (None: not recorded)."""
         return self.scope.get("disk_scrubbed") if self.action == "forget" else None
+
+
+class MigrationReport(_Model):
+    """What a migration copied: every tenant of the source (``tenants``, those with only audit
+    history included), ``counts`` written per section, and the vectors: ``"copied"`` as they
+    were (same model on both sides), ``"embedded"`` by the destination's model (``embedded``
+    counts them), or ``"none"`` (no model). It is returned only after the destination was
+    verified to hold exactly the source's records, and committed."""
+
+    source: str
+    destination: str
+    tenants: list[str | None]
+    counts: dict[str, int]
+    vectors: Literal["copied", "embedded", "none"]
+    embedded: int
+    at: datetime
 
 
 class ImportReport(_Model):

@@ -118,6 +118,14 @@ def all_tenants(conn, tenants_table: Table) -> list[Tenant]:
     return [Tenant(key) for key in conn.execute(select(tenants_table.c.user_id)).scalars()]
 
 
+def tenants_with_history(conn, tenants_table: Table, audit_table: Table) -> list[Tenant]:
+    """Every tenant with a tenant row or an audit entry, in key order: an erased tenant has lost
+    its row but keeps its audit entries, and moving a whole store must move those too."""
+    keys = set(conn.execute(select(tenants_table.c.user_id)).scalars())
+    keys.update(conn.execute(select(audit_table.c.user_id).distinct()).scalars())
+    return [Tenant(key) for key in sorted(keys)]
+
+
 def require_tenant(conn, tenant: Tenant, *, missing_ok: bool = False) -> bool:
     """Whether ``tenant`` holds anything in this store (has a tenant row). Unless ``missing_ok``,
     a missing tenant raises :class:`UnknownTenantError` naming tenants whose names differ only

@@ -69,8 +69,15 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def store(db_path: Path):
-    s = MemoryStore.open(db_path)
+def backend() -> str:
+    """The backend a test's store is on: SQLite, unless the test is marked ``both_backends``
+    (then it runs once per backend, see :func:`pytest_generate_tests`)."""
+    return "sqlite"
+
+
+@pytest.fixture
+def store(backend_url: str):
+    s = MemoryStore.open(backend_url)
     yield s
     s.close()
 
@@ -107,7 +114,8 @@ def pg_url(pg_server) -> str:
 
 def pytest_generate_tests(metafunc):
     """A test marked ``both_backends`` runs once per backend, with ``backend`` set to its name."""
-    if metafunc.definition.get_closest_marker("both_backends") and "backend" in metafunc.fixturenames:
+    marked = metafunc.definition.get_closest_marker("both_backends") and not metafunc.definition.get_closest_marker("sqlite_only")
+    if marked and "backend" in metafunc.fixturenames:
         metafunc.parametrize("backend", ["sqlite", "postgres"])
 
 

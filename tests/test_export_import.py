@@ -11,6 +11,9 @@ from store.errors import ImportValidationError
 
 from .conftest import T0, dump
 
+# The store fixture runs each test that uses it on SQLite and on PostgreSQL.
+pytestmark = pytest.mark.both_backends
+
 SECTIONS = ["blocks", "episodes", "facts", "sessions", "kv_entries", "task_states", "scratchpad", "checkpoints"]
 
 
@@ -37,12 +40,20 @@ def content(doc: dict) -> dict:
 
 
 @pytest.fixture
-def source(tmp_path):
-    s = MemoryStore.open(tmp_path / "source.db", embedder=FakeEmbedder())
+def source(backend_url):
+    s = MemoryStore.open(backend_url, embedder=FakeEmbedder())
     fill(s, "alice")
     fill(s, None)
     yield s
     s.close()
+
+
+@pytest.fixture
+def target_url(request, backend, tmp_path) -> str:
+    """A second, empty store on the same backend as ``source``."""
+    if backend == "sqlite":
+        return str(tmp_path / "target.db")
+    return request.getfixturevalue("pg_server").fresh_database()
 
 
 def test_export_holds_every_tier_and_a_verifiable_manifest(source):
@@ -59,11 +70,11 @@ def test_export_holds_every_tier_and_a_verifiable_manifest(source):
 
 
 @pytest.mark.parametrize("fmt", ["json", "jsonl"])
-def test_round_trip_gives_the_same_content_embeddings_included(source, tmp_path, fmt):
+def test_round_trip_gives_the_same_content_embeddings_included(source, tmp_path, target_url, fmt):
     path = tmp_path / f"alice.{fmt}"
     source.export_to(path, user_ids=["alice"], fmt=fmt, include_embeddings=True)
     first = source.export(user_id="alice", include_embeddings=True)
-    with MemoryStore.open(tmp_path / "target.db", embedder=FakeEmbedder()) as target:
+    with MemoryStore.open(target_url, embedder=FakeEmbedder()) as target:
         report = target.import_(path)
         assert report.reembedded == 0 and report.counts["episodes"] == 6
         second = target.export(user_id="alice", include_embeddings=True)
@@ -74,10 +85,10 @@ def test_round_trip_gives_the_same_content_embeddings_included(source, tmp_path,
     }
 
 
-def test_reimporting_is_idempotent(source, tmp_path):
+def test_reimporting_is_idempotent(source, tmp_path, target_url):
     path = tmp_path / "alice.jsonl"
     source.export_to(path, user_ids=["alice"])
-    with MemoryStore.open(tmp_path / "target.db", embedder=FakeEmbedder()) as target:
+    with MemoryStore.open(target_url, embedder=FakeEmbedder()) as target:
         target.import_(path)
         once = content(target.export(user_id="alice"))
         report = target.import_(path)
@@ -85,10 +96,10 @@ def test_reimporting_is_idempotent(source, tmp_path):
         assert report.counts["episodes"] == 0 and report.counts["checkpoints"] == 0
 
 
-def test_import_into_a_store_with_another_model_reembeds(source, tmp_path):
+def test_import_into_a_store_with_another_model_reembeds(source, tmp_path, target_url):
     path = tmp_path / "alice.jsonl"
     source.export_to(path, user_ids=["alice"], include_embeddings=True)
-    with MemoryStore.open(tmp_path / "target.db", embedder=FakeEmbedder(dim=16)) as target:
+    with MemoryStore.open(target_url, embedder=FakeEmbedder(dim=16)) as target:
         report = target.import_(path)
         assert report.reembedded == 8  # 6 episodes + 2 facts
         hit = target.recall("q3 by alice\na3", user_id="alice", mode="vector")[0]

@@ -16,6 +16,9 @@ from store.errors import UnknownSessionError
 
 from .conftest import T0
 
+# The store fixture runs each test that uses it on SQLite and on PostgreSQL.
+pytestmark = pytest.mark.both_backends
+
 
 def secret() -> str:
     return "zq" + uuid.uuid4().hex[:12]  # one FTS token, unmistakable in a byte scan
@@ -44,28 +47,45 @@ def plant(s: MemoryStore, user, n: int = 40) -> list[str]:
 
 
 def vector_blobs(s: MemoryStore, user) -> list[bytes]:
+    """The tenant's vectors as float32 bytes: what an SQLite page and a pgvector page both hold."""
+    from store.schema import vectors_t
+    from store.tenancy import Tenant
+
     with s._db.read() as conn:
-        return [v for (v,) in conn.exec_driver_sql("SELECT vector FROM vectors WHERE user_id = ?", ("" if user is None else user,))]
+        return list(conn.execute(Tenant.of(user).select(vectors_t, vectors_t.c.vector)).scalars())
+
+
+def stored_bytes(request, backend: str, db_path: Path) -> bytes:
+    """Every byte the store's storage holds: the SQLite file and its side files, or every file
+    of the PostgreSQL server's data directory (tables, indexes, statistics, WAL, logs)."""
+    if backend == "sqlite":
+        return file_bytes(db_path)
+    from .pg_support import data_directory_bytes
+
+    server = request.getfixturevalue("pg_server")
+    if server.data_dir is None:
+        pytest.skip("a byte scan needs the embedded server's data directory (MEMLENS_PG_URL is set)")
+    return data_directory_bytes(server)
 
 
 @pytest.fixture
-def two_tenants(db_path):
-    s = MemoryStore.open(db_path, embedder=FakeEmbedder(dim=96))
+def two_tenants(backend_url):
+    s = MemoryStore.open(backend_url, embedder=FakeEmbedder(dim=96))
     mine, theirs = plant(s, "alice"), plant(s, "bob")
     yield s, mine, theirs
     s.close()
 
 
-def test_forget_leaves_no_byte_of_the_tenant_on_disk(two_tenants, db_path):
+def test_forget_leaves_no_byte_of_the_tenant_on_disk(two_tenants, request, backend, db_path):
     s, mine, theirs = two_tenants
     # The fake embedder hashes words into 96 buckets, so one of alice's vectors can equal one of
     # bob's byte for byte; bob's copy rightly stays, so only alice's own blobs are looked for.
     blobs = [b for b in vector_blobs(s, "alice") if b not in set(vector_blobs(s, "bob"))]
-    assert blobs and all(t.encode() in file_bytes(db_path) for t in mine)
+    assert blobs and all(t.encode() in stored_bytes(request, backend, db_path) for t in mine)
     bob_before = s.export(user_id="bob")
     receipt = s.forget(user_id="alice", actor="dpo")
-    assert receipt.disk_scrubbed
-    raw = file_bytes(db_path)
+    assert receipt.disk_scrubbed and receipt.out_of_reach
+    raw = stored_bytes(request, backend, db_path)
     leaked = [t for t in mine if t.encode() in raw]
     assert leaked == []
     assert not any(blob in raw for blob in blobs)
@@ -97,6 +117,7 @@ def test_receipt_counts_every_tier_and_holds_no_content(two_tenants):
     assert len(real.digest) == 64
 
 
+@pytest.mark.sqlite_only
 def test_dry_run_changes_nothing(two_tenants, db_path):
     s, _, _ = two_tenants
     from .conftest import dump
@@ -118,8 +139,8 @@ def test_anonymous_and_named_tenants_never_touch_each_other(db_path):
         assert s.tenants() == []
 
 
-def test_forget_one_session_takes_its_derived_facts_and_checkpoints(db_path):
-    with MemoryStore.open(db_path, embedder=FakeEmbedder()) as s:
+def test_forget_one_session_takes_its_derived_facts_and_checkpoints(backend_url):
+    with MemoryStore.open(backend_url, embedder=FakeEmbedder()) as s:
         keep = s.remember("keep me", user_id="u", session_id="other")
         gone = s.remember("forget me", user_id="u", session_id="s1")
         s.add_fact("u", "said", "something", user_id="u", source_episode_ids=[gone.id])
@@ -136,8 +157,8 @@ def test_forget_one_session_takes_its_derived_facts_and_checkpoints(db_path):
             s.forget(user_id="u", session_id="never")
 
 
-def test_forget_before_a_date(db_path):
-    with MemoryStore.open(db_path, embedder=FakeEmbedder()) as s:
+def test_forget_before_a_date(backend_url):
+    with MemoryStore.open(backend_url, embedder=FakeEmbedder()) as s:
         s.remember_many([{"input": f"e{i}", "occurred_at": T0 + timedelta(days=i), "session_id": "s"} for i in range(5)], user_id="u")
         s.update_block("persona", "kept", user_id="u")
         receipt = s.forget(user_id="u", before=T0 + timedelta(days=2))
@@ -175,14 +196,14 @@ CRASHER = textwrap.dedent(
 )
 
 
-def test_a_crash_during_forget_leaves_all_of_the_tenant_or_none(db_path):
-    with MemoryStore.open(db_path, embedder=FakeEmbedder()) as s:
+def test_a_crash_during_forget_leaves_all_of_the_tenant_or_none(backend_url):
+    with MemoryStore.open(backend_url, embedder=FakeEmbedder()) as s:
         plant(s, "alice", n=400)
         before = s.profile(user_id="alice").counts
     root = str(Path(__file__).resolve().parent.parent)
-    proc = subprocess.run([sys.executable, "-c", CRASHER.format(root=root, path=str(db_path))])
+    proc = subprocess.run([sys.executable, "-c", CRASHER.format(root=root, path=backend_url)])
     assert proc.returncode == -signal.SIGKILL
-    with MemoryStore.open(db_path, embedder=FakeEmbedder()) as s:
+    with MemoryStore.open(backend_url, embedder=FakeEmbedder()) as s:
         assert s.profile(user_id="alice").counts == before
         assert len(s.recall("question", user_id="alice", mode="keyword", limit=500)) == 400
         s.forget(user_id="alice")

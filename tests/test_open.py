@@ -143,6 +143,13 @@ def test_a_directory_is_refused(tmp_path):
         MemoryStore.open(tmp_path)
 
 
-def test_non_sqlite_urls_are_refused(tmp_path):
-    with pytest.raises(StoreOpenError, match="SQLite"):
-        MemoryStore.open("postgresql://localhost/db")
+def test_urls_of_engines_memlens_lacks_are_refused(tmp_path):
+    with pytest.raises(StoreOpenError, match="SQLite files .* or PostgreSQL"):
+        MemoryStore.open("mysql://localhost/db")
+
+
+def test_a_postgres_url_without_the_server_is_a_typed_error_naming_it():
+    pytest.importorskip("psycopg")
+    with pytest.raises(StoreOpenError, match="cannot reach the PostgreSQL server of postgresql://memlens@127.0.0.1:9/db") as caught:
+        MemoryStore.open("postgresql://memlens:hunter2@127.0.0.1:9/db")
+    assert "hunter2" not in str(caught.value)

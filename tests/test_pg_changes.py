@@ -11,7 +11,7 @@ from store.tenancy import Tenant
 
 pytest.importorskip("psycopg")
 from .pg_support import migrated_engine  # noqa: E402
-from store.backend.postgres.changes import ChangeCounter  # noqa: E402
+from store.backend.postgres.changes import APPLICATION_NAME, ChangeCounter  # noqa: E402
 
 ALICE = Tenant("alice")
 
@@ -82,7 +82,8 @@ def test_losing_the_listening_connection_counts_as_a_change(store_db, pg_server)
     database = urlsplit(libpq).path.lstrip("/")
     with pg_server.admin() as admin:
         killed = admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND query = 'LISTEN memlens_changes'", (database,)
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND application_name = %s",
+            (database, APPLICATION_NAME),
         ).fetchall()
     assert killed == [(True,)]
     time.sleep(0.2)

@@ -12,6 +12,9 @@ import store
 from store import MemoryStore
 from store.errors import InvalidInputError, IsolationWarning
 
+# The store fixture runs each test that uses it on SQLite and on PostgreSQL.
+pytestmark = pytest.mark.both_backends
+
 TENANTS = [None, "alice", "bob", "Alice", "alice@example.com"]
 
 
@@ -115,8 +118,11 @@ def everything_visible_to(s: MemoryStore, tenant) -> str:
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=OPS)
-def test_random_operations_never_leak_between_tenants(tmp_path_factory, ops):
-    path = tmp_path_factory.mktemp("iso") / "m.db"
+def test_random_operations_never_leak_between_tenants(tmp_path_factory, request, backend, ops):
+    if backend == "sqlite":
+        path = tmp_path_factory.mktemp("iso") / "m.db"
+    else:
+        path = request.getfixturevalue("pg_server").fresh_database()
     with MemoryStore.open(path) as s:
         for op, index, session, word in ops:
             apply(s, op, TENANTS[index], session, word)

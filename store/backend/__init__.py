@@ -14,23 +14,41 @@ from sqlalchemy import Connection
 from ..errors import StoreOpenError
 from .interface import Backend, KeywordIndex, Sql
 
-__all__ = ["Backend", "KeywordIndex", "Sql", "open_backend", "sql"]
+__all__ = ["Backend", "KeywordIndex", "Sql", "is_url", "open_backend", "sql"]
 
 # Dialect name -> the engine package; a new backend adds its line here.
-_ENGINES = {"sqlite": "store.backend.sqlite"}
+_ENGINES = {"sqlite": "store.backend.sqlite", "postgresql": "store.backend.postgres", "postgres": "store.backend.postgres"}
 
 
 def _engine(name: str):
     if name not in _ENGINES:
-        raise StoreOpenError(f"memlens has no backend for {name!r} URLs yet; its stores are SQLite files (a path or an sqlite:/// URL)")
-    return importlib.import_module(_ENGINES[name])
+        raise StoreOpenError(f"memlens has no backend for {name!r} URLs; its stores are SQLite files (a path or an sqlite:/// URL) "
+                             "or PostgreSQL databases (postgresql://...)")
+    try:
+        return importlib.import_module(_ENGINES[name])
+    except ImportError as error:
+        raise StoreOpenError(f"{name} stores need the postgres extra: pip install 'memlens[postgres]' ({error})") from None
 
 
-def open_backend(path_or_url: str | Path, *, read_only: bool, create: bool) -> Backend:
-    """Open the store at a path (an SQLite file) or a URL (``sqlite:///...``)."""
+def is_url(path_or_url: str | Path) -> bool:
+    """Whether this names a database server rather than a file (a path or ``sqlite:///``)."""
+    return scheme(path_or_url) != "sqlite"
+
+
+def scheme(path_or_url: str | Path) -> str:
     raw = str(path_or_url)
-    name = raw.split("://", 1)[0].split("+", 1)[0] if "://" in raw else "sqlite"
-    return _engine(name).open_backend(path_or_url, read_only=read_only, create=create)
+    return raw.split("://", 1)[0].split("+", 1)[0].lower() if "://" in raw else "sqlite"
+
+
+def open_backend(path_or_url: str | Path, *, read_only: bool, create: bool, vector_dim: int | None = None) -> Backend:
+    """Open the store at a path (an SQLite file) or a URL (``sqlite:///...``,
+    ``postgresql://...``). ``vector_dim`` is the embedder's width, or None with no embedder: a
+    server store fixes its vector column's width when it is created, and refuses an embedder of
+    another width on open (an SQLite file keeps any width and ignores it)."""
+    engine = _engine(scheme(path_or_url))
+    if vector_dim is None or engine.__name__.endswith("sqlite"):
+        return engine.open_backend(path_or_url, read_only=read_only, create=create)
+    return engine.open_backend(path_or_url, read_only=read_only, create=create, vector_dim=vector_dim)
 
 
 def sql(conn: Connection) -> Sql:

@@ -51,40 +51,58 @@ class KeywordIndex(Protocol):
 
 class Backend(Protocol):
     """One open store: its connections and transactions, schema, change detection, keyword
-    index and the maintenance that makes erased bytes leave the storage."""
+    index and the maintenance that makes erased bytes leave the storage.
 
-    path: Path
-    """Where the store lives (a file for SQLite); export manifests and messages name it."""
+    Implementations: :class:`store.backend.sqlite.database.Database` (a file) and
+    :class:`store.backend.postgres.backend.PostgresBackend` (a database on a server). What a
+    server store needs that a file does not is explicit here: the vector width at creation
+    (``open_backend(vector_dim=...)``), a tenant's storage made before its first insert
+    (:meth:`write`'s ``tenants``), an address that is not a file (:attr:`path`), and which
+    tenants a scrub rewrites (:meth:`flush_erased_pages`'s ``tenants``)."""
+
+    path: Path | str
+    """Where the store lives, for export manifests and messages: a file's :class:`Path` for
+    SQLite; for a server, its URL without the password (``postgresql://role@host:5432/db``)."""
     read_only: bool
     schema_version: int
     """The schema version this memlens writes (the backend's migrations brought the store to it)."""
     keyword: KeywordIndex
     after_write: Callable[[], None] | None
     """Called after every committed write transaction (the store retries pending scrubs there)."""
+    out_of_reach: str
+    """What no erasure by this store can reach (copies made outside it); every receipt says it."""
 
     def read(self) -> AbstractContextManager[Connection]:
         """A read transaction: one consistent snapshot for everything read inside."""
 
-    def write(self) -> AbstractContextManager[Connection]:
+    def write(self, *tenants: Tenant) -> AbstractContextManager[Connection]:
         """A write transaction that serialises with other writers from its start (so two writers
         never both read, then both write), commits on success and rolls back on any error.
-        Raises a typed error from :mod:`store.errors`, never a driver's."""
+        ``tenants`` are those it may insert rows for: PostgreSQL attaches their partitions first,
+        in a short transaction of its own (once per tenant and process), because ATTACH holds
+        its lock to the end of the transaction that runs it; SQLite needs nothing. A write that
+        inserts a tenant's first row must name it. Raises a typed error from
+        :mod:`store.errors`, never a driver's; refuses with ReadOnlyStoreError on a read-only open."""
 
     def data_version(self) -> int:
         """A number that changes whenever anyone, in any process, commits (SQLite: PRAGMA
-        data_version; PostgreSQL: a counter moved by LISTEN/NOTIFY)."""
+        data_version; PostgreSQL: a counter moved by LISTEN/NOTIFY, read after a round trip so a
+        commit that returned before the call is counted)."""
 
     def files(self) -> list[Path]:
-        """Every file that holds the store's pages (its size in stats; never an export target)."""
+        """Every local file that holds the store's pages (its size in stats; never an export
+        target). None for a server store."""
 
     def rewrite_keyword_indexes(self, max_steps: int = 100_000) -> bool:
-        """Rewrite the keyword indexes so erased terms leave them (FTS5 segment merge; GIN
-        REINDEX), in short write transactions. False if concurrent writes kept it from finishing."""
+        """Rewrite the keyword indexes so erased terms leave them (FTS5 segment merge), in short
+        write transactions. False if concurrent writes kept it from finishing. PostgreSQL: a
+        no-op, :meth:`flush_erased_pages` rebuilds the erased tenants' GIN indexes."""
 
-    def flush_erased_pages(self, budget: float) -> tuple[bool, str | None]:
+    def flush_erased_pages(self, budget: float, tenants: Sequence[Tenant] = ()) -> tuple[bool, str | None]:
         """Push deleted rows' old page images out of logs and free space (SQLite: truncate the
-        WAL; PostgreSQL: VACUUM (FULL), CHECKPOINT, pg_switch_wal), waiting at most ``budget``
-        seconds for readers. Returns (done, why not)."""
+        WAL, store-wide, ``tenants`` unused; PostgreSQL: VACUUM (FULL) of each of ``tenants``'
+        partitions, CHECKPOINT, pg_switch_wal), waiting at most ``budget`` seconds for readers.
+        Returns (done, why not)."""
 
     def close(self) -> None:
         """Release every connection."""

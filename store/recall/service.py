@@ -123,7 +123,7 @@ class RecallService:
             checked[(tenant.key, kind)] = version
             return
         vectors = self._indexer.prepare(tenant, kind, [documents[pk] for pk in stale], [hashes[pk] for pk in stale])
-        with self._db.write() as conn:
+        with self._db.write(tenant) as conn:
             self._indexer.save(conn, tenant, kind, stale, [hashes[pk] for pk in stale], vectors)
         checked[(tenant.key, kind)] = self._db.data_version()
 

@@ -45,13 +45,15 @@ def record(conn: Connection, tenant: Tenant, *, action: str, actor: str, scope: 
     return value
 
 
-def record_imported(conn: Connection, tenant: Tenant, *, action: str, actor: str, scope: dict, counts: dict, at: datetime, digest: str) -> None:
-    """Keep an entry from an import file as it was written, marked as imported history."""
+def record_imported(conn: Connection, tenant: Tenant, *, action: str, actor: str, scope: dict, counts: dict, at: datetime, digest: str,
+                    origin: str = "imported") -> None:
+    """Keep an entry from an import file as it was written, marked as imported history (a
+    migration keeps the origin the entry had in the store it moves)."""
     conn.execute(
         audit_t.insert().values(
             tenant.stamp(
                 {"at": at, "actor": actor, "action": action, "scope": json.dumps(scope, sort_keys=True),
-                 "counts": json.dumps(counts, sort_keys=True), "digest": digest, "origin": "imported"}
+                 "counts": json.dumps(counts, sort_keys=True), "digest": digest, "origin": origin}
             )
         )
     )

@@ -54,8 +54,9 @@ def _vectors(conn: Connection, tenant: Tenant, kind: str, pks: list[int]) -> dic
     return {pk: base64.b64encode(vector).decode() for pk, vector in rows}
 
 
-def tenant_records(conn: Connection, tenant: Tenant, *, embeddings: bool) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(section, record) pairs for everything one tenant owns, section by section."""
+def tenant_records(conn: Connection, tenant: Tenant, *, embeddings: bool, now: datetime | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(section, record) pairs for everything one tenant owns, section by section. Key-value
+    entries expired at ``now`` (default: the clock's now) are left out."""
     base = {"user_id": tenant.user_id}
     for r in conn.execute(tenant.select(blocks_t).order_by(blocks_t.c.pinned_order)):
         yield "blocks", {**base, "type": "block", "name": r.name, "content": r.content, "pinned_order": r.pinned_order, "updated_at": iso(r.updated_at)}
@@ -94,7 +95,8 @@ def tenant_records(conn: Connection, tenant: Tenant, *, embeddings: bool) -> Ite
     for s in sessions:
         yield "sessions", {**base, "type": "session", "session_id": s.session_id, "created_at": iso(s.created_at), "updated_at": iso(s.updated_at)}
     # An expired entry is gone for every reader, exports included, even before it is purged.
-    live = or_(kv_t.c.expires_at.is_(None), kv_t.c.expires_at > utcnow())
+    now = utcnow() if now is None else now
+    live = or_(kv_t.c.expires_at.is_(None), kv_t.c.expires_at > now)
     for r in conn.execute(tenant.select(kv_t).where(live).order_by(kv_t.c.session_pk, kv_t.c.key)):
         yield "kv_entries", {**base, "type": "kv", "session_id": names[r.session_pk], "key": r.key, "value": json.loads(r.value),
                              "expires_at": iso(r.expires_at), "updated_at": iso(r.updated_at)}

@@ -194,7 +194,7 @@ class AuditRecord(_Record):
     type: Literal["audit"]
     at: Time
     actor: Name
-    action: Literal["forget", "export", "import"]
+    action: Literal["forget", "export", "import", "migrate"]
     scope: Annotated[dict[str, Any], AfterValidator(_json)]
     counts: Annotated[dict[str, int], AfterValidator(_json)]
     digest: Name

@@ -83,9 +83,11 @@ def vectors_needed(backend: Backend, indexer: Indexer, checked: Checked) -> tupl
 
 
 class _Writer:
-    def __init__(self, conn: Connection, indexer: Indexer, checked: Checked, vectors, at: datetime, max_bytes: int):
+    def __init__(self, conn: Connection, indexer: Indexer, checked: Checked, vectors, at: datetime, max_bytes: int,
+                 keep_origin: bool = False):
         self.conn, self.indexer, self.checked, self.vectors, self.at = conn, indexer, checked, vectors, at
         self.max_bytes = max_bytes
+        self.keep_origin = keep_origin
         self.outcomes = {key: {s: 0 for s in SECTIONS} for key in (WRITTEN, UNCHANGED, KEPT)}
         self.per_tenant: dict[Tenant, dict[str, int]] = {}
         self.records_of: dict[Tenant, int] = {}
@@ -257,26 +259,30 @@ class _Writer:
         same = tenant.select(audit_t, audit_t.c.pk).where(audit_t.c.digest == r.digest, audit_t.c.action == r.action)
         if self.conn.execute(same).first():
             return UNCHANGED
-        audit.record_imported(self.conn, tenant, action=r.action, actor=r.actor, scope=r.scope, counts=r.counts, at=r.at, digest=r.digest)
+        audit.record_imported(self.conn, tenant, action=r.action, actor=r.actor, scope=r.scope, counts=r.counts, at=r.at, digest=r.digest,
+                              origin=r.origin if self.keep_origin else "imported")
         return WRITTEN
 
 
 def apply(conn: Connection, store_path: Path, indexer: Indexer, checked: Checked, vectors, *, actor: str, at: datetime,
-          as_user: bool, max_bytes: int) -> dict[str, dict[str, int]]:
+          as_user: bool, max_bytes: int, action: str = "import", scope: dict[str, Any] | None = None) -> dict[str, dict[str, int]]:
     """Write the checked records; returns per outcome (written, unchanged, kept_existing) the
-    count per section. Each target tenant gets one local audit entry for the import."""
+    count per section. Each target tenant gets one local audit entry for the ``action`` (with
+    ``scope`` added to its scope). A migration (``action="migrate"``) moves the store itself, so
+    its audit entries keep the origin they had there (a local erasure stays a local erasure);
+    an import's are imported history."""
     check_model_of(conn, indexer.embedder, store_path)
-    writer = _Writer(conn, indexer, checked, vectors, at, max_bytes)
+    writer = _Writer(conn, indexer, checked, vectors, at, max_bytes, keep_origin=action == "migrate")
     writer.run()
     source_of = {tenant: user_id for user_id, tenant in checked.targets.items()}
     for tenant in checked.targets.values():
         written = writer.per_tenant.get(tenant, {s: 0 for s in SECTIONS})
         if any(v for k, v in written.items() if k != "audit"):
             touch_tenant(conn, tenant, at)
-        scope: dict[str, Any] = {"records": writer.records_of.get(tenant, 0)}
+        entry: dict[str, Any] = {"records": writer.records_of.get(tenant, 0), **(scope or {})}
         if as_user:
-            scope["from_user"] = source_of[tenant]
-        audit.record(conn, tenant, action="import", actor=actor, scope=scope, counts=written, at=at)
+            entry["from_user"] = source_of[tenant]
+        audit.record(conn, tenant, action=action, actor=actor, scope=entry, counts=written, at=at)
     return writer.outcomes
 
 

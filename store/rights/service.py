@@ -10,11 +10,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, Callable, Mapping
 
-from . import audit, export, export_file, forget, import_write as import_writer, import_check as importer
+from . import audit, export, export_file, forget, import_write as import_writer, import_check as importer, migrate
 from ..backend import Backend
 from ..errors import InvalidInputError, MemlensError, StoreBusyError, UnknownSessionError
 from ..recall.embeddings import Indexer
-from ..models import AuditEntry, ForgetReceipt, ImportReport, PendingScrub
+from ..models import AuditEntry, ForgetReceipt, ImportReport, MigrationReport, PendingScrub
 from ..schema import audit_t, episodes_t, sessions_t, tenants_t
 from ..tiers.registry import ERASE_ORDER, SECTION_OF, SECTIONS
 from ..tenancy import UNSET, Tenant, all_tenants, require_tenant
@@ -113,7 +113,7 @@ class DataRights:
         checked = importer.validate(source, self.max_content_bytes, as_user=as_user)
         vectors, reembedded = import_writer.vectors_needed(self._db, self._indexer, checked)
         at = utcnow()
-        with self._db.write() as conn:
+        with self._db.write(*dict.fromkeys(checked.targets.values())) as conn:
             outcomes = import_writer.apply(conn, self._db.path, self._indexer, checked, vectors, actor=actor, at=at,
                                            as_user=as_user is not UNSET, max_bytes=self.max_content_bytes)
             # Inside the transaction: a shortfall raises here and rolls every write back.
@@ -123,6 +123,19 @@ class DataRights:
             counts=outcomes[import_writer.WRITTEN], unchanged=outcomes[import_writer.UNCHANGED],
             kept_existing=outcomes[import_writer.KEPT], reembedded=reembedded, manifest=checked.manifest,
         )
+
+    # --- migrate -----------------------------------------------------------------------------
+
+    def migrate_from(self, source: Backend, *, into_existing: bool = False, reembed: bool = False, actor: str = "api",
+                     progress: Callable[[int, int], None] | None = None) -> MigrationReport:
+        """Copy every tenant of ``source`` into this store, verified; see :meth:`store.memory.MemoryStore.migrate_from`."""
+        check_flag(into_existing, "into_existing")
+        check_flag(reembed, "reembed")
+        actor = check_name(actor, "actor")
+        report = migrate.migrate(source, self._db, self._indexer, into_existing=into_existing, reembed=reembed, actor=actor,
+                                 max_bytes=self.max_content_bytes, progress=progress)
+        self._indexer.cache.clear()
+        return report
 
     # --- forget ------------------------------------------------------------------------------
 
@@ -171,7 +184,8 @@ class DataRights:
             except StoreBusyError as error:
                 scrubbed, reason = False, f"{error}; the scrub stays pending"
         return ForgetReceipt(user_id=tenant.user_id, session_id=session_id, before=before, dry_run=False, counts=counts,
-                             at=at, actor=actor, digest=digest, disk_scrubbed=scrubbed, scrub_pending_reason=reason)
+                             at=at, actor=actor, digest=digest, disk_scrubbed=scrubbed, scrub_pending_reason=reason,
+                             out_of_reach=self._db.out_of_reach)
 
     def scrub(self) -> bool:
         """Make deleted content unrecoverable from the files: delete expired key-value entries,; see :meth:`store.memory.MemoryStore.scrub`."""
@@ -211,7 +225,7 @@ class DataRights:
             if now_pending is not None and now_pending["indexes"] and forget.erasure_count(conn) == erasures:
                 now_pending["indexes"] = False
                 forget.write_pending(conn, now_pending)
-        done, reason = self._db.flush_erased_pages(budget)
+        done, reason = self._db.flush_erased_pages(budget, [Tenant(key) for key, _ in taken])
         if done and taken:
             with self._db.write() as conn:
                 now_pending = forget.read_pending(conn)

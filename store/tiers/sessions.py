@@ -63,7 +63,7 @@ class SessionMemory:
         text = check_json(value, "value", limit=self._max_bytes)
         now = utcnow()
         expires = check_ttl(ttl, now)
-        with self._db.write() as conn:
+        with self._db.write(self.tenant) as conn:
             pk = self._write_pk(conn, now)
             self._purge_expired(conn, pk, now)
             updated = conn.execute(
@@ -102,7 +102,7 @@ class SessionMemory:
     def delete(self, key: str) -> bool:
         check_name(key, "key")
         now = utcnow()
-        with self._db.write() as conn:
+        with self._db.write(self.tenant) as conn:
             pk = self._pk(conn)
             if pk is None:
                 return False
@@ -130,7 +130,7 @@ class SessionMemory:
         """Forget the key-value entries, task state and scratchpad; checkpoints stay restorable.
         ``keys_only=True`` keeps the task state and scratchpad. Returns how many live keys went."""
         check_flag(keys_only, "keys_only")
-        with self._db.write() as conn:
+        with self._db.write(self.tenant) as conn:
             pk = self._pk(conn)
             if pk is None:
                 return 0
@@ -194,7 +194,7 @@ class SessionMemory:
 
     def _save_task_state(self, state: TaskState) -> None:
         text = check_text(state.model_dump_json(), "task state", limit=self._max_bytes)
-        with self._db.write() as conn:
+        with self._db.write(self.tenant) as conn:
             pk = self._write_pk(conn, state.updated_at)
             conn.execute(self.tenant.delete(task_t).where(task_t.c.session_pk == pk))
             conn.execute(task_t.insert().values(self.tenant.stamp({"session_pk": pk, "state": text, "updated_at": state.updated_at})))
@@ -205,7 +205,7 @@ class SessionMemory:
         """Add a timestamped note; past the store's ``scratchpad_limit`` the oldest notes are dropped."""
         check_text(content, "content", limit=self._max_bytes)
         now = utcnow()
-        with self._db.write() as conn:
+        with self._db.write(self.tenant) as conn:
             pk = self._write_pk(conn, now)
             entry_pk = conn.execute(
                 scratch_t.insert().values(self.tenant.stamp({"session_pk": pk, "created_at": now, "content": content}))
@@ -228,7 +228,7 @@ class SessionMemory:
         return [ScratchpadEntry(id=r.pk, created_at=r.created_at, content=r.content) for r in reversed(rows)]
 
     def clear_scratchpad(self) -> int:
-        with self._db.write() as conn:
+        with self._db.write(self.tenant) as conn:
             pk = self._pk(conn)
             if pk is None:
                 return 0
@@ -240,7 +240,7 @@ class SessionMemory:
         """Snapshot key-value entries, task state and scratchpad; returns the checkpoint id."""
         check_text(description, "description", limit=self._max_bytes)
         now = utcnow()
-        with self._db.write() as conn:
+        with self._db.write(self.tenant) as conn:
             pk = self._write_pk(conn, now)
             snapshot = json.dumps(self._snapshot(conn, pk), ensure_ascii=False)
             checkpoint_id = new_id()
@@ -257,7 +257,7 @@ class SessionMemory:
         """Put the session back as it was at the checkpoint, in one transaction: all or nothing."""
         check_name(checkpoint_id, "checkpoint_id")
         now = utcnow()
-        with self._db.write() as conn:
+        with self._db.write(self.tenant) as conn:
             pk, snapshot = self._load_checkpoint(conn, checkpoint_id)
             touch_tenant(conn, self.tenant, now)
             self._clear_state(conn, pk)
@@ -303,7 +303,7 @@ class SessionMemory:
 
     def delete_checkpoint(self, checkpoint_id: str) -> None:
         check_name(checkpoint_id, "checkpoint_id")
-        with self._db.write() as conn:
+        with self._db.write(self.tenant) as conn:
             self._load_checkpoint(conn, checkpoint_id)
             conn.execute(self.tenant.delete(checkpoints_t).where(checkpoints_t.c.id == checkpoint_id))
 

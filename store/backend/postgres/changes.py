@@ -20,6 +20,7 @@ import threading
 import psycopg
 
 CHANNEL = "memlens_changes"
+APPLICATION_NAME = "memlens change listener"  # so an administrator (and a test) can tell it in pg_stat_activity
 
 
 class ChangeCounter:
@@ -29,11 +30,16 @@ class ChangeCounter:
         self._lock = threading.Lock()
         self._version = 0
         self._conn: psycopg.Connection | None = None
+        self._received = 0
         self._listen()
 
     def _listen(self) -> None:
-        self._conn = psycopg.connect(self._conninfo, autocommit=True)
+        self._conn = psycopg.connect(self._conninfo, autocommit=True, application_name=APPLICATION_NAME)
+        self._conn.add_notify_handler(self._count)
         self._conn.execute(f"LISTEN {CHANNEL}")
+
+    def _count(self, _notification) -> None:
+        self._received += 1
 
     def version(self) -> int:
         """A number that differs from any earlier return once a write has committed since."""
@@ -41,6 +47,14 @@ class ChangeCounter:
             try:
                 if self._conn is None or self._conn.closed:
                     raise psycopg.OperationalError("the listening connection is closed")
+                # A round trip first: a commit that returned before this call has signalled the
+                # listening server process, which sends its notifications before answering, so
+                # the counter has moved by the time this returns. Delivery alone is asynchronous:
+                # without it, a write followed at once by a search through another store object
+                # could find the cached matrix still current.
+                self._received = 0
+                self._conn.execute("SELECT 1")
+                arrived = self._received
                 # Read the socket while it has something: notifications, or the end of a closed
                 # connection, which only a read after the server's goodbye message reports (by
                 # raising). Waiting for notifications alone never noticed a terminated listener.
@@ -51,7 +65,6 @@ class ChangeCounter:
                     if not select.select([pgconn.socket], [], [], 0)[0]:
                         break
                     pgconn.consume_input()
-                arrived = 0
                 while pgconn.notifies() is not None:
                     arrived += 1
             except psycopg.OperationalError:

@@ -84,52 +84,64 @@ def _unmaintainable(conn: Connection, tables: list[str]) -> list[str]:
     return list(rows.scalars())
 
 
-def scrub(engine: Engine, tenant: Tenant, parents: list[str]) -> ScrubResult:
+def scrub(engine: Engine, tenant: Tenant, parents: list[str], *, lock_timeout: float | None = None) -> ScrubResult:
     """Rewrite ``tenant``'s partitions of ``parents`` (the tables an erasure deleted from) and
     push every pre-erasure byte out of the data directory. Run it after the erasure committed.
 
     Returns whether every step ran; if the role lacks a privilege a step needs (VACUUM of
     ``pg_statistic`` needs ``pg_maintain`` or superuser, CHECKPOINT ``pg_checkpoint``,
-    ``pg_switch_wal`` an EXECUTE grant), ``reason`` names it and the rows stay erased."""
+    ``pg_switch_wal`` an EXECUTE grant), ``reason`` names it and the rows stay erased.
+    ``lock_timeout`` (seconds) bounds each wait for the partition's readers: the error
+    (SQLSTATE 55P03) is raised, and a later scrub does the work again."""
     own = partitions.names(tenant)
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        present = set(partitions.attached_tables(conn, tenant))
-        tables = [own[p] for p in parents if own[p] in present]
-        # VACUUM without the right to maintain a table does not fail: it warns and skips it. So
-        # the rights are checked first, or a scrub could report bytes gone that were never touched.
-        missing = _unmaintainable(conn, [*tables, "pg_catalog.pg_statistic"])
-        if missing:
-            reason = (f"the database role may not VACUUM {', '.join(missing)} (it needs the MAINTAIN privilege: "
-                      "pg_maintain or superuser for pg_statistic); old bytes may remain until an administrator runs the scrub")
-            return ScrubResult(False, reason, ())
-        step = "VACUUM (FULL)"
+        if lock_timeout is not None:
+            conn.exec_driver_sql(f"SET lock_timeout = {int(lock_timeout * 1000)}")
         try:
-            for table in tables:
-                # VACUUM cannot run in a transaction block, hence autocommit; the lock it takes
-                # is on this tenant's partition alone.
-                conn.exec_driver_sql(f'VACUUM (FULL) "{table}"')
-                step = "clearing statistics"
-                _clear_statistics(conn, table)
-                conn.exec_driver_sql(f'ANALYZE "{table}"')
-                step = "VACUUM (FULL)"
-            for parent in _analysed_parents(conn, parents):
-                step = "ANALYZE of a partitioned table"
-                _clear_statistics(conn, parent)
-                conn.exec_driver_sql(f'ANALYZE "{parent}"')
-            step = "VACUUM (FULL) pg_statistic (needs pg_maintain or superuser)"
-            conn.exec_driver_sql("VACUUM (FULL) pg_catalog.pg_statistic")
+            return _scrub(conn, own, tenant, parents)
+        finally:
+            if lock_timeout is not None and not conn.closed and not conn.invalidated:
+                conn.exec_driver_sql("RESET lock_timeout")  # the connection goes back to the pool
+
+
+def _scrub(conn: Connection, own: dict[str, str], tenant: Tenant, parents: list[str]) -> ScrubResult:
+    present = set(partitions.attached_tables(conn, tenant))
+    tables = [own[p] for p in parents if own[p] in present]
+    # VACUUM without the right to maintain a table does not fail: it warns and skips it. So
+    # the rights are checked first, or a scrub could report bytes gone that were never touched.
+    missing = _unmaintainable(conn, [*tables, "pg_catalog.pg_statistic"])
+    if missing:
+        reason = (f"the database role may not VACUUM {', '.join(missing)} (it needs the MAINTAIN privilege: "
+                  "pg_maintain or superuser for pg_statistic); old bytes may remain until an administrator runs the scrub")
+        return ScrubResult(False, reason, ())
+    step = "VACUUM (FULL)"
+    try:
+        for table in tables:
+            # VACUUM cannot run in a transaction block, hence autocommit; the lock it takes
+            # is on this tenant's partition alone.
+            conn.exec_driver_sql(f'VACUUM (FULL) "{table}"')
+            step = "clearing statistics"
+            _clear_statistics(conn, table)
+            conn.exec_driver_sql(f'ANALYZE "{table}"')
+            step = "VACUUM (FULL)"
+        for parent in _analysed_parents(conn, parents):
+            step = "ANALYZE of a partitioned table"
+            _clear_statistics(conn, parent)
+            conn.exec_driver_sql(f'ANALYZE "{parent}"')
+        step = "VACUUM (FULL) pg_statistic (needs pg_maintain or superuser)"
+        conn.exec_driver_sql("VACUUM (FULL) pg_catalog.pg_statistic")
+        step = "CHECKPOINT (needs pg_checkpoint or superuser)"
+        conn.exec_driver_sql("CHECKPOINT")
+        recycles = conn.exec_driver_sql("SHOW wal_recycle").scalar() == "on"
+        for _ in range(2):
+            step = "pg_switch_wal() (needs EXECUTE on it or superuser)"
+            conn.exec_driver_sql("SELECT pg_switch_wal()")
             step = "CHECKPOINT (needs pg_checkpoint or superuser)"
             conn.exec_driver_sql("CHECKPOINT")
-            recycles = conn.exec_driver_sql("SHOW wal_recycle").scalar() == "on"
-            for _ in range(2):
-                step = "pg_switch_wal() (needs EXECUTE on it or superuser)"
-                conn.exec_driver_sql("SELECT pg_switch_wal()")
-                step = "CHECKPOINT (needs pg_checkpoint or superuser)"
-                conn.exec_driver_sql("CHECKPOINT")
-        except DBAPIError as error:
-            if getattr(error.orig, "sqlstate", None) != "42501":  # insufficient_privilege
-                raise
-            return ScrubResult(False, f"the database role may not run {step}; old bytes may remain until an administrator does", tuple(tables))
+    except DBAPIError as error:
+        if getattr(error.orig, "sqlstate", None) != "42501":  # insufficient_privilege
+            raise
+        return ScrubResult(False, f"the database role may not run {step}; old bytes may remain until an administrator does", tuple(tables))
     if recycles:
         return ScrubResult(False, WAL_RECYCLED, tuple(tables))
     return ScrubResult(True, None, tuple(tables))

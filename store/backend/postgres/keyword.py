@@ -152,6 +152,20 @@ class PostgresKeywordIndex:
         newest = newest.order_by(e.c.pk.desc()).limit(MAX_KEYWORD_MATCHES)
         return [(pk, score, []) for pk, score in _ranked(conn, tenant, e, expression, newest, limit)]
 
+    def phrase_episodes(self, conn, tenant, phrases, limit, session_id, since, until):
+        # Each phrase through phraseto_tsquery (its words in order, <-> between them) from a bound
+        # parameter, so nothing in it is query syntax; the phrases OR-ed together.
+        queries = [func.phraseto_tsquery(literal_column("'memlens'"), func.memlens_fold(bindparam(f"phrase{i}", " ".join(words))))
+                   for i, words in enumerate(phrases) if words]
+        if not queries:
+            return []
+        query = queries[0]
+        for more in queries[1:]:
+            query = query.op("||")(more)
+        e = episodes_t
+        stmt = filtered(tenant.select(e, e.c.pk).where(_matches(e, query)), session_id=session_id, since=since, until=until)
+        return list(conn.execute(stmt.order_by(e.c.pk.desc()).limit(limit)).scalars())
+
     def episode_highlights(self, conn, tenant, expression, pks):
         if not pks:
             return {}

@@ -201,6 +201,7 @@ class Database:
     # Called after every committed write transaction (the store retries pending scrubs there).
     after_write: Callable[[], None] | None = None
     schema_version = CURRENT_VERSION
+    out_of_reach = "copies of the file made outside memlens (backups, snapshots, synced or copied files)"
     keyword = SqliteKeywordIndex()
 
     def __init__(self, path: str | Path, *, read_only: bool = False, create: bool = True):
@@ -315,8 +316,9 @@ class Database:
             yield conn
 
     @contextmanager
-    def write(self) -> Iterator[Connection]:
-        """A write transaction; it commits on success and rolls back on any error."""
+    def write(self, *tenants) -> Iterator[Connection]:
+        """A write transaction; it commits on success and rolls back on any error. ``tenants``:
+        a file needs nothing made before a tenant's first row."""
         if self.read_only:
             raise ReadOnlyStoreError(f"{self.path} is open read-only; reopen it with read_only=False to change it")
         with self._guard(), self.engine.connect() as conn:
@@ -358,7 +360,7 @@ class Database:
     def rewrite_keyword_indexes(self, max_steps: int = 100_000) -> bool:
         return maintenance.rewrite_keyword_indexes(self.write, max_steps)
 
-    def flush_erased_pages(self, budget: float) -> tuple[bool, str | None]:
+    def flush_erased_pages(self, budget: float, tenants=()) -> tuple[bool, str | None]:
         with self.raw() as raw:
             return maintenance.truncate_wal(raw, budget)
 

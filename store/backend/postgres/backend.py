@@ -1,0 +1,205 @@
+"""A memlens store inside a PostgreSQL database: the :class:`store.backend.interface.Backend`
+assembled from this package's parts.
+
+Writers serialise on one transaction-scoped advisory lock taken at the start of every write
+transaction, as SQLite's ``BEGIN IMMEDIATE`` serialises them: the services read, then write
+(an erasure counter, a pending-scrub record, per-tenant id checks), and two writers that both
+read before either wrote would lose one's update. A writer waits at most
+:data:`~.errors.LOCK_TIMEOUT_S` for it, then gets :class:`~store.errors.StoreBusyError`.
+Reads are ``REPEATABLE READ, READ ONLY``: one snapshot for everything read inside.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+from sqlalchemy import Connection, exc, text
+from sqlalchemy.engine import URL, make_url
+
+from ...errors import ForeignDatabaseError, ModelMismatchError, ReadOnlyStoreError, SchemaTooNewError, StoreNotFoundError, StoreOpenError
+from ...tenancy import Tenant
+from . import ddl, engine as pg_engine, erasure, partitions
+from .changes import ChangeCounter
+from .errors import LOCK_TIMEOUT_S, translate
+from .keyword import PostgresKeywordIndex
+
+# The width a store gets when it is created with no embedder (keyword recall only): the packaged
+# model's, so the default model can embed into it later.
+DEFAULT_VECTOR_DIM = 384
+_WRITE_LOCK = 0x4D4C5752  # "MLWR": the store's one writer lock (pg_advisory_xact_lock)
+
+
+def parse(url: str) -> URL:
+    """``postgresql://`` or ``postgresql+psycopg://`` (psycopg 3 is the one driver memlens speaks)."""
+    try:
+        parsed = make_url(url)
+    except exc.ArgumentError as error:
+        raise StoreOpenError(f"not a database URL: {error}") from None
+    if parsed.drivername not in ("postgresql", "postgresql+psycopg", "postgres"):
+        raise StoreOpenError(f"memlens reaches PostgreSQL through psycopg 3: use postgresql:// or postgresql+psycopg://, not {parsed.drivername}://")
+    if not parsed.database:
+        raise StoreOpenError("a PostgreSQL store URL names its database: postgresql://user@host/DATABASE")
+    return parsed.set(drivername="postgresql+psycopg")
+
+
+def address(url: URL) -> str:
+    """What messages and manifests name: the URL with no password (``postgresql://role@host:port/db``)."""
+    # URL.set() leaves a field alone when given None, so the password is dropped by _replace.
+    return url._replace(drivername="postgresql", password=None).render_as_string(hide_password=False)
+
+
+class PostgresBackend:
+    """The PostgreSQL :class:`store.backend.interface.Backend`."""
+
+    after_write: Callable[[], None] | None = None
+    schema_version = ddl.CURRENT_VERSION
+    keyword = PostgresKeywordIndex()
+    out_of_reach = erasure.OUT_OF_REACH
+
+    def __init__(self, url: str | Path, *, read_only: bool = False, create: bool = True, vector_dim: int | None = None):
+        self.url = parse(str(url))
+        self.path = address(self.url)
+        self.read_only = read_only
+        self._prepared: set[str] = set()
+        self._prepared_lock = threading.Lock()
+        self._changes: ChangeCounter | None = None
+        self._changes_lock = threading.Lock()
+        self.engine = pg_engine.create(self.url.render_as_string(hide_password=False), pool_size=8, max_overflow=8, pool_pre_ping=True)
+        try:
+            self._open(create, vector_dim)
+        except BaseException:
+            self.engine.dispose()
+            raise
+
+    def _open(self, create: bool, vector_dim: int | None) -> None:
+        try:
+            with self.engine.connect() as conn:
+                version = ddl.read_version(conn)
+                foreign = [] if version else list(conn.execute(text(
+                    "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY 1 LIMIT 5")).scalars())
+                width = self._vector_width(conn) if version else None
+                conn.rollback()
+        except exc.DBAPIError as error:
+            raise translate(error, self.path, connecting=True) from None
+        if foreign:
+            raise ForeignDatabaseError(f"{self.path} holds tables of another application ({', '.join(foreign)}); memlens will not touch it")
+        if version > ddl.CURRENT_VERSION:
+            raise SchemaTooNewError(f"{self.path} has schema version {version}, newer than this memlens understands "
+                                    f"({ddl.CURRENT_VERSION}); upgrade memlens to open it. Nothing was changed.")
+        if version == 0 and (self.read_only or not create):
+            hint = "" if self.read_only else " (pass create=True to create a store there)"
+            raise StoreNotFoundError(f"{self.path} holds no memlens store; nothing was created{hint}")
+        if 0 < version < ddl.CURRENT_VERSION and self.read_only:
+            raise StoreOpenError(f"{self.path} has schema version {version} and needs migrating to {ddl.CURRENT_VERSION}; open it once without read_only")
+        if width is not None and vector_dim is not None and width != vector_dim:
+            raise ModelMismatchError(f"{self.path} keeps vectors of {width} dimensions and this embedder makes {vector_dim}; "
+                                     "open it with the model that made them")
+        if version < ddl.CURRENT_VERSION:
+            try:
+                with self.engine.begin() as conn:
+                    ddl.migrate(conn, dim=vector_dim or DEFAULT_VECTOR_DIM)
+            except exc.DBAPIError as error:
+                message = str(getattr(error, "orig", error)).lower()
+                if "vector" in message and ("extension" in message or "control file" in message):
+                    raise StoreOpenError(f"cannot create a store in {self.path}: the server lacks the pgvector extension "
+                                         "(install it, or have an administrator run CREATE EXTENSION vector)") from None
+                raise translate(error, self.path) from None
+
+    @staticmethod
+    def _vector_width(conn: Connection) -> int | None:
+        value = conn.execute(text("SELECT value FROM memlens_meta WHERE key = 'vector_dim'")).scalar()
+        return int(value) if value else None
+
+    # --- transactions ----------------------------------------------------------------------
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        try:
+            yield
+        except exc.DBAPIError as error:
+            raise translate(error, self.path) from error
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A REPEATABLE READ, READ ONLY transaction: one snapshot for everything read inside."""
+        with self._guard(), self.engine.connect() as conn:
+            conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
+            with conn.begin():
+                yield conn
+
+    def prepare(self, tenant: Tenant) -> None:
+        """Make the tenant's partitions exist (ATTACH, in its own short transaction), once per
+        process: a row cannot be inserted before its partition exists."""
+        if tenant.key in self._prepared:
+            return
+        with self._prepared_lock, self._guard():
+            if tenant.key not in self._prepared:
+                partitions.ensure(self.engine, tenant)
+                self._prepared.add(tenant.key)
+
+    @contextmanager
+    def write(self, *tenants: Tenant) -> Iterator[Connection]:
+        """A write transaction, serialised with every other writer of the store from its start;
+        ``tenants`` (those it may insert rows for) get their partitions first."""
+        if self.read_only:
+            raise ReadOnlyStoreError(f"{self.path} is open read-only; reopen it with read_only=False to change it")
+        for tenant in tenants:
+            self.prepare(tenant)
+        with self._guard(), self.engine.connect() as conn:
+            with conn.begin():
+                conn.execute(text(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT_S}s'"))
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _WRITE_LOCK})
+                yield conn
+        if self.after_write is not None:
+            self.after_write()
+
+    # --- change detection, files, maintenance ----------------------------------------------
+
+    def data_version(self) -> int:
+        """The LISTEN/NOTIFY change counter (:mod:`.changes`), on a connection of its own."""
+        with self._changes_lock:
+            if self._changes is None:
+                libpq = self.url.set(drivername="postgresql").render_as_string(hide_password=False)
+                try:
+                    self._changes = ChangeCounter(libpq)
+                except Exception as error:  # psycopg.Error: the server went away since the store opened
+                    raise translate(error, self.path) from None
+            return self._changes.version()
+
+    def files(self) -> list[Path]:
+        """None on this machine: the store's pages live in the server's data directory."""
+        return []
+
+    def rewrite_keyword_indexes(self, max_steps: int = 100_000) -> bool:
+        """Nothing to do apart: the scrub's VACUUM (FULL) of a tenant's partitions rebuilds their
+        GIN indexes, and no other tenant's index ever held the erased words."""
+        return True
+
+    def flush_erased_pages(self, budget: float, tenants: Sequence[Tenant] = ()) -> tuple[bool, str | None]:
+        """Rewrite the erased ``tenants``' partitions and push the old pages out of the WAL
+        (:func:`.erasure.scrub`); VACUUM (FULL) waits at most ``budget`` seconds (at least 0.1)
+        for each partition's readers."""
+        if self.read_only:
+            return False, "the store is open read-only; open it read-write to scrub"
+        reasons = []
+        for key in dict.fromkeys(t.key for t in tenants):
+            try:
+                result = erasure.scrub(self.engine, Tenant(key), list(ddl.PARTITIONED), lock_timeout=max(budget, 0.1))
+            except exc.DBAPIError as error:
+                typed = translate(error, self.path)
+                return False, f"{typed}; the scrub stays pending"
+            if not result.done:
+                reasons.append(result.reason)
+        if reasons:
+            return False, "; ".join(dict.fromkeys(reasons))
+        return True, None
+
+    def close(self) -> None:
+        with self._changes_lock:
+            if self._changes is not None:
+                self._changes.close()
+                self._changes = None
+        self.engine.dispose()
