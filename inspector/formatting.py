@@ -106,7 +106,9 @@ def tier_bars(counts: list[tuple[str, int]], *, columns: int = 2, bar_width: int
 
     largest = max((n for _, n in counts), default=0)
     grid = Table.grid(padding=(0, 1))
-    for _ in range(columns):
+    for column in range(columns):
+        if column:
+            grid.add_column(width=1)  # a gap, so one group's track never runs into the next label
         grid.add_column(no_wrap=True)
         grid.add_column(justify="right", no_wrap=True)
         grid.add_column(no_wrap=True, min_width=bar_width)
@@ -115,6 +117,8 @@ def tier_bars(counts: list[tuple[str, int]], *, columns: int = 2, bar_width: int
         cells: list[Any] = []
         for column in range(columns):
             index = column * rows + row  # down, then across: the registry's order reads downwards
+            if column:
+                cells.append("")
             if index < len(counts):
                 label, n = counts[index]
                 cells += [label, str(n), Text(sliver_bar(n, largest, bar_width), style="cyan")]
