@@ -19,8 +19,10 @@ sys.path.insert(0, str(HERE.parent))
 
 from inspector.app import make_app  # noqa: E402
 from inspector.screens import DiffScreen, ExportScreen, ForgetScreen, HelpScreen, StoreAuditScreen  # noqa: E402
+from inspector.overview import TenantOverview  # noqa: E402
 from inspector.views import RecordTable  # noqa: E402
 from store.demo import DEMO_NOW, build_demo_store  # noqa: E402
+from store.embedding import cache_dir  # noqa: E402
 from store.tiers.common import set_id_source  # noqa: E402
 from store.validation import set_clock  # noqa: E402
 from textual.widgets import Input  # noqa: E402
@@ -55,12 +57,18 @@ async def shoot(store_path: Path) -> None:
             app.save_screenshot(str(HERE / f"{name}.svg"))
             print(f"screenshots/{name}.svg")
 
+        # At start the tenant list has the focus: the detail pane shows alice at a glance.
+        await wait(pilot, lambda: app.query_one(TenantOverview).display and idle(app))
+        save("tenant")
         app.query_one("#query").value = "where does she live now and what does she eat"
         results = app.query_one("#results", RecordTable)
         await wait(pilot, lambda: results.row_count > 0 and idle(app))
         results.focus()
         await pilot.pause(0.3)
         save("search")
+        await pilot.press("m", "m")  # compare mode: the same query, keyword only
+        await wait(pilot, lambda: str(app.query_one("#search-status").render()).startswith("KEYWORD") and idle(app))
+        save("search-keyword")
         for view in ("blocks", "episodes", "facts", "audit"):
             app.action_show_view(view)
             if view == "facts":
@@ -115,7 +123,7 @@ def main() -> None:
     set_id_source(lambda: f"{next(counter):08x}" + "c0ffee" * 4)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "memlens-demo.db"
-        build_demo_store(path).close()
+        build_demo_store(path, vector_cache=cache_dir() / "demo").close()
         asyncio.run(shoot(path))
 
 
