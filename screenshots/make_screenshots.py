@@ -46,29 +46,48 @@ def idle(app) -> bool:
     return is_idle(app)
 
 
+def painted(app) -> bool:
+    """Nothing left to lay out or repaint, tables sized for their rows, and the footer's keys
+    there: it rebuilds them when the focus moves, and a shot taken in between had none."""
+    from textual.widgets import DataTable
+
+    screen = app.screen
+    if screen._layout_required or screen._repaint_required or screen._dirty_widgets:
+        return False
+    if any(table._require_update_dimensions for table in screen.query(DataTable)):
+        return False
+    return not app.query("KeysFooter") or bool(app.query("FooterKey"))
+
+
+def status(app) -> str:
+    return str(app.query_one("#search-status").render())
+
+
 async def shoot(store_path: Path) -> None:
     app = make_app(store_path, poll_seconds=0, show_timings=False)
     async with app.run_test(size=SIZE) as pilot:
         await wait(pilot, lambda: app.store is not None and app.store.model_ready and app.tenants and idle(app))
 
-        def save(name: str) -> None:
+        async def save(name: str) -> None:
             for field in app.screen.query(Input):
                 field.cursor_blink = False
+            await wait(pilot, lambda: idle(app) and painted(app))
             app.save_screenshot(str(HERE / f"{name}.svg"))
             print(f"screenshots/{name}.svg")
 
         # At start the tenant list has the focus: the detail pane shows alice at a glance.
         await wait(pilot, lambda: app.query_one(TenantOverview).display and idle(app))
-        save("tenant")
+        await save("tenant")
         app.query_one("#query").value = "where does she live now and what does she eat"
         results = app.query_one("#results", RecordTable)
-        await wait(pilot, lambda: results.row_count > 0 and idle(app))
+        # The results of the empty query (most recent first) are on screen already: wait for the query's own.
+        await wait(pilot, lambda: status(app).startswith("HYBRID") and "most recent" not in status(app) and idle(app))
         results.focus()
         await pilot.pause(0.3)
-        save("search")
+        await save("search")
         await pilot.press("m", "m")  # compare mode: the same query, keyword only
-        await wait(pilot, lambda: str(app.query_one("#search-status").render()).startswith("KEYWORD") and idle(app))
-        save("search-keyword")
+        await wait(pilot, lambda: status(app).startswith("KEYWORD") and idle(app))
+        await save("search-keyword")
         for view in ("blocks", "episodes", "facts", "audit"):
             app.action_show_view(view)
             if view == "facts":
@@ -79,7 +98,7 @@ async def shoot(store_path: Path) -> None:
             if view == "episodes":
                 table.move_cursor(row=3)
             await pilot.pause(0.3)
-            save(view)
+            await save(view)
         app.action_show_view("sessions")
         sessions = app.query_one("#sessions-table", RecordTable)
         sessions.focus()
@@ -88,23 +107,23 @@ async def shoot(store_path: Path) -> None:
         await wait(pilot, lambda: checkpoints.row_count == 2 and idle(app))
         checkpoints.focus()
         await pilot.pause(0.3)
-        save("sessions")
+        await save("sessions")
         await pilot.press("d")
         await wait(pilot, lambda: isinstance(app.screen, DiffScreen))
-        save("checkpoint-diff")
+        await save("checkpoint-diff")
         await pilot.press("escape")
         await pilot.press("e")
         await wait(pilot, lambda: isinstance(app.screen, ExportScreen))
         app.screen.query_one("#export-path", Input).value = "./memlens-export-alice.jsonl"
-        save("export")
+        await save("export")
         await pilot.press("escape")
         await pilot.press("f")
         await wait(pilot, lambda: isinstance(app.screen, ForgetScreen) and not app.screen.query_one("#erase").disabled)
-        save("forget")
+        await save("forget")
         await pilot.press("escape")
         await pilot.press("question_mark")
         await wait(pilot, lambda: isinstance(app.screen, HelpScreen))
-        save("help")
+        await save("help")
         await pilot.press("escape")
         # The DPO's view after an erasure: the store-wide audit log keeps the erased tenant's entry.
         app.store.forget(user_id="carol", actor="dpo@example.com")
@@ -113,7 +132,7 @@ async def shoot(store_path: Path) -> None:
         app.query_one("#tenants").focus()
         await pilot.press("a")
         await wait(pilot, lambda: isinstance(app.screen, StoreAuditScreen) and app.screen.query_one(RecordTable).row_count > 0)
-        save("audit-all")
+        await save("audit-all")
 
 
 def main() -> None:
