@@ -17,8 +17,8 @@ from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Button, Header, Input, OptionList, Static, TabbedContent, TabPane
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Button, Header, Input, OptionList, TabbedContent, TabPane
 from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerState, get_current_worker
 
@@ -26,8 +26,9 @@ from . import config, messages as msg
 from .commands import system_commands
 from .formatting import count, tenant_label, when
 from .actions import ActionsMixin
-from .loading import DETAIL_HINT, NO_TENANT, TenantViewsMixin
+from .loading import NO_TENANT, TenantViewsMixin
 from .locations import is_server_url, shown
+from .overview import DetailPane
 from .screens import FatalScreen, HelpScreen, KeysFooter, StoreAuditScreen
 from .views import AuditView, BlocksView, EpisodesView, FactsView, SearchView, SessionsView
 
@@ -184,11 +185,7 @@ class ContentArea(Vertical):
                 yield SessionsView(id="sessions-view")
             with TabPane("Audit", id="audit"):
                 yield AuditView(id="audit-view")
-        with VerticalScroll(id="detail"):
-            yield Static(DETAIL_HINT, id="detail-body")
-
-    def on_mount(self) -> None:
-        self.query_one("#detail").border_title = "detail"
+        yield DetailPane(id="detail")
 
 
 class MemlensApp(ActionsMixin, TenantViewsMixin, App):

@@ -37,10 +37,12 @@ def _summary(store) -> None:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from store.demo import build_demo_store, check_demo_target
+    from store.embedding import cache_dir
 
     check_demo_target(args.db, force=args.force)
     print(f"building the demo store at {args.db} …", file=sys.stderr)
-    store = build_demo_store(args.db, force=args.force)
+    # The demo's vectors are kept with the model's export: a build after the first embeds nothing.
+    store = build_demo_store(args.db, force=args.force, vector_cache=cache_dir() / "demo")
     if args.no_open:
         _summary(store)
     store.close()

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 ANONYMOUS_LABEL = "(anonymous)"
 
@@ -86,3 +89,48 @@ def score_bars(scores: Any, best_keyword: float | None) -> str:
     else:
         keyword = None
     return f"{bar(scores.vector)} {bar(keyword)}"
+
+
+def sliver_bar(n: int, largest: int, width: int) -> str:
+    """``n`` against ``largest`` as a :func:`bar`; a tier with records gets at least an eighth,
+    so "few" never reads as "none"."""
+    if n <= 0 or largest <= 0:
+        return bar(0.0, width)
+    return bar(max(n / largest, 1 / (width * 8)), width)
+
+
+def tier_bars(counts: list[tuple[str, int]], *, columns: int = 2, bar_width: int = 8) -> Table:
+    """Each tier's label, its record count and a bar against the largest tier, laid out in
+    ``columns`` side by side (two fit the detail pane at 80 columns: 48 cells)."""
+    from rich.table import Table  # here, not at the top: the first frame does not need it
+
+    largest = max((n for _, n in counts), default=0)
+    grid = Table.grid(padding=(0, 1))
+    for column in range(columns):
+        if column:
+            grid.add_column(width=1)  # a gap, so one group's track never runs into the next label
+        grid.add_column(no_wrap=True)
+        grid.add_column(justify="right", no_wrap=True)
+        grid.add_column(no_wrap=True, min_width=bar_width)
+    rows = -(-len(counts) // columns)
+    for row in range(rows):
+        cells: list[Any] = []
+        for column in range(columns):
+            index = column * rows + row  # down, then across: the registry's order reads downwards
+            if column:
+                cells.append("")
+            if index < len(counts):
+                label, n = counts[index]
+                cells += [label, str(n), Text(sliver_bar(n, largest, bar_width), style="cyan")]
+            else:
+                cells += ["", "", ""]
+        grid.add_row(*cells)
+    return grid
+
+
+def activity_caption(days: list[Any], episodes: list[int]) -> str:
+    """What the sparkline under it shows, in one line of at most 48 characters."""
+    if not days:
+        return "no activity"
+    peak = max(episodes, default=0)
+    return f"episodes per day (UTC), {days[0]:%m-%d} to {days[-1]:%m-%d}, peak {peak}"

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from textual.widgets import Static, TabbedContent
+from textual import events
+from textual.widgets import TabbedContent
 
 from . import messages as msg
+from .formatting import tenant_label
+from .overview import ACTIVITY_DAYS, DetailPane
 from .views import (AuditView, BlocksView, EpisodesView, FactsView, RecordTable, SearchView, SessionsView, ShowDetail,
                     TENANT_VIEWS, session_rows)
 
 NO_TENANT = object()
-DETAIL_HINT = "Select a record to see it whole."
 
 
 class TenantViewsMixin:
@@ -37,9 +39,9 @@ class TenantViewsMixin:
         self.clear_detail()
 
     def clear_detail(self) -> None:
-        if self.query("#detail-body"):
-            self.query_one("#detail").border_title = "detail"
-            self.query_one("#detail-body", Static).update(DETAIL_HINT)
+        """No record in the detail pane: the selected tenant's overview shows there instead."""
+        if self.query(DetailPane):
+            self.query_one(DetailPane).clear(None if self.user_id is NO_TENANT else tenant_label(self.user_id))
 
     def load_tenant_views(self) -> None:
         if self.store is None or self.user_id is NO_TENANT or self.failed:
@@ -54,6 +56,8 @@ class TenantViewsMixin:
         self.fetch("blocks", lambda: store.working(user_id=user), msg.BlocksLoaded)
         self.fetch("sessions", lambda: store.sessions(user_id=user), msg.SessionsLoaded)
         self.fetch("audit", lambda: store.audit_log(user_id=user), msg.AuditLoaded)
+        self.fetch("overview", lambda: (store.profile(user_id=user).counts, store.activity(user_id=user, days=ACTIVITY_DAYS)),
+                   lambda t, parts: msg.OverviewLoaded(t, *parts))
         self.query_one(EpisodesView).request(None)
         self.query_one(FactsView).request()
         self.query_one(SearchView).request()
@@ -107,6 +111,10 @@ class TenantViewsMixin:
         if self.for_this_tenant(m):
             self.query_one(AuditView).show(m.entries)
 
+    def on_overview_loaded(self, m: msg.OverviewLoaded) -> None:
+        if self.for_this_tenant(m):
+            self.query_one(DetailPane).show_overview(tenant_label(m.tenant_key), m.activity, m.counts)
+
     def on_sessions_loaded(self, m: msg.SessionsLoaded) -> None:
         if not self.for_this_tenant(m):
             return
@@ -129,8 +137,12 @@ class TenantViewsMixin:
     def on_show_detail(self, m: ShowDetail) -> None:
         if m.source is not None and m.source is not self.focused:
             return  # asked for by a table the user has since left
-        self.query_one("#detail").border_title = m.title
-        self.query_one("#detail-body", Static).update(m.body)
+        self.query_one(DetailPane).show_record(m.title, m.body)
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        """Back in the tenant list (``t``, ``escape``, a click): the pane shows the tenant, not the last record."""
+        if event.widget.id == "tenants":
+            self.clear_detail()
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         """The detail pane belongs to the tab on screen: clear it, then show the focused record there, if any."""

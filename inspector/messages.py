@@ -76,6 +76,14 @@ class FactsLoaded(TenantResult):
 
 
 @dataclass
+class OverviewLoaded(TenantResult):
+    """The tenant at a glance: its counts per tier (TierCounts) and episodes per day (Activity)."""
+
+    counts: Any
+    activity: Any
+
+
+@dataclass
 class SessionsLoaded(TenantResult):
     sessions: list[Any]
 

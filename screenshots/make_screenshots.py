@@ -19,8 +19,10 @@ sys.path.insert(0, str(HERE.parent))
 
 from inspector.app import make_app  # noqa: E402
 from inspector.screens import DiffScreen, ExportScreen, ForgetScreen, HelpScreen, StoreAuditScreen  # noqa: E402
+from inspector.overview import TenantOverview  # noqa: E402
 from inspector.views import RecordTable  # noqa: E402
 from store.demo import DEMO_NOW, build_demo_store  # noqa: E402
+from store.embedding import cache_dir  # noqa: E402
 from store.tiers.common import set_id_source  # noqa: E402
 from store.validation import set_clock  # noqa: E402
 from textual.widgets import Input  # noqa: E402
@@ -44,23 +46,48 @@ def idle(app) -> bool:
     return is_idle(app)
 
 
+def painted(app) -> bool:
+    """Nothing left to lay out or repaint, tables sized for their rows, and the footer's keys
+    there: it rebuilds them when the focus moves, and a shot taken in between had none."""
+    from textual.widgets import DataTable
+
+    screen = app.screen
+    if screen._layout_required or screen._repaint_required or screen._dirty_widgets:
+        return False
+    if any(table._require_update_dimensions for table in screen.query(DataTable)):
+        return False
+    return not app.query("KeysFooter") or bool(app.query("FooterKey"))
+
+
+def status(app) -> str:
+    return str(app.query_one("#search-status").render())
+
+
 async def shoot(store_path: Path) -> None:
     app = make_app(store_path, poll_seconds=0, show_timings=False)
     async with app.run_test(size=SIZE) as pilot:
         await wait(pilot, lambda: app.store is not None and app.store.model_ready and app.tenants and idle(app))
 
-        def save(name: str) -> None:
+        async def save(name: str) -> None:
             for field in app.screen.query(Input):
                 field.cursor_blink = False
+            await wait(pilot, lambda: idle(app) and painted(app))
             app.save_screenshot(str(HERE / f"{name}.svg"))
             print(f"screenshots/{name}.svg")
 
+        # At start the tenant list has the focus: the detail pane shows alice at a glance.
+        await wait(pilot, lambda: app.query_one(TenantOverview).display and idle(app))
+        await save("tenant")
         app.query_one("#query").value = "where does she live now and what does she eat"
         results = app.query_one("#results", RecordTable)
-        await wait(pilot, lambda: results.row_count > 0 and idle(app))
+        # The results of the empty query (most recent first) are on screen already: wait for the query's own.
+        await wait(pilot, lambda: status(app).startswith("HYBRID") and "most recent" not in status(app) and idle(app))
         results.focus()
         await pilot.pause(0.3)
-        save("search")
+        await save("search")
+        await pilot.press("m", "m")  # compare mode: the same query, keyword only
+        await wait(pilot, lambda: status(app).startswith("KEYWORD") and idle(app))
+        await save("search-keyword")
         for view in ("blocks", "episodes", "facts", "audit"):
             app.action_show_view(view)
             if view == "facts":
@@ -71,7 +98,7 @@ async def shoot(store_path: Path) -> None:
             if view == "episodes":
                 table.move_cursor(row=3)
             await pilot.pause(0.3)
-            save(view)
+            await save(view)
         app.action_show_view("sessions")
         sessions = app.query_one("#sessions-table", RecordTable)
         sessions.focus()
@@ -80,23 +107,23 @@ async def shoot(store_path: Path) -> None:
         await wait(pilot, lambda: checkpoints.row_count == 2 and idle(app))
         checkpoints.focus()
         await pilot.pause(0.3)
-        save("sessions")
+        await save("sessions")
         await pilot.press("d")
         await wait(pilot, lambda: isinstance(app.screen, DiffScreen))
-        save("checkpoint-diff")
+        await save("checkpoint-diff")
         await pilot.press("escape")
         await pilot.press("e")
         await wait(pilot, lambda: isinstance(app.screen, ExportScreen))
         app.screen.query_one("#export-path", Input).value = "./memlens-export-alice.jsonl"
-        save("export")
+        await save("export")
         await pilot.press("escape")
         await pilot.press("f")
         await wait(pilot, lambda: isinstance(app.screen, ForgetScreen) and not app.screen.query_one("#erase").disabled)
-        save("forget")
+        await save("forget")
         await pilot.press("escape")
         await pilot.press("question_mark")
         await wait(pilot, lambda: isinstance(app.screen, HelpScreen))
-        save("help")
+        await save("help")
         await pilot.press("escape")
         # The DPO's view after an erasure: the store-wide audit log keeps the erased tenant's entry.
         app.store.forget(user_id="carol", actor="dpo@example.com")
@@ -105,7 +132,7 @@ async def shoot(store_path: Path) -> None:
         app.query_one("#tenants").focus()
         await pilot.press("a")
         await wait(pilot, lambda: isinstance(app.screen, StoreAuditScreen) and app.screen.query_one(RecordTable).row_count > 0)
-        save("audit-all")
+        await save("audit-all")
 
 
 def main() -> None:
@@ -115,7 +142,7 @@ def main() -> None:
     set_id_source(lambda: f"{next(counter):08x}" + "c0ffee" * 4)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "memlens-demo.db"
-        build_demo_store(path).close()
+        build_demo_store(path, vector_cache=cache_dir() / "demo").close()
         asyncio.run(shoot(path))
 
 

@@ -18,8 +18,10 @@ from sqlalchemy import insert
 from .backend import open_backend
 from .backend.sqlite.database import SQLITE_HEADER, sqlite_uri, wal_is_absent
 from .demo_data import compact, full
+from .demo_vectors import ReusedVectors
 from .errors import InvalidInputError, OutputExistsError, OutputPathError
 from .memory import MemoryStore
+from .recall import embeddings as indexing
 from .schema import meta_t
 
 DEMO_NOW = datetime(2026, 11, 20, 17, 30, tzinfo=timezone.utc)
@@ -59,10 +61,12 @@ DEMO_SIZES = {"full": full.fill, "compact": compact.fill}
 
 
 def build_demo_store(path: str | Path, *, size: str = "full", now: datetime = DEMO_NOW, force: bool = False,
-                     **open_options: Any) -> MemoryStore:
+                     vector_cache: str | Path | None = None, **open_options: Any) -> MemoryStore:
     """Create a fresh demo store of ``size`` ("full" or "compact") at ``path`` and return it open.
     A demo store already there is replaced; any other file only with ``force=True`` (else
-    OutputExistsError, nothing changed)."""
+    OutputExistsError, nothing changed). With ``vector_cache`` (a folder), the texts' vectors
+    are kept there and the next build with the same model embeds only texts it has not seen
+    (`memlens demo` uses ``demo/`` in memlens's cache folder)."""
     if size not in DEMO_SIZES:
         raise InvalidInputError(f"size must be one of {', '.join(DEMO_SIZES)}, not {size!r}")
     path = Path(path)
@@ -77,6 +81,21 @@ def build_demo_store(path: str | Path, *, size: str = "full", now: datetime = DE
             conn.execute(insert(meta_t).values(key=DEMO_MARK, value=now.isoformat()))
     finally:
         backend.close()
-    store = MemoryStore.open(path, **open_options)
-    DEMO_SIZES[size](store, now)
-    return store
+    embedder = open_options.pop("embedder", "default")
+    if vector_cache is None or embedder is None:
+        store = MemoryStore.open(path, embedder=embedder, **open_options)
+        DEMO_SIZES[size](store, now)
+        return store
+    model = indexing.make_embedder(embedder)
+    reused = ReusedVectors(model, vector_cache)
+    store = MemoryStore.open(path, embedder=reused, **open_options)
+    try:
+        DEMO_SIZES[size](store, now)
+    finally:
+        store.close()
+    try:
+        reused.save()
+    except OSError:
+        pass  # a cache that cannot be written costs the next build time, not this one its store
+    # Reopened on the model itself: what the caller searches with must not grow the cache.
+    return MemoryStore.open(path, embedder=model, **open_options)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections import Counter
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from functools import partial
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Mapping
@@ -19,6 +19,7 @@ from . import schema
 from .backend import Backend, open_backend
 from .errors import DuplicateIdError, InvalidInputError, IsolationWarning, ReadOnlyStoreError
 from .models import (
+    Activity,
     AuditEntry,
     Block,
     Episode,
@@ -795,6 +796,20 @@ class MemoryStore:
             first_activity=activity.created_at if activity else None,
             last_activity=activity.last_activity if activity else None,
         )
+
+    def activity(self, *, user_id: str | None = UNSET, days: int = 56, until: datetime | None = None) -> Activity:
+        """Episodes per UTC day for one tenant over the ``days`` days ending on ``until``'s UTC
+        day (default: today), oldest first, days without episodes as zeros."""
+        tenant = self._tenant(user_id)
+        check_int(days, "days", minimum=1, maximum=3660)
+        last = (check_optional_datetime(until, "until") or utcnow()).astimezone(timezone.utc).date()
+        try:
+            first = last - timedelta(days=days - 1)
+        except OverflowError:
+            raise InvalidInputError(f"{days} days before {last} would fall before the year 1") from None
+        with self._db.read() as conn:
+            counts = episodes.episodes_per_day(conn, tenant, first_day=first, days=days)
+        return Activity(user_id=tenant.user_id, days=[first + timedelta(days=i) for i in range(days)], episodes=counts)
 
     def stats(self) -> StoreStats:
         """Store-wide totals (no content)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -174,6 +174,17 @@ class Profile(_Model):
     counts: TierCounts
     first_activity: datetime | None
     last_activity: datetime | None
+
+
+class Activity(_Model):
+    """Episodes per day for one tenant, oldest day first and zeros included: ``episodes[i]``
+    episodes occurred on ``days[i]``. Days are calendar days in UTC (``timezone``), the store's
+    time zone; the last day is the one ``activity(until=...)`` falls on."""
+
+    user_id: str | None
+    days: list[date]
+    episodes: list[int]
+    timezone: Literal["UTC"] = "UTC"
 
 
 class StoreStats(_Model):

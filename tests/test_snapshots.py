@@ -9,6 +9,7 @@ from textual.widgets import Input
 
 from inspector.app import make_app
 from inspector.screens import ConfirmScreen, DiffScreen, ExportScreen, ForgetScreen, HelpScreen, StoreAuditScreen
+from inspector.overview import TenantOverview
 from inspector.views import RecordTable
 from store.embedding import FakeEmbedder
 from store.tiers.common import set_id_source
@@ -76,6 +77,25 @@ class TestMainViews:
         assert snap_compare(app, terminal_size=size, run_before=run_before)
 
     @SIZES
+    def test_search_vector_mode(self, snap_compare, demo, size):
+        """Compare mode: the same query after ``m`` once (hybrid → vector): the keyword bars show ``-``."""
+        app = app_for(demo)
+
+        async def run_before(pilot):
+            await open_tenant(pilot, app, "alice")
+            app.query_one("#query").value = "vegetarian restaurant"
+            results = app.query_one("#results", RecordTable)
+            await wait_for(pilot, lambda: "HYBRID" in str(app.query_one("#search-status").render()))
+            results.focus()
+            await pilot.press("m")
+            await wait_for(pilot, lambda: "VECTOR" in str(app.query_one("#search-status").render()))
+            await settle(pilot, app)
+            await pilot.pause(0.2)
+            still(app)
+
+        assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+    @SIZES
     @pytest.mark.parametrize("view", ["blocks", "episodes", "facts", "audit"])
     def test_tier_view(self, snap_compare, demo, view, size):
         app = app_for(demo)
@@ -100,6 +120,21 @@ class TestMainViews:
         async def run_before(pilot):
             await open_tenant(pilot, app, "alice")
             await open_session(pilot, app, "trip-lisbon")
+            still(app)
+
+        assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+class TestTenantOverview:
+    @SIZES
+    def test_tenant_at_a_glance(self, snap_compare, demo, size):
+        """The tenant list has the focus: the detail pane shows bob's activity sparkline and tier bars."""
+        app = app_for(demo)
+
+        async def run_before(pilot):
+            await open_tenant(pilot, app, "bob")
+            await wait_for(pilot, lambda: app.query_one(TenantOverview).display, what="overview")
+            await settle(pilot, app)
             still(app)
 
         assert snap_compare(app, terminal_size=size, run_before=run_before)

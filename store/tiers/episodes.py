@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime, time, timedelta, timezone
 from typing import Any
 
-from sqlalchemy import Connection, tuple_
+from sqlalchemy import BigInteger, Connection, func, tuple_, type_coerce
 
 from ..backend import sql
 from ..errors import InvalidInputError, UnknownEpisodeError
@@ -127,6 +127,26 @@ def page_episodes(
     more = len(rows) > limit
     rows = rows[:limit]
     return EpisodePage(items=[to_model(r) for r in rows], next_cursor=encode_cursor(rows[-1]) if more else None)
+
+
+DAY_MICROS = 86_400 * 1_000_000
+
+
+def episodes_per_day(conn: Connection, tenant: Tenant, *, first_day: date, days: int) -> list[int]:
+    """How many of the tenant's episodes occurred on each of ``days`` UTC days from
+    ``first_day``, zeros included. Counted in the database (one row per active day), so a
+    tenant with 100k episodes sends back at most ``days`` rows, not its episodes."""
+    start = to_micros(datetime.combine(first_day, time(), timezone.utc))
+    # Stored as UTC microseconds; offset from the first midnight, whole days are the UTC days.
+    day = (type_coerce(episodes_t.c.occurred_at, BigInteger) - start) // DAY_MICROS
+    stmt = tenant.select(episodes_t, day.label("day"), func.count()).where(
+        type_coerce(episodes_t.c.occurred_at, BigInteger) >= start,
+        type_coerce(episodes_t.c.occurred_at, BigInteger) < start + days * DAY_MICROS,
+    ).group_by(day)
+    counts = [0] * days
+    for index, n in conn.execute(stmt):
+        counts[int(index)] = n
+    return counts
 
 
 def session_messages(conn: Connection, tenant: Tenant, session_id: str, limit: int | None) -> list[Message]:
