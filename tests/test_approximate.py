@@ -20,8 +20,6 @@ from store.recall import approximate
 from store.recall.approximate import ApproximateIndex
 from store.recall.vectors import top_k
 
-pytest.importorskip("usearch")
-
 ROOT = str(Path(__file__).resolve().parent.parent)
 ROWS = 600
 
