@@ -179,3 +179,22 @@ def test_a_filtered_search_with_the_index_on_is_exact(db_path, monkeypatch):
     with MemoryStore.open(db_path, embedder=FakeEmbedder()) as fresh:
         hits = fresh.recall("note about w3 and v3", user_id="alice", mode="vector", session_id="other", limit=10)
         assert got == [(h.text, round(h.scores.vector, 5)) for h in hits]
+
+
+def test_a_build_that_fails_leaves_the_tenant_searched_exactly_and_says_why(db_path, monkeypatch):
+    attempts = []
+
+    def broken(self, matrix, step, keep_going):
+        attempts.append(len(matrix))
+        raise MemoryError("no room for the graph")
+
+    monkeypatch.setattr(ApproximateIndex, "extend", broken)
+    with MemoryStore.open(db_path, embedder=FakeEmbedder()) as s:
+        fill(s, "alice")
+        first = vector_hits(s, "note about w3 and v3", "alice")
+        assert s._indexer.cache.settle(timeout=120)
+        assert isinstance(s._indexer.cache.index_failure, MemoryError)
+        assert vector_hits(s, "note about w3 and v3", "alice") == first
+        assert s._indexer.cache.settle(timeout=120) and attempts == [ROWS]  # not retried on every search
+        with s._db.read() as conn:
+            assert s._indexer.cache.searchable(conn, s._tenant("alice"), "episode", s.embedder.dim).approximate is None

@@ -203,9 +203,11 @@ class VectorCache:
         """Called under the lock: the view, and a build or catch-up queued if one is due."""
         pks, matrix = current.view()
         threshold = approximate.min_rows()
+        if not (0 < threshold <= current.size and approximate.available()):
+            return Vectors(pks, matrix, None)
         index = current.approximate
         due = index is None or current.size - index.covered >= approximate.CATCH_UP_AFTER
-        if due and not current.building and 0 < threshold <= current.size and approximate.available():
+        if due and not current.building:
             current.building = True
             if self._builder is None:
                 self._builder = Builder(lambda job: self._matrices.get(job[0]) is job[1])
@@ -220,22 +222,27 @@ class VectorCache:
         def wanted() -> bool:
             return self._matrices.get(key) is current
 
-        try:
-            while True:
-                with self._lock:
-                    if not wanted():
-                        return
-                    _, matrix = current.view()
-                    if index.covered >= len(matrix):
-                        current.approximate = index
-                        return
-                published = current.approximate is index
-                index.extend(matrix, approximate.CATCH_UP_STEP if published else approximate.BUILD_STEP, wanted)
-                with self._lock:
-                    if wanted() and index.covered >= len(matrix):
-                        current.approximate = index
-        finally:
-            current.building = False
+        # A build that raises leaves ``building`` set: this matrix stays exact rather than
+        # retrying on every search; the failure is kept in ``index_failure``.
+        while True:
+            with self._lock:
+                if not wanted():
+                    return
+                _, matrix = current.view()
+                if index.covered >= len(matrix):
+                    current.approximate = index
+                    current.building = False
+                    return
+            published = current.approximate is index
+            index.extend(matrix, approximate.CATCH_UP_STEP if published else approximate.BUILD_STEP, wanted)
+            with self._lock:
+                if wanted() and index.covered >= len(matrix):
+                    current.approximate = index
+
+    @property
+    def index_failure(self) -> BaseException | None:
+        """The last error that stopped an approximate index's build (its tenant searches exactly)."""
+        return None if self._builder is None else self._builder.failure
 
 
 
