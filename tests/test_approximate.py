@@ -198,3 +198,15 @@ def test_a_build_that_fails_leaves_the_tenant_searched_exactly_and_says_why(db_p
         assert s._indexer.cache.settle(timeout=120) and attempts == [ROWS]  # not retried on every search
         with s._db.read() as conn:
             assert s._indexer.cache.searchable(conn, s._tenant("alice"), "episode", s.embedder.dim).approximate is None
+
+
+def test_the_query_encoder_can_still_load_after_an_index_was_built():
+    """A large tenant's index can be built before the model is first used (a search in keyword
+    mode, an inspector opening on it): the encoder's runtime must still import afterwards."""
+    code = (f"import sys; sys.path.insert(0, {ROOT!r})\n"
+            "from store.recall.approximate import ApproximateIndex\n"
+            "ApproximateIndex(8)\n"
+            "import onnxruntime\n"
+            "print('loaded')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "loaded", done.stderr[-2000:]

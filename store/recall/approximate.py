@@ -21,10 +21,12 @@ never waited for: until a tenant's index is built, its searches are exact.
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import importlib.util
 import os
 import queue
+import sys
 import threading
 from typing import Callable
 
@@ -70,12 +72,29 @@ def candidates_for(k: int) -> int:
     return max(50, 2 * k)
 
 
+def _usearch_index_class():
+    """usearch's ``Index``, imported so that onnxruntime can still be imported after it.
+
+    usearch's Linux wheel links libstdc++ statically; when it is the first C++ library in the
+    process, a later ``import onnxruntime`` (the query encoder, which loads the shared
+    libstdc++) dies with SIGSEGV inside libstdc++ (reproduced with usearch 2.26.6 and
+    onnxruntime 1.31.1: ``import usearch.compiled; import onnxruntime``). Loading the shared
+    libstdc++ globally first lets both bind to it."""
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL("libstdc++.so.6", mode=ctypes.RTLD_GLOBAL)
+        except OSError:  # a system without the shared library has nothing to conflict with
+            pass
+    from usearch.index import Index
+
+    return Index
+
+
 class ApproximateIndex:
     """An HNSW graph over the leading ``covered`` rows of one matrix, keyed by row position."""
 
     def __init__(self, dim: int) -> None:
-        from usearch.index import Index
-
+        Index = _usearch_index_class()
         self._graph = Index(ndim=dim, metric="ip", dtype="i8", connectivity=CONNECTIVITY,
                             expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH)
         self._lock = threading.Lock()
