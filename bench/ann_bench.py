@@ -170,10 +170,10 @@ def e2e_rows(db: Path, n: int, query_texts: list[str]) -> list[list[str]]:
     rows = []
     for mode, target in (("vector", None), ("hybrid", 15)):
         off, on = results[(mode, "off")], results[(mode, "on")]
-        for label, t in (("exact", off), ("approximate", on)):
+        for label, t in (("exact scan", off), ("approximate index", on)):
             p95 = pct(t, 95) * 1000
             met = "-" if target is None else ("yes" if p95 <= target else f"NO ({p95 / target:.2f}x)")
-            rows.append([f"{n:,}", f"recall(), {mode}, index {label}", ms(pct(t, 50)), ms(pct(t, 95)),
+            rows.append([f"{n:,}", f"recall(), {mode}, {label}", ms(pct(t, 50)), ms(pct(t, 95)),
                          f"{pct(t, 50) / pct(off, 50):.2f}x", "-" if target is None else f"p95 <= {target} ms", met])
     return rows
 
