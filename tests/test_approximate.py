@@ -210,3 +210,17 @@ def test_the_query_encoder_can_still_load_after_an_index_was_built():
             "print('loaded')\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip() == "loaded", done.stderr[-2000:]
+
+
+def test_no_builder_thread_outlives_its_work(db_path):
+    import threading
+
+    def builders():
+        return [t for t in threading.enumerate() if t.name == "memlens-vector-index"]
+
+    with MemoryStore.open(db_path, embedder=FakeEmbedder()) as s:
+        fill(s, "alice")
+        warm_index(s, "alice")
+    for thread in builders():  # it returns once nothing is queued; a thread left waiting never would
+        thread.join(timeout=60)
+    assert not any(t.is_alive() for t in builders())

@@ -137,7 +137,8 @@ class ApproximateIndex:
 
 
 class Builder:
-    """Builds and extends indexes on one daemon thread (a process exits without waiting for it).
+    """Builds and extends indexes on one daemon thread while there is work (a process exits
+    without waiting for it).
 
     ``still_wanted(job)`` is asked before every step: a matrix dropped from the cache (an
     erasure, a reload, a closed store) stops its build there."""
@@ -164,7 +165,13 @@ class Builder:
             return self._idle.wait_for(lambda: self._pending == 0, timeout)
 
     def _loop(self) -> None:
+        # The thread ends when nothing is queued (a closed store leaves no thread behind); a
+        # submit counts its job before the check below can see zero, so none is left unserved.
         while True:
+            with self._idle:
+                if self._pending == 0:
+                    self._thread = None
+                    return
             job, run = self._jobs.get()
             try:
                 if self._still_wanted(job):
