@@ -22,7 +22,6 @@ from . import fusion
 from . import keyword as in_memory  # called through the module, so a test can watch it
 from .query import MIN_PREFIX, query_terms
 from .ranking import Ranked, fuse
-from .vectors import top_k
 
 Mode = Literal["hybrid", "keyword", "vector"]
 _ENCODER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlens-query-encode")
@@ -71,12 +70,13 @@ class Recall:
         if not self.use_vectors:
             return None
         # The matrix is fetched here: the read transaction's connection stays on this thread.
-        pks, matrix = self.indexer.cache.get(self.conn, self.tenant, kind, self.indexer.embedder.dim)
-        self._matrices[kind] = (pks, matrix)
+        vectors = self.indexer.cache.searchable(self.conn, self.tenant, kind, self.indexer.embedder.dim)
+        pks = vectors.pks
+        self._matrices[kind] = (pks, vectors.matrix)
 
         def scan() -> list[tuple[int, float]]:
             mask = None if allowed is None else np.isin(pks, allowed)
-            best, scores = top_k(matrix, self.query_vector, limit, mask)
+            best, scores = vectors.top_k(self.query_vector, limit, mask)
             return [(int(pks[i]), float(s)) for i, s in zip(best, scores)]
 
         return _ENCODER.submit(scan)

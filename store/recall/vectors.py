@@ -9,6 +9,10 @@ The signature alone cannot see an erasure followed by new rows that reuse the er
 (SQLite hands out max(key) + 1 again): the matrix would keep the erased vectors under the new
 rows' keys. So every search also compares the store's erasure counter (bumped in the erasing
 transaction, by any process) and drops everything cached when it moved.
+
+Tenants of ``approximate.min_rows()`` rows or more also get an approximate index, built in the
+background and owned by their matrix object, so whatever drops or reloads a matrix drops its
+index with it (see ``approximate.py`` for why an erased vector can never come back from it).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 from sqlalchemy import Connection, func
@@ -24,6 +28,8 @@ from sqlalchemy import Connection, func
 from ..backend import sql
 from ..schema import vectors_t
 from ..tenancy import Tenant
+from . import approximate
+from .approximate import ApproximateIndex, Builder
 
 _CHUNK = 8192
 
@@ -37,6 +43,10 @@ class TenantMatrix:
     pks: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     matrix: np.ndarray | None = None
     size: int = 0
+    # Published once it covers every row loaded when its build began; rows past its coverage
+    # are scanned exactly.
+    approximate: ApproximateIndex | None = None
+    building: bool = False
 
     def view(self) -> tuple[np.ndarray, np.ndarray]:
         if self.matrix is None:
@@ -46,6 +56,13 @@ class TenantMatrix:
     def own_signature(self) -> tuple[int, int, int, int]:
         pks, _ = self.view()
         return (len(pks), int(pks.max()) if len(pks) else 0, int(pks.sum()), self.version_sum)
+
+    def reserve(self, rows: int) -> None:
+        """Allocate exactly ``rows`` before a full load: growing by a quarter as chunks arrive left
+        up to 1.25x the bytes, which counts against the memory the approximate index may take."""
+        if self.matrix is None and rows > 0:
+            self.matrix = np.empty((rows, self.dim), dtype=np.float32)
+            self.pks = np.empty(rows, dtype=np.int64)
 
     def append(self, pks: np.ndarray, rows: np.ndarray) -> None:
         need = self.size + len(pks)
@@ -60,6 +77,22 @@ class TenantMatrix:
         self.matrix[self.size : need] = rows
         self.pks[self.size : need] = pks
         self.size = need
+
+
+class Vectors(NamedTuple):
+    """One tenant's rows as of one search: keys (ascending), their float32 matrix, and the
+    matrix's approximate index when it has one."""
+
+    pks: np.ndarray
+    matrix: np.ndarray
+    approximate: ApproximateIndex | None = None
+
+    def top_k(self, query: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Row indices and cosines of the best ``k`` rows, best first: exact scores either way.
+        A filtered search (``mask``) scans exactly: the graph cannot skip the rows it excludes."""
+        if self.approximate is None or mask is not None:
+            return top_k(self.matrix, query, k, mask)
+        return self.approximate.top_k(self.matrix, query, k)
 
 
 def signature(conn: Connection, tenant: Tenant, kind: str) -> tuple[int, int, int, int]:
@@ -113,9 +146,14 @@ class VectorCache:
         self._erasure_count = erasures
         self._erasures: int | None = None
         self.checked: dict[tuple[str, str], int] = {}
+        self._builder: Builder | None = None
 
     def close(self) -> None:
         self.clear()
+
+    def settle(self, timeout: float | None = None) -> bool:
+        """Wait for the approximate indexes being built or extended (tests and benchmarks)."""
+        return True if self._builder is None else self._builder.settle(timeout)
 
     def clear(self) -> None:
         with self._lock:
@@ -133,13 +171,19 @@ class VectorCache:
 
     def get(self, conn: Connection, tenant: Tenant, kind: str, dim: int) -> tuple[np.ndarray, np.ndarray]:
         """(item pks, matrix) for the tenant, brought up to date with the table."""
+        pks, matrix, _ = self.searchable(conn, tenant, kind, dim)
+        return pks, matrix
+
+    def searchable(self, conn: Connection, tenant: Tenant, kind: str, dim: int) -> Vectors:
+        """The tenant's rows brought up to date with the table, with their approximate index if
+        it is built (a large tenant's first search queues its build and scans exactly)."""
         self.notice_erasures(conn)
         with self._lock:
             key = (tenant.key, kind)
             version = self._data_version()
             current = self._matrices.get(key)
             if current is not None and current.dim == dim and version is not None and version == current.data_version:
-                return current.view()
+                return self._searchable(key, current)
             fresh = signature(conn, tenant, kind)
             if current is not None and current.dim == dim and fresh != current.signature:
                 # Most changes are appends: load the rows above the old maximum, and keep the
@@ -149,10 +193,56 @@ class VectorCache:
                     current = None
             if current is None or current.dim != dim:
                 current = self._matrices[key] = TenantMatrix(dim=dim)
+                current.reserve(fresh[0])
                 load_rows(conn, tenant, kind, dim, 0, current)
             current.signature = fresh
             current.data_version = version
-            return current.view()
+            return self._searchable(key, current)
+
+    def _searchable(self, key: tuple[str, str], current: TenantMatrix) -> Vectors:
+        """Called under the lock: the view, and a build or catch-up queued if one is due."""
+        pks, matrix = current.view()
+        threshold = approximate.min_rows()
+        if not (0 < threshold <= current.size and approximate.available()):
+            return Vectors(pks, matrix, None)
+        index = current.approximate
+        due = index is None or current.size - index.covered >= approximate.CATCH_UP_AFTER
+        if due and not current.building:
+            current.building = True
+            if self._builder is None:
+                self._builder = Builder(lambda job: self._matrices.get(job[0]) is job[1])
+            self._builder.submit((key, current), lambda: self._index(key, current))
+        return Vectors(pks, matrix, index)
+
+    def _index(self, key: tuple[str, str], current: TenantMatrix) -> None:
+        """On the builder's thread: build (or extend) the matrix's index until it covers every
+        row, publishing it after the first pass; stop as soon as the cache drops the matrix."""
+        index = current.approximate or ApproximateIndex(current.dim)
+
+        def wanted() -> bool:
+            return self._matrices.get(key) is current
+
+        # A build that raises leaves ``building`` set: this matrix stays exact rather than
+        # retrying on every search; the failure is kept in ``index_failure``.
+        while True:
+            with self._lock:
+                if not wanted():
+                    return
+                _, matrix = current.view()
+                if index.covered >= len(matrix):
+                    current.approximate = index
+                    current.building = False
+                    return
+            published = current.approximate is index
+            index.extend(matrix, approximate.CATCH_UP_STEP if published else approximate.BUILD_STEP, wanted)
+            with self._lock:
+                if wanted() and index.covered >= len(matrix):
+                    current.approximate = index
+
+    @property
+    def index_failure(self) -> BaseException | None:
+        """The last error that stopped an approximate index's build (its tenant searches exactly)."""
+        return None if self._builder is None else self._builder.failure
 
 
 
