@@ -11,6 +11,7 @@ from datetime import datetime
 
 from sqlalchemy import Connection, column, func, literal_column, select, table
 
+from . import highlight
 from ..shared import marked_terms
 from ...schema import episodes_t, facts_t, tenants_t
 from ...tenancy import Tenant, other_tenants_exist
@@ -139,14 +140,12 @@ def phrase_episodes(conn: Connection, tenant: Tenant, phrases: list[tuple[str, .
 
 
 def episode_highlights(conn: Connection, tenant: Tenant, expression: str, pks: list[int]) -> dict[int, list[str]]:
-    """Matched terms of the chosen hits only: highlight() re-tokenises each document it marks."""
+    """Matched terms of the chosen hits only, marked outside the big index (see :mod:`.highlight`)."""
     if not pks:
         return {}
     e = episodes_t
-    fts, match, _, marks = _fts("episodes_fts", expression, 2)
-    # Constraining the FTS table's own rowid lets FTS5 seek each hit instead of evaluating the whole match.
-    stmt = tenant.select(e, e.c.pk, *marks).select_from(fts.join(e, e.c.pk == fts.c.rowid)).where(match, fts.c.rowid.in_(pks))
-    return {pk: marked_terms(*marked) for pk, *marked in conn.execute(stmt)}
+    rows = conn.execute(tenant.select_keys(e, e.c.pk, pks).with_only_columns(e.c.pk, e.c.input, e.c.output))
+    return highlight.mark(expression, rows, 2)
 
 
 def keyword_facts(conn: Connection, tenant: Tenant, expression: str, limit: int, allowed: set[int] | None):
