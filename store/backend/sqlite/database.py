@@ -201,11 +201,11 @@ class Database:
     # Called after every committed write transaction (the store retries pending scrubs there).
     after_write: Callable[[], None] | None = None
     schema_version = CURRENT_VERSION
-    keyword = SqliteKeywordIndex()
 
     def __init__(self, path: str | Path, *, read_only: bool = False, create: bool = True):
         self.path = resolve_path(path)
         self.read_only = read_only
+        self.keyword = SqliteKeywordIndex(self.read, self.data_version)
         self._watch: sqlite3.Connection | None = None
         self._watch_lock = threading.Lock()
         exists = self.path.exists()
