@@ -100,6 +100,9 @@ def is_common(conn: Connection, tenant: Tenant, term: str) -> bool:
     return written < enough
 
 
+KEPT_ANSWERS = 50_000
+
+
 class CommonWords:
     """:func:`common_terms` with its per-tenant answers kept until anyone commits.
 
@@ -132,6 +135,8 @@ class CommonWords:
             large = large_enough(conn, tenant) if large is None else large
             fresh = {t: is_common(conn, tenant, t) for t in terms if t not in known} if large else {}
         with self._lock:
+            if len(self._common) > KEPT_ANSWERS:  # a store nobody writes to, searched for days
+                self._common.clear()
             if version == self._version:
                 self._large[tenant.key] = large
                 self._common.update(((tenant.key, t), common) for t, common in fresh.items())
