@@ -8,6 +8,7 @@ from sqlalchemy import Column, ColumnElement, Connection, Table, func, literal_c
 from sqlalchemy.dialects.sqlite import insert
 
 from ..shared import upsert
+from ...tenancy import Tenant
 
 
 class SqliteSql:
@@ -34,11 +35,13 @@ class SqliteSql:
         after = conn.execute(select(func.max(key))).scalar()
         if after == before + len(rows):
             return list(range(before + 1, after + 1))
-        ids = list(dict.fromkeys(row["id"] for row in rows))
         keys: dict[tuple[str, str], int] = {}
-        for start in range(0, len(ids), 500):  # SQLite caps bound parameters per statement
-            stmt = select(table.c.user_id, table.c.id, key).where(table.c.id.in_(ids[start : start + 500]))
-            keys.update(((user, id_), pk) for user, id_, pk in conn.execute(stmt))
+        for owner in dict.fromkeys(row["user_id"] for row in rows):  # rows come stamped by their tenant
+            tenant = Tenant(owner)
+            ids = list(dict.fromkeys(row["id"] for row in rows if row["user_id"] == owner))
+            for start in range(0, len(ids), 500):  # SQLite caps bound parameters per statement
+                stmt = tenant.select(table, table.c.id, key).where(table.c.id.in_(ids[start : start + 500]))
+                keys.update(((owner, id_), pk) for id_, pk in conn.execute(stmt))
         return [keys[(row["user_id"], row["id"])] for row in rows]
 
     def row_version(self, table: Table) -> ColumnElement[int]:
