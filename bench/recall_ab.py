@@ -2,6 +2,7 @@
 
     python bench/recall_ab.py e4d1642 1397d7c HEAD            # 10k and 100k, 3 rounds
     python bench/recall_ab.py --sizes 10000 --rounds 5 A B
+    python bench/recall_ab.py --ingest e4d1642 HEAD             # also ingest 100k without embeddings
 
 Builds one store per size once (with the code of this checkout; the versions compared must
 share its schema), checks each version out with ``git worktree add --detach`` under a temporary
@@ -10,6 +11,9 @@ times ``recall()`` hybrid, keyword-only and vector-only over the same queries. V
 inside a round, so a load change on the machine hits them alike. Query vectors are precomputed
 (the real model's, looked up), so the table compares the code around the model, not the model:
 encoding one query costs the same in every version. Ratios are against the first version listed.
+Mode ``typed`` is search as you type: keyword-only ``recall(prefix=True)`` at every keystroke of
+the first TYPED queries. ``--ingest`` adds a rate: each version, in a fresh process per round,
+stores 100k episodes without embeddings (batches of 10k) into a new file.
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpus import embeddings, memories, queries  # noqa: E402
 
 QUERIES = 200
-MODES = ("hybrid", "keyword", "vector")
+TYPED = 40
+MODES = ("hybrid", "keyword", "vector", "typed")
 MODEL = "all-MiniLM-L6-v2"
 
 
@@ -56,23 +61,40 @@ import json, sys, time
 import numpy as np
 sys.path.insert(0, sys.argv[1])
 sys.path.insert(1, sys.argv[2])
-from recall_ab import Lookup, MODES
+from recall_ab import Lookup, MODES, TYPED
 from store import MemoryStore
 texts = json.load(open(sys.argv[4]))
 vectors = np.load(sys.argv[5])
 store = MemoryStore.open(sys.argv[3], embedder=Lookup(texts, vectors))
 out = {}
-for mode in MODES:
-    for q in texts[:10]:
-        store.recall(q, user_id="bench", limit=10, mode=mode)
-for mode in MODES:
+typed = [q[:i] for q in texts[:TYPED] for i in range(1, len(q) + 1)]
+calls = {mode: [(q, mode, False) for q in texts] for mode in MODES if mode != "typed"}
+calls["typed"] = [(q, "keyword", True) for q in typed]
+for mode, todo in calls.items():
+    for q, m, prefix in todo[:10]:
+        store.recall(q, user_id="bench", limit=10, mode=m, prefix=prefix)
+for mode, todo in calls.items():
     times = []
-    for q in texts:
+    for q, m, prefix in todo:
         start = time.perf_counter()
-        store.recall(q, user_id="bench", limit=10, mode=mode)
+        store.recall(q, user_id="bench", limit=10, mode=m, prefix=prefix)
         times.append(time.perf_counter() - start)
     out[mode] = times
 print(json.dumps(out))
+"""
+
+INGEST_CHILD = r"""
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+sys.path.insert(1, sys.argv[2])
+from corpus import memories
+from store import MemoryStore
+plain = memories(100_000, seed=5)
+with MemoryStore.open(sys.argv[3], embedder=None) as store:
+    start = time.perf_counter()
+    for i in range(0, len(plain), 10_000):
+        store.remember_many([{"input": t} for t in plain[i : i + 10_000]], user_id="bench")
+    print(json.dumps(len(plain) / (time.perf_counter() - start)))
 """
 
 
@@ -95,11 +117,32 @@ def checkout(commit: str, folder: Path) -> Path:
     return target
 
 
+def ingest(args, trees: dict[str, Path], work: Path) -> None:
+    rates = {v: [] for v in args.versions}
+    for r in range(args.rounds):
+        for v in args.versions:
+            db = work / f"ingest-{r}-{v}.db"
+            run = subprocess.run([sys.executable, "-c", INGEST_CHILD, str(trees[v]), str(Path(__file__).parent), str(db)],
+                                 capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": str(trees[v])})
+            rates[v].append(json.loads(run.stdout.strip().splitlines()[-1]))
+            for side in db.parent.glob(db.name + "*"):
+                side.unlink()
+        print(f"ingest round {r + 1}: load {os.getloadavg()[0]:.1f}", flush=True)
+    base = args.versions[0]
+    print(f"\n## ingest, 100,000 episodes without embeddings (episodes/s per round; ratio of medians against {base})\n")
+    print("| version | rounds | median | ratio |")
+    print("|---|---|---|---|")
+    for v in args.versions:
+        median, baseline = sorted(rates[v])[len(rates[v]) // 2], sorted(rates[base])[len(rates[base]) // 2]
+        print(f"| {v} | {' / '.join(f'{x:,.0f}' for x in rates[v])} | {median:,.0f} | {median / baseline:.2f}x |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("versions", nargs="+", help="commits to compare; the first is the baseline")
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--ingest", action="store_true", help="also time ingest of 100k episodes without embeddings")
     args = parser.parse_args()
     texts = memories(max(args.sizes))
     sys.path.insert(0, str(ROOT))
@@ -116,6 +159,8 @@ def main() -> None:
         np.save(work / "queries.npy", query_vectors)
         trees = {v: checkout(v, work / "trees") for v in args.versions}
         try:
+            if args.ingest:
+                ingest(args, trees, work)
             for n in args.sizes:
                 db = work / f"ab-{n}.db"
                 start = time.perf_counter()

@@ -49,13 +49,12 @@ from .tiers.sessions import SessionMemory
 from .tenancy import UNSET, Tenant, count_by_tenant, named_tenants_exist, user_id_of
 from .tenancy import all_tenants as list_tenants
 from .tiers import blocks, episodes, facts
-from .tiers.common import content_hash, ensure_session, ids_present, new_id, touch_tenant
+from .tiers.common import content_hash, ensure_session, ids_present, touch_tenant
 from .validation import (
     DEFAULT_MAX_CONTENT_BYTES,
     check_datetime,
     check_flag,
     check_int,
-    check_json,
     check_name,
     check_optional_datetime,
     check_optional_name,
@@ -260,7 +259,7 @@ class MemoryStore:
         now = utcnow()
         if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
             raise InvalidInputError("items must be a list of mappings of remember()'s keywords")
-        rows = [self._episode_row(item, index, now) for index, item in enumerate(items)]
+        rows = [episodes.prepare_row(item, index, now, self.max_content_bytes) for index, item in enumerate(items)]
         if not rows:
             return []
         ids = [r["id"] for r in rows]
@@ -283,46 +282,7 @@ class MemoryStore:
                 ensure_session(conn, tenant, session_id, now)
             pks = episodes.insert_episodes(conn, tenant, rows)
             self._indexer.save(conn, tenant, "episode", pks, hashes, vectors)
-        return [
-            Episode.model_construct(
-                id=row["id"], user_id=tenant.user_id, session_id=row["session_id"], occurred_at=row["occurred_at"],
-                input=row["input"], output=row["output"], tool_calls=json.loads(row["tool_calls"]),
-                metadata=json.loads(row["metadata"]),
-            )
-            for row in rows
-        ]
-
-    def _episode_row(self, item: Mapping[str, Any], index: int, now: datetime) -> dict[str, Any]:
-        if not isinstance(item, Mapping):
-            raise InvalidInputError(f"item {index} must be a mapping of remember()'s keywords")
-        unknown = set(item) - {"input", "output", "session_id", "occurred_at", "tool_calls", "metadata", "id", "tool_transcript"}
-        if unknown:
-            raise InvalidInputError(f"item {index} has unknown fields: {', '.join(sorted(unknown))}")
-        input_text = self._text(item.get("input", ""), "input")
-        output_text = self._text(item.get("output", ""), "output")
-        if not input_text and not output_text:
-            raise InvalidInputError(f"item {index}: an episode needs an input or an output")
-        occurred_at = item.get("occurred_at")
-        occurred_at = now if occurred_at is None else check_datetime(occurred_at, "occurred_at")
-        tool_calls = item.get("tool_calls") or []
-        if not isinstance(tool_calls, list):
-            raise InvalidInputError("tool_calls must be a list")
-        metadata = item.get("metadata") or {}
-        if not isinstance(metadata, Mapping):
-            raise InvalidInputError("metadata must be a mapping")
-        if item.get("tool_transcript") is not None:
-            metadata = {**metadata, "tool_transcript": episodes.check_transcript(item["tool_transcript"])}
-        episode_id = new_id() if item.get("id") is None else item["id"]
-        return {
-            "id": check_name(episode_id, "id"),
-            "session_id": check_optional_name(item.get("session_id"), "session_id"),
-            "occurred_at": occurred_at,
-            "input": input_text,
-            "output": output_text,
-            "tool_calls": check_json(tool_calls, "tool_calls", limit=self.max_content_bytes),
-            "metadata": check_json(dict(metadata), "metadata", limit=self.max_content_bytes),
-            "content_hash": content_hash(episodes.embed_text(input_text, output_text)),
-        }
+        return episodes.stored(tenant, rows)
 
     def get_episode(self, episode_id: str, *, user_id: str | None = UNSET) -> Episode:
         tenant = self._tenant(user_id)

@@ -167,3 +167,60 @@ def test_the_cut_for_a_tenant_does_not_depend_on_who_wrote_last(db_path):
         with s._db.read() as conn:
             assert common_terms(conn, Tenant("a"), query_terms("zebra weather")) == {"weather"}
             assert common_terms(conn, Tenant("c"), query_terms("zebra weather")) == set()
+
+
+def test_another_tenants_writes_without_the_word_do_not_lift_my_cut(db_path):
+    """The cut used to be screened by the word's share of all episodes, of every tenant: a's
+    'invoice' (in 40% of a's episodes) stopped being cut once c wrote 3,000 episodes without it,
+    and a's keyword results changed. The decision now reads a's episodes only."""
+    with MemoryStore.open(db_path, embedder=None) as s:
+        s.remember_many([{"input": f"invoice {i} for the office" if i % 5 < 2 else f"plans for day {i}"} for i in range(1500)],
+                        user_id="a")
+        lisbon = s.remember_many([{"input": f"trip to Lisbon number {i}"} for i in range(8)], user_id="a")
+        s.remember_many([{"input": f"note {i}"} for i in range(10)], user_id="b")
+
+        def mine():
+            return [h.id for h in s.recall("invoice Lisbon", user_id="a", mode="keyword", limit=50)]
+
+        before = mine()
+        assert sorted(before) == sorted(e.id for e in lisbon)  # 'invoice' is cut: only the rarer word ranks
+        s.remember_many([{"input": f"lunch {i} with the team"} for i in range(3000)], user_id="c")
+        assert mine() == before
+        with s._db.read() as conn:
+            assert common_terms(conn, Tenant("a"), query_terms("invoice Lisbon")) == {"invoice"}
+            assert common_terms(conn, Tenant("c"), query_terms("invoice lunch")) == {"lunch"}
+
+
+def test_a_word_once_in_my_newest_episodes_is_not_common(db_path):
+    """A word a tenant used once, in its latest episode, is the word that finds it, however
+    common it is in another tenant's episodes."""
+    with MemoryStore.open(db_path, embedder=None) as s:
+        s.remember_many([{"input": f"holiday plans number {i}"} for i in range(1500)], user_id="a")
+        s.remember_many([{"input": f"weather log {i}"} for i in range(3000)], user_id="b")
+        latest = s.remember("the weather at the garage", user_id="a")
+        assert s.recall("weather plans", user_id="a", mode="keyword", limit=1)[0].id == latest.id
+        with s._db.read() as conn:
+            assert common_terms(conn, Tenant("a"), query_terms("weather plans")) == {"plans"}
+
+
+def _write_weather(path: str) -> None:
+    with MemoryStore.open(path, embedder=None) as s:
+        s.remember_many([{"input": f"weather log {i}"} for i in range(600)], user_id="a")
+
+
+def test_the_kept_cut_follows_writes_from_another_process(db_path):
+    """The cut is kept between searches until anyone commits: a process that made a word common
+    for this tenant changes this store's next search, though its own cache saw no write."""
+    import multiprocessing as mp
+
+    with MemoryStore.open(db_path, embedder=None) as s:
+        s.remember_many([{"input": f"holiday plans number {i}"} for i in range(1200)], user_id="a")
+        zebra = s.remember("a zebra at the zoo", user_id="a")
+        assert [h.id for h in s.recall("zebra weather", user_id="a", mode="keyword")] == [zebra.id]
+        writer = mp.get_context("spawn").Process(target=_write_weather, args=(str(db_path),))
+        writer.start()
+        writer.join(120)
+        assert writer.exitcode == 0
+        # 'weather' is now in the newest 600 of a's 1,801 episodes: common, so only 'zebra' ranks.
+        assert [h.id for h in s.recall("zebra weather", user_id="a", mode="keyword")] == [zebra.id]
+        assert len(s.recall("weather", user_id="a", mode="keyword")) == 5

@@ -3,8 +3,12 @@ computed outside write transactions, and stamped with the model that made them."
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable, Sequence
+
+import numpy as np
 
 from sqlalchemy import Connection, select
 
@@ -16,6 +20,9 @@ from ..tenancy import Tenant
 from .vectors import VectorCache
 
 EMBED_BATCH = 64
+# Query vectors kept by text: the inspector's compare mode searches one query three ways, and a
+# query typed again (or its prefix revisited with backspace) costs a model call of 4-17 ms here.
+QUERY_VECTORS_KEPT = 256
 
 
 def make_embedder(spec: Any) -> Embedder | None:
@@ -61,6 +68,31 @@ class Indexer:
         self.embedder = embedder
         self.backend = backend
         self.cache = VectorCache(backend.data_version, erasures)
+        self._queries: OrderedDict[tuple[int, str], np.ndarray] = OrderedDict()
+        self._queries_lock = threading.Lock()
+
+    def known_query(self, text: str) -> np.ndarray | None:
+        """The vector :meth:`encode_query` made for exactly this text with this model, if kept."""
+        with self._queries_lock:
+            vector = self._queries.get((id(self.embedder), text))
+            if vector is not None:
+                self._queries.move_to_end((id(self.embedder), text))
+            return vector
+
+    def encode_query(self, text: str) -> np.ndarray:
+        """The query's vector from the model, kept for the same text (only the same text: a
+        vector is never reused for another string, however close)."""
+        vector = self.known_query(text)
+        if vector is not None:
+            return vector
+        embedder = self.embedder
+        vector = np.asarray(embedder.embed([text])[0])
+        vector.setflags(write=False)  # shared between searches: nobody may change it
+        with self._queries_lock:
+            self._queries[(id(embedder), text)] = vector
+            while len(self._queries) > QUERY_VECTORS_KEPT:
+                self._queries.popitem(last=False)
+        return vector
 
     @property
     def enabled(self) -> bool:

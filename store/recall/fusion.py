@@ -129,7 +129,7 @@ class Query:
     def coverage(self, text: str) -> float:
         if not self.words:
             return 0.0
-        held = {fold(w) for w in _WORD.findall(text)}
+        held = set(map(fold, _WORD.findall(text)))
         return sum(w in held for w in self.words) / len(self.words)
 
     def exact(self, text: str) -> str | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from functools import cached_property
 from typing import Callable, Literal
@@ -44,7 +44,13 @@ class Recall:
         self._matrices: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         # Encode the query in the background while the keyword side runs: onnxruntime and
         # the database both release the GIL, so the two overlap on two cores.
-        self._query_vector = _ENCODER.submit(indexer.embedder.embed, [query]) if self.use_vectors else None
+        known = indexer.known_query(query) if self.use_vectors else None
+        self._query_vector = None
+        if known is not None:
+            self._query_vector = Future()
+            self._query_vector.set_result(known)
+        elif self.use_vectors:
+            self._query_vector = _ENCODER.submit(indexer.encode_query, query)
 
     @cached_property
     def expression(self) -> str | None:
@@ -59,7 +65,7 @@ class Recall:
 
     @property
     def query_vector(self) -> np.ndarray:
-        return self._query_vector.result()[0]
+        return self._query_vector.result()
 
     def vector_hits(self, kind: str, limit: int, allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
         job = self.vector_job(kind, limit, allowed)

@@ -202,11 +202,11 @@ class Database:
     after_write: Callable[[], None] | None = None
     schema_version = CURRENT_VERSION
     out_of_reach = "copies of the file made outside memlens (backups, snapshots, synced or copied files)"
-    keyword = SqliteKeywordIndex()
 
     def __init__(self, path: str | Path, *, read_only: bool = False, create: bool = True):
         self.path = resolve_path(path)
         self.read_only = read_only
+        self.keyword = SqliteKeywordIndex(self.read, self.data_version)
         self._watch: sqlite3.Connection | None = None
         self._watch_lock = threading.Lock()
         exists = self.path.exists()

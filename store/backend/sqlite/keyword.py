@@ -2,18 +2,22 @@
 
 The tenant partition is part of every candidate query (the FTS join filters on the tenant
 before LIMIT), so ranking never sees another tenant's rows. BM25's document statistics are
-index-wide, as FTS5 keeps them; :func:`common_terms` keeps that from leaking across tenants.
+index-wide, as FTS5 keeps them (another tenant's writes can change the order of this tenant's
+hits, never which words its query keeps: :func:`common_terms` reads the tenant's episodes only).
 """
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime
+from typing import Callable, ContextManager
 
 from sqlalchemy import Connection, column, func, literal_column, select, table
 
+from . import highlight
 from ..shared import marked_terms
-from ...schema import episodes_t, facts_t, tenants_t
-from ...tenancy import Tenant, other_tenants_exist
+from ...schema import episodes_t, facts_t
+from ...tenancy import Tenant
 from ...tiers.episodes import filtered
 
 
@@ -47,58 +51,96 @@ def _fts(name: str, match: str, columns: int):
 COMMON_SHARE = 0.2
 # Below this many episodes, a tenant's keyword queries rank every match quickly: nothing is cut.
 MIN_EPISODES_FOR_CUT = 1000
-# How many of the tenant's most recent episodes holding the word the per-tenant check reads. A
-# share near the 20% line is decided either way without harm; 100 halve the cost of 250 (3.7 ms
-# against 6.7 ms p50 with two interleaved tenants of 5k episodes, on a loaded machine).
+# How many of the tenant's most recent episodes holding the word the check reads. A share near
+# the 20% line is decided either way without harm; 100 halve the cost of 250 (3.7 ms against
+# 6.7 ms p50 with two interleaved tenants of 5k episodes, on a loaded machine).
 COMMON_WINDOW = 100
 
 
 def common_terms(conn: Connection, tenant: Tenant, terms: list[str]) -> set[str]:
     """Query words so common in this tenant's episodes that they are left out of its keyword query.
 
-    FTS5 keeps document frequencies index-wide, and deciding on those let another tenant's
-    writes hide a word that finds one of this tenant's episodes. The index-wide count stays the
-    fast path: it is an upper bound, so only a word in more than COMMON_SHARE of all episodes can
-    be too common for any tenant, and when no one else has written, it is the tenant's own count.
-    Otherwise the tenant's COMMON_WINDOW most recent episodes holding the word are read, and the
-    word is too common when they are more than COMMON_SHARE of the tenant's episodes since the
-    oldest of them (recent episodes are the ones a keyword query ranks, see MAX_KEYWORD_MATCHES).
-    Both reads stop early (LIMIT); either costs at most what the keyword query itself would spend
-    walking the word's matches for this tenant.
+    Only the tenant's own episodes decide (see :func:`is_common`): another tenant's writes never
+    change what this tenant's query keeps. (A first screen by the word's share of all episodes
+    let a word stop being cut for one tenant because others wrote thousands of episodes without
+    it; and it looked the word up unstemmed in FTS5's vocabulary, which holds stems, so 'invoice'
+    or 'plans' were never found there and never cut.)
     """
     terms = list(dict.fromkeys(terms))
-    if len(terms) < 2:
+    if len(terms) < 2 or not large_enough(conn, tenant):
         return set()
+    return {term for term in terms if is_common(conn, tenant, term)}
+
+
+def large_enough(conn: Connection, tenant: Tenant) -> bool:
     e = episodes_t
-    total = conn.execute(select(func.coalesce(func.max(e.c.pk), 0))).scalar()
-    if total < MIN_EPISODES_FOR_CUT:
-        return set()
-    vocab = table("episodes_fts_vocab", column("term"), column("doc"))
-    counts = conn.execute(select(vocab.c.term, vocab.c.doc).where(vocab.c.term.in_(terms))).all()
-    candidates = {term for term, docs in counts if docs > COMMON_SHARE * total}
-    if not candidates or not other_tenants_exist(conn, tenants_t, tenant):
-        return candidates
     own = select(func.count()).select_from(tenant.select(e, e.c.pk).limit(MIN_EPISODES_FOR_CUT).subquery())
-    if conn.execute(own).scalar() < MIN_EPISODES_FOR_CUT:
-        return set()
-    return {term for term in candidates if _common_for(conn, tenant, term)}
+    return conn.execute(own).scalar() >= MIN_EPISODES_FOR_CUT
 
 
-def _common_for(conn: Connection, tenant: Tenant, term: str) -> bool:
+def is_common(conn: Connection, tenant: Tenant, term: str) -> bool:
+    """Whether the tenant's COMMON_WINDOW most recent episodes holding the word are more than
+    COMMON_SHARE of its episodes since the oldest of them (recent episodes are the ones a keyword
+    query ranks, see MAX_KEYWORD_MATCHES). A word in fewer episodes than the window is never common
+    (from MIN_EPISODES_FOR_CUT episodes, a word in a fifth of them fills it). Both reads stop early
+    (LIMIT); the first costs at most what the keyword query itself spends walking the word's matches."""
     e = episodes_t
     fts, match, _, _ = _fts("episodes_fts", f'"{term}"', 2)
     mine = conn.execute(
         select(e.c.pk).select_from(fts.join(e, e.c.pk == fts.c.rowid)).where(match, tenant.owns_unindexed(e))
         .order_by(fts.c.rowid.desc()).limit(COMMON_WINDOW)
     ).scalars().all()
-    if not mine:
+    if len(mine) < COMMON_WINDOW:
         return False
-    # Too common when the tenant wrote fewer than len(mine) / COMMON_SHARE episodes since the
+    # Too common when the tenant wrote fewer than COMMON_WINDOW / COMMON_SHARE episodes since the
     # oldest of them: count its episodes from there, up to that many.
-    enough = round(len(mine) / COMMON_SHARE)
+    enough = round(COMMON_WINDOW / COMMON_SHARE)
     since = select(e.c.pk).where(e.c.pk >= min(mine), tenant.owns_unindexed(e)).order_by(e.c.pk).limit(enough)
     written = conn.execute(select(func.count()).select_from(since.subquery())).scalar()
     return written < enough
+
+
+KEPT_ANSWERS = 50_000
+
+
+class CommonWords:
+    """:func:`common_terms` with its per-tenant answers kept until anyone commits.
+
+    Search as you type asks about the same words at every keystroke, and the per-word reads cost
+    about 1 ms each at 100k episodes. Answers are computed in a read transaction of their own,
+    begun after the change counter was read, and kept under that reading: a commit that lands
+    meanwhile changes the counter, so an answer is never older than the counter it is kept under.
+    """
+
+    def __init__(self, read: Callable[[], ContextManager[Connection]], data_version: Callable[[], int]):
+        self._read, self._data_version = read, data_version
+        self._lock = threading.Lock()
+        self._version: int | None = None
+        self._large: dict[str, bool] = {}
+        self._common: dict[tuple[str, str], bool] = {}
+
+    def __call__(self, tenant: Tenant, terms: list[str]) -> set[str]:
+        terms = list(dict.fromkeys(terms))
+        if len(terms) < 2:
+            return set()
+        version = self._data_version()
+        with self._lock:
+            if version != self._version:
+                self._version, self._large, self._common = version, {}, {}
+            large = self._large.get(tenant.key)
+            known = {t: self._common[(tenant.key, t)] for t in terms if (tenant.key, t) in self._common}
+        if large is False or (large and len(known) == len(terms)):
+            return {t for t, common in known.items() if common} if large else set()
+        with self._read() as conn:
+            large = large_enough(conn, tenant) if large is None else large
+            fresh = {t: is_common(conn, tenant, t) for t in terms if t not in known} if large else {}
+        with self._lock:
+            if len(self._common) > KEPT_ANSWERS:  # a store nobody writes to, searched for days
+                self._common.clear()
+            if version == self._version:
+                self._large[tenant.key] = large
+                self._common.update(((tenant.key, t), common) for t, common in fresh.items())
+        return {t for t, common in {**known, **fresh}.items() if common} if large else set()
 
 
 # A query matching more rows than this ranks the most recent this-many of them by BM25: FTS5
@@ -139,14 +181,12 @@ def phrase_episodes(conn: Connection, tenant: Tenant, phrases: list[tuple[str, .
 
 
 def episode_highlights(conn: Connection, tenant: Tenant, expression: str, pks: list[int]) -> dict[int, list[str]]:
-    """Matched terms of the chosen hits only: highlight() re-tokenises each document it marks."""
+    """Matched terms of the chosen hits only, marked outside the big index (see :mod:`.highlight`)."""
     if not pks:
         return {}
     e = episodes_t
-    fts, match, _, marks = _fts("episodes_fts", expression, 2)
-    # Constraining the FTS table's own rowid lets FTS5 seek each hit instead of evaluating the whole match.
-    stmt = tenant.select(e, e.c.pk, *marks).select_from(fts.join(e, e.c.pk == fts.c.rowid)).where(match, fts.c.rowid.in_(pks))
-    return {pk: marked_terms(*marked) for pk, *marked in conn.execute(stmt)}
+    rows = conn.execute(tenant.select_keys(e, e.c.pk, pks).with_only_columns(e.c.pk, e.c.input, e.c.output))
+    return highlight.mark(expression, rows, 2)
 
 
 def keyword_facts(conn: Connection, tenant: Tenant, expression: str, limit: int, allowed: set[int] | None):
@@ -160,10 +200,14 @@ def keyword_facts(conn: Connection, tenant: Tenant, expression: str, limit: int,
 
 
 class SqliteKeywordIndex:
-    """:class:`store.backend.interface.KeywordIndex` on the FTS5 tables."""
+    """:class:`store.backend.interface.KeywordIndex` on the FTS5 tables of one store; ``read`` and
+    ``data_version`` are the store's (see :class:`CommonWords`)."""
+
+    def __init__(self, read: Callable[[], ContextManager[Connection]], data_version: Callable[[], int]):
+        self.common_words = CommonWords(read, data_version)
 
     def expression(self, conn: Connection, tenant: Tenant, terms: list[str], *, min_prefix: int | None, cut_common: bool) -> str | None:
-        common = common_terms(conn, tenant, terms) if cut_common else set()
+        common = self.common_words(tenant, terms) if cut_common else set()
         return fts_expression(terms, min_prefix=min_prefix, too_common=common)
 
     def episodes(self, conn, tenant, expression, limit, session_id, since, until):
