@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from textual import events
-from textual.widgets import Input, OptionList, TabbedContent
+from textual.widgets import Input, OptionList, Select, TabbedContent
 
 from . import detail, messages as msg
 from .loading import NO_TENANT
@@ -44,7 +44,16 @@ class ActionsMixin:
             return action in ("quit", "help_quit")
         if action == "focus_tenants" and self.focused is not None and self.focused.id == "tenants":
             return False  # already there: off the footer, which needs the room at 80 columns
+        if action == "focus_search":
+            # Bound with priority, so it is asked first on every screen: off in a dialog, in what
+            # takes "/" as text, and before the views have mounted (the search box is not there).
+            return self.screen is self.screen_stack[0] and not self.typing_here() and bool(self.query("#query"))
         return None if self.disabled_reason(action) else True
+
+    def typing_here(self) -> bool:
+        """The focused widget takes printable keys as text: a text field, or an open Select's type-to-search."""
+        focused = self.focused
+        return isinstance(focused, Input) or (focused is not None and isinstance(focused.parent, Select))
 
     def on_key(self, event: events.Key) -> None:
         """A key whose action is disabled says why, instead of doing nothing."""
@@ -67,7 +76,9 @@ class ActionsMixin:
 
     def action_focus_search(self) -> None:
         self.action_show_view("search")
-        self.query_one("#query", Input).focus()
+        # At once, not as Widget.focus() does it (a callback queued behind keys already typed):
+        # the next key reaching the App goes to whatever has the focus when it is handed on.
+        self.screen.set_focus(self.query_one("#query", Input))
 
     def action_focus_tenants(self) -> None:
         self.query_one("#tenants", OptionList).focus()

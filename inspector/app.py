@@ -194,7 +194,11 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
     BINDINGS = [
-        Binding("slash", "focus_search", "Search"),
+        # A priority binding: it acts when "/" reaches the App, before the next key is handed to
+        # the widget that had the focus. An ordinary binding acts only after "/" has gone to that
+        # widget and bubbled back, and a fast typist's next letter was by then queued at the
+        # tenant list and lost. check_action lets "/" through wherever it types.
+        Binding("slash", "focus_search", "Search", priority=True),
         Binding("t", "focus_tenants", "Tenants"),
         Binding("escape", "focus_tenants", "Tenants", show=False),
         Binding("e", "export", "Export"),
@@ -382,10 +386,12 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
     def update_subtitle(self) -> None:
         if self.store is None:
             return
-        mode = "semantic + keyword search" if self.store.model_ready else (
-            "keyword search (model warming…)" if self.store.embedder is not None else "keyword search")
+        # The model's state, not a search mode: the search line names the mode searched, which
+        # ``m`` changes (a header saying "semantic + keyword" over VECTOR results contradicted it).
+        model = "model ready" if self.store.model_ready else (
+            "model warming…" if self.store.embedder is not None else "no model: keyword search only")
         access = " · read-only" if self.read_only_reason else ""
-        self.sub_title = f"{self.path.name}{access} · {mode}"
+        self.sub_title = f"{self.path.name}{access} · {model}"
 
     def poll_changes(self) -> None:
         if not self.failed:

@@ -328,8 +328,8 @@ date they were believed on (empty: now) and *history*, which adds superseded fac
 The tenant list shows a tenant selected, or none: with none (the filter hides it, or it was
 erased) the views are empty and export and forget say so. A read-only store says so in the
 header, and forget and restore are off. Keyword results show at once; semantic results join
-when the model is warm (the header says which mode search is in). Views refresh by themselves
-when another process writes to the store.
+when the model is warm (the header says whether it is; the line above the results names the
+mode searched). Views refresh by themselves when another process writes to the store.
 """
 
 

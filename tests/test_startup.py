@@ -12,7 +12,7 @@ from inspector.screens import FatalScreen
 from inspector.views import RecordTable
 from store import MemoryStore
 
-from .inspector_support import app_for, demo, frozen, settle, wait_for  # noqa: F401 (fixtures)
+from .inspector_support import app_for, demo, frozen, settle, showing, wait_for  # noqa: F401 (fixtures)
 
 SIZE = (150, 48)
 
@@ -77,7 +77,7 @@ async def test_names_of_a_store_that_then_fails_to_open_give_way_to_the_reason(d
     conn.close()
     app = app_for(demo)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, FatalScreen), what="the failure screen")
+        await wait_for(pilot, lambda: showing(app, FatalScreen), what="the failure screen")
         assert "schema version 99" in str(app.screen.query_one("#fatal").content)
         assert not app.query_one("#main").display
 
