@@ -476,9 +476,9 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
     def tenant_option_id(user_id: Any) -> str:
         return "anonymous" if user_id is None else f"user:{user_id}"
 
-    def visible_tenant(self) -> Any:
+    def visible_tenant(self, options: OptionList | None = None) -> Any:
         """The tenant highlighted in the list as shown, or NO_TENANT."""
-        options = self.query_one("#tenants", OptionList)
+        options = options or self.query_one("#tenants", OptionList)
         if options.highlighted is None:
             return NO_TENANT
         option_id = options.get_option_at_index(options.highlighted).id or ""
@@ -499,7 +499,9 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
 
     @on(OptionList.OptionHighlighted, "#tenants")
     def _tenant_highlighted(self, event: OptionList.OptionHighlighted) -> None:
-        user_id = self.visible_tenant()
+        if not event.option_list.is_attached:
+            return  # the App is closing and the list has gone (a query for it raised, now and then)
+        user_id = self.visible_tenant(event.option_list)
         if user_id is not NO_TENANT and user_id != self.user_id:
             self.select_tenant(user_id)
 

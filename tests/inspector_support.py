@@ -193,4 +193,4 @@ def read_only_probe() -> None:
 
 
 __all__ = ["FROZEN", "GatedEmbedder", "counting_ids", "frozen_clock", "make_demo", "notes", "open_session", "open_tenant",
-           "read_only_probe", "screen_text", "settle", "showing", "wait_for"]
+           "painted", "read_only_probe", "screen_text", "settle", "showing", "wait_for"]

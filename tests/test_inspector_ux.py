@@ -21,7 +21,7 @@ from inspector.views import RecordTable
 from store import MemoryStore
 
 from .inspector_support import (  # noqa: F401 (demo and frozen are fixtures)
-    app_for, demo, frozen, notes, open_session, open_tenant, screen_text, settle, showing, wait_for,
+    app_for, demo, frozen, notes, open_session, open_tenant, painted, screen_text, settle, showing, wait_for,
 )
 
 SMALL = (80, 24)
@@ -47,6 +47,11 @@ def fully_on_screen(app, widget) -> bool:
     return True
 
 
+def footer(app) -> str:
+    """The terminal's last line, as shown."""
+    return screen_text(app).splitlines()[-1]
+
+
 def text_in(app, widget) -> str:
     """The words the terminal shows inside ``widget``'s region, lines joined with spaces."""
     r = widget.region
@@ -63,7 +68,7 @@ async def test_the_forget_dialog_at_80x24_shows_both_buttons_and_every_dry_run_c
         await open_tenant(pilot, app, "alice")
         await pilot.press("f")
         await wait_for(pilot, lambda: showing(app, ForgetScreen) and not app.screen.query_one("#erase").disabled, what="counts")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: painted(app), what="paint")  # laid out: regions are where they are drawn
         screen = app.screen
         assert fully_on_screen(app, screen.query_one("#cancel")) and fully_on_screen(app, screen.query_one("#erase"))
         counts = screen.query_one("#forget-counts")
@@ -75,7 +80,7 @@ async def test_the_forget_dialog_at_80x24_shows_both_buttons_and_every_dry_run_c
         screen.query_one("#scope-session").value = True
         await pilot.pause(0.2)
         screen.query_one("#forget-session").value = "trip-packing"
-        await wait_for(pilot, lambda: not screen.query_one("#erase").disabled, what="session counts")
+        await wait_for(pilot, lambda: not screen.query_one("#erase").disabled and painted(app), what="session counts")
         assert fully_on_screen(app, screen.query_one("#erase")) and fully_on_screen(app, screen.query_one("#forget-counts"))
 
 
@@ -94,7 +99,7 @@ async def test_the_export_and_restore_dialogs_at_80x24_show_their_buttons_and_wh
             await pilot.press("r")
             await wait_for(pilot, lambda: showing(app, ConfirmScreen), what="dialog")
             ids = ("#no", "#yes", "#question")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: painted(app), what="paint")
         for selector in ids:
             assert fully_on_screen(app, app.screen.query_one(selector)), selector
         if dialog == "restore":
@@ -109,7 +114,7 @@ async def test_the_restore_question_is_not_cut_off_on_a_wide_terminal(demo):
         app.query_one("#checkpoints-table").focus()
         await pilot.press("r")
         await wait_for(pilot, lambda: showing(app, ConfirmScreen), what="dialog")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: painted(app), what="paint")
         question = app.screen.query_one("#question")
         assert fully_on_screen(app, question)
         text = text_in(app, question)
@@ -376,14 +381,15 @@ async def test_the_footer_shows_the_keys_of_what_has_focus(demo):
     app = app_for(demo)
     async with app.run_test(size=SMALL) as pilot:
         await open_tenant(pilot, app, "alice")
+        # The footer is composed again after a focus change, in later frames: wait for the one
+        # that says what the test expects (a fixed pause saw a blank footer under load).
         app.query_one("#tenants").focus()
-        await pilot.pause(0.2)
-        footer = screen_text(app).splitlines()[-1]
-        assert "a Audit log" in footer and "q Quit" in footer and "t Tenants" not in footer
+        await wait_for(pilot, lambda: "a Audit log" in footer(app) and "q Quit" in footer(app) and "t Tenants" not in footer(app),
+                       what="the tenant list's keys")
         app.query_one("#query").focus()
-        await pilot.pause(0.2)
-        footer = screen_text(app).splitlines()[-1]
-        assert "q Quit" not in footer and "f Forget" not in footer  # in a text field they type
+        # In a text field they type: the footer offers the way on to the results, and neither.
+        await wait_for(pilot, lambda: "↓ Results" in footer(app) and "q Quit" not in footer(app) and "f Forget" not in footer(app),
+                       what="the search field's keys")
 
 
 def test_the_help_covers_tab_the_mouse_the_filters_and_every_key():
@@ -427,8 +433,7 @@ async def test_at_80x24_every_tab_label_the_quit_key_and_the_session_detail_fit(
         detail = app.query_one(".session-detail")
         assert detail.region.width >= 45 and table(app, "#kv-table").region.width >= 45
         app.query_one("#tenants").focus()
-        await pilot.pause(0.2)
-        assert "q Quit" in screen_text(app).splitlines()[-1]
+        await wait_for(pilot, lambda: "q Quit" in footer(app), what="q Quit in the footer")
         app.action_show_view("search")
         await pilot.pause(0.2)
         for field in ("#search-kind", "#search-session", "#search-since", "#search-until"):
@@ -470,7 +475,7 @@ async def test_an_erased_tenants_records_leave_the_screen(demo):
         await wait_for(pilot, lambda: showing(app, ReceiptScreen), what="receipt")
         await pilot.press("escape")
         await wait_for(pilot, lambda: all(t.user_id != "bob" for t in app.tenants), what="bob gone")
-        await pilot.pause(0.3)
+        await settle(pilot, app)
         assert app.user_id is NO_TENANT and app.query_one("#tenants").highlighted is None
         assert all(t.row_count == 0 for t in app.query(RecordTable))
         assert episode.input not in screen_text(app) and episode.id[:12] not in screen_text(app)
