@@ -15,10 +15,10 @@ from typing import Any
 from textual import events
 from textual.widgets import Input, OptionList, Select, TabbedContent
 
-from . import detail, messages as msg
+from . import messages as msg
 from .loading import NO_TENANT
-from .screens import ConfirmScreen, DiffScreen, ExportScreen, ForgetScreen, ReceiptScreen
-from .views import RecordTable, SessionsView
+
+# The dialogs (inspector.screens) and the views are imported where used: after the first frame (app.py).
 
 MAIN_TABLE = {"search": "#results", "blocks": "#blocks-table", "episodes": "#episodes-table", "facts": "#facts-table",
               "sessions": "#sessions-table", "audit": "#audit-table"}
@@ -106,6 +106,8 @@ class ActionsMixin:
             if path:
                 self.export_tenant(user, path)
 
+        from .screens import ExportScreen
+
         self.push_screen(ExportScreen(user, default), chosen)
 
     def export_tenant(self, user_id: Any, path: str) -> None:
@@ -133,6 +135,8 @@ class ActionsMixin:
             if scope is not None:
                 self.forget(user, *scope)
 
+        from .screens import ForgetScreen
+
         self.push_screen(ForgetScreen(user, self.session_names), chosen)
 
     def preview_forget(self, user_id: Any, session_id: str | None, before: datetime | None) -> None:
@@ -146,6 +150,8 @@ class ActionsMixin:
         )
 
     def on_forget_preview(self, m: msg.ForgetPreview) -> None:
+        from .screens import ForgetScreen
+
         if isinstance(self.screen, ForgetScreen):
             self.screen.show_preview(m.receipt)
 
@@ -160,14 +166,18 @@ class ActionsMixin:
 
     def on_forget_done(self, m: msg.ForgetDone) -> None:
         self.clear_detail()  # it may show a record that is gone now
+        from .screens import ReceiptScreen
+
         self.push_screen(ReceiptScreen(m.receipt))
         self.load_tenants()
         self.load_tenant_views()
 
     def picked_checkpoint(self) -> Any:
         """The checkpoint under the cursor of the checkpoints table, if the user is in that table."""
-        if self.store is None or self.user_id is NO_TENANT or not self.query(SessionsView):
+        if self.store is None or self.user_id is NO_TENANT or not self.query("#sessions-view"):
             return None
+        from .views import RecordTable
+
         table = self.query_one("#checkpoints-table", RecordTable)
         return table.selected() if self.focused is table else None
 
@@ -201,6 +211,9 @@ class ActionsMixin:
         )
 
     def on_checkpoint_diffed(self, m: msg.CheckpointDiffed) -> None:
+        from . import detail
+        from .screens import DiffScreen
+
         self.push_screen(DiffScreen(m.title, detail.diff(m.diff)))
 
     def action_restore(self) -> None:
@@ -223,4 +236,6 @@ class ActionsMixin:
                 )
 
         question = f"Restore session {checkpoint.session_id} to checkpoint “{checkpoint.description or checkpoint.id[:12]}”?\nIts current keys, task state and notes are replaced."
+        from .screens import ConfirmScreen
+
         self.push_screen(ConfirmScreen(question, "Restore"), confirmed)

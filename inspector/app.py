@@ -17,18 +17,22 @@ from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Button, Header, Input, OptionList, Static, TabbedContent, TabPane
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Button, Header, Input, OptionList
 from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from . import config, messages as msg
 from .commands import system_commands
+from .footer import KeysFooter
 from .formatting import count, tenant_label, when
 from .actions import ActionsMixin
 from .loading import DETAIL_HINT, NO_TENANT, TenantViewsMixin
-from .screens import FatalScreen, HelpScreen, KeysFooter, StoreAuditScreen
-from .views import AuditView, BlocksView, EpisodesView, FactsView, SearchView, SessionsView
+
+# The first frame shows the tenant list and the footer only. The tier views, the dialogs and what
+# they use (DataTable, Select, RadioSet, ...: inspector.views and inspector.screens) are imported
+# when first needed, just after that frame: their modules and the default CSS of their widgets
+# were part of what the first frame waited for.
 
 VIEWS = ["search", "blocks", "episodes", "facts", "sessions", "audit"]
 LONG_LIVED = ("poll", "search", "vectors")  # worker groups that are not one-off loads
@@ -167,6 +171,11 @@ class ContentArea(Vertical):
         self.on_search = on_search
 
     def compose(self) -> ComposeResult:
+        from textual.containers import VerticalScroll
+        from textual.widgets import Static, TabbedContent, TabPane
+
+        from .views import AuditView, BlocksView, EpisodesView, FactsView, SearchView, SessionsView
+
         with TabbedContent(initial="search", id="tabs"):
             with TabPane("Search", id="search"):
                 yield SearchView(id="search-view", on_search=self.on_search)
@@ -340,6 +349,8 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
         verb = "open" if self.store is None else "read"
         self.sub_title = "not opened" if self.store is None else "damaged"
         self.query_one("#main").display = False  # nothing in it may keep focus, and so keys, from the message
+        from .screens import FatalScreen
+
         self.push_screen(FatalScreen(f"memlens cannot {verb} {self.path}", message.error))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -376,8 +387,8 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
     def _model_ready(self) -> None:
         freeze_startup_objects()
         self.update_subtitle()
-        if self.query(SearchView):
-            self.query_one(SearchView).request()
+        if self.query("#search-view"):
+            self.query_one("#search-view").request()
 
     @on(msg.ModelFailed)
     def _model_failed(self, message: msg.ModelFailed) -> None:
@@ -514,7 +525,8 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
         self.refresh_bindings()
         self.load_tenant_views()
 
-    def _search(self, m: SearchView.Changed) -> None:
+    def _search(self, m: Any) -> None:
+        """A SearchView.Changed, handed over directly by the search view."""
         if self.store is None or self.user_id is NO_TENANT:
             return
         self.search_seq += 1
@@ -550,12 +562,12 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
             return  # stale: never paint over newer results
         what = "most recent" if not m.query.strip() else f"{len(m.hits)} results"
         timing = f" · {m.elapsed_ms:.1f} ms" if self.show_timings else ""
-        self.query_one(SearchView).show(m.hits, f"{search_status(what, m.mode, self.store)}{timing}")
+        self.query_one("#search-view").show(m.hits, f"{search_status(what, m.mode, self.store)}{timing}")
 
     @on(msg.ActionFailed)
     def _action_failed(self, m: msg.ActionFailed) -> None:
-        if m.what == "search" and self.query(SearchView):
-            self.query_one(SearchView).show_error(f"search failed: {m.error} (type to search again)")
+        if m.what == "search" and self.query("#search-view"):
+            self.query_one("#search-view").show_error(f"search failed: {m.error} (type to search again)")
         self.notify(f"{m.what}: {m.error}", title="failed", severity="error", timeout=15)
 
     # --- actions -------------------------------------------------------------------------------------
@@ -566,17 +578,23 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
             self.load_tenant_views()
 
     def action_help(self) -> None:
+        from .screens import HelpScreen
+
         self.push_screen(HelpScreen())
 
     @on(Button.Pressed, "#store-audit")
     def action_store_audit(self) -> None:
         if self.store is None:
             return
+        from .screens import StoreAuditScreen
+
         self.push_screen(StoreAuditScreen())
         self.call_store("audit log", lambda: self.store.audit_log(all_tenants=True), msg.StoreAuditLoaded, group="store-audit")
 
     @on(msg.StoreAuditLoaded)
     def _store_audit_loaded(self, m: msg.StoreAuditLoaded) -> None:
+        from .screens import StoreAuditScreen
+
         if isinstance(self.screen, StoreAuditScreen):
             self.screen.show(m.entries)
 

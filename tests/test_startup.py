@@ -146,3 +146,22 @@ async def test_a_tenant_highlight_that_arrives_after_the_list_has_gone_is_ignore
         app.post_message(OptionList.OptionHighlighted(options, options.get_option_at_index(1), 1))
         await pilot.pause()
         assert app.is_running and app.user_id == chosen  # (and run_test raises what the App raised)
+
+
+def test_the_first_frame_imports_neither_the_tier_views_nor_the_dialogs():
+    """They come after it (inspector/app.py): importing them and their widgets (DataTable, Select,
+    RadioSet...) for the first frame was part of the wait for the tenant names."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import json, sys, inspector.app; print(json.dumps(sorted(m for m in sys.modules "
+            "if m.startswith(('inspector.', 'textual.widgets._data_table', 'textual.widgets._radio')))))")
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=120,
+                          env={**__import__("os").environ, "PYTHONPATH": str(root)})
+    loaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
+    later = {"inspector.views", "inspector.screens", "inspector.detail", "inspector.cells", "textual.widgets._data_table",
+             "textual.widgets._radio_set", "textual.widgets._radio_button"}
+    assert loaded & later == set(), sorted(loaded & later)
