@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from textual import events
-from textual.widgets import Input, OptionList, TabbedContent
+from textual.widgets import Input, OptionList, Select, TabbedContent
 
-from . import detail, messages as msg
+from . import messages as msg
 from .loading import NO_TENANT
-from .screens import ConfirmScreen, DiffScreen, ExportScreen, ForgetScreen, ReceiptScreen
-from .views import RecordTable, SessionsView
+
+# The dialogs (inspector.screens) and the views are imported where used: after the first frame (app.py).
 
 MAIN_TABLE = {"search": "#results", "blocks": "#blocks-table", "episodes": "#episodes-table", "facts": "#facts-table",
               "sessions": "#sessions-table", "audit": "#audit-table"}
@@ -44,7 +44,16 @@ class ActionsMixin:
             return action in ("quit", "help_quit")
         if action == "focus_tenants" and self.focused is not None and self.focused.id == "tenants":
             return False  # already there: off the footer, which needs the room at 80 columns
+        if action == "focus_search":
+            # Bound with priority, so it is asked first on every screen: off in a dialog, in what
+            # takes "/" as text, and before the views have mounted (the search box is not there).
+            return self.screen is self.screen_stack[0] and not self.typing_here() and bool(self.query("#query"))
         return None if self.disabled_reason(action) else True
+
+    def typing_here(self) -> bool:
+        """The focused widget takes printable keys as text: a text field, or an open Select's type-to-search."""
+        focused = self.focused
+        return isinstance(focused, Input) or (focused is not None and isinstance(focused.parent, Select))
 
     def on_key(self, event: events.Key) -> None:
         """A key whose action is disabled says why, instead of doing nothing."""
@@ -67,7 +76,9 @@ class ActionsMixin:
 
     def action_focus_search(self) -> None:
         self.action_show_view("search")
-        self.query_one("#query", Input).focus()
+        # At once, not as Widget.focus() does it (a callback queued behind keys already typed):
+        # the next key reaching the App goes to whatever has the focus when it is handed on.
+        self.screen.set_focus(self.query_one("#query", Input))
 
     def action_focus_tenants(self) -> None:
         self.query_one("#tenants", OptionList).focus()
@@ -94,6 +105,8 @@ class ActionsMixin:
         def chosen(path: str | None) -> None:
             if path:
                 self.export_tenant(user, path)
+
+        from .screens import ExportScreen
 
         self.push_screen(ExportScreen(user, default), chosen)
 
@@ -122,6 +135,8 @@ class ActionsMixin:
             if scope is not None:
                 self.forget(user, *scope)
 
+        from .screens import ForgetScreen
+
         self.push_screen(ForgetScreen(user, self.session_names), chosen)
 
     def preview_forget(self, user_id: Any, session_id: str | None, before: datetime | None) -> None:
@@ -135,6 +150,8 @@ class ActionsMixin:
         )
 
     def on_forget_preview(self, m: msg.ForgetPreview) -> None:
+        from .screens import ForgetScreen
+
         if isinstance(self.screen, ForgetScreen):
             self.screen.show_preview(m.receipt)
 
@@ -149,14 +166,18 @@ class ActionsMixin:
 
     def on_forget_done(self, m: msg.ForgetDone) -> None:
         self.clear_detail()  # it may show a record that is gone now
+        from .screens import ReceiptScreen
+
         self.push_screen(ReceiptScreen(m.receipt))
         self.load_tenants()
         self.load_tenant_views()
 
     def picked_checkpoint(self) -> Any:
         """The checkpoint under the cursor of the checkpoints table, if the user is in that table."""
-        if self.store is None or self.user_id is NO_TENANT or not self.query(SessionsView):
+        if self.store is None or self.user_id is NO_TENANT or not self.query("#sessions-view"):
             return None
+        from .views import RecordTable
+
         table = self.query_one("#checkpoints-table", RecordTable)
         return table.selected() if self.focused is table else None
 
@@ -190,6 +211,9 @@ class ActionsMixin:
         )
 
     def on_checkpoint_diffed(self, m: msg.CheckpointDiffed) -> None:
+        from . import detail
+        from .screens import DiffScreen
+
         self.push_screen(DiffScreen(m.title, detail.diff(m.diff)))
 
     def action_restore(self) -> None:
@@ -212,4 +236,6 @@ class ActionsMixin:
                 )
 
         question = f"Restore session {checkpoint.session_id} to checkpoint “{checkpoint.description or checkpoint.id[:12]}”?\nIts current keys, task state and notes are replaced."
+        from .screens import ConfirmScreen
+
         self.push_screen(ConfirmScreen(question, "Restore"), confirmed)

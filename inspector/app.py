@@ -18,19 +18,23 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Button, Header, Input, OptionList, TabbedContent, TabPane
+from textual.widgets import Button, Header, Input, OptionList
 from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from . import config, messages as msg
 from .commands import system_commands
+from .footer import KeysFooter
 from .formatting import count, tenant_label, when
 from .actions import ActionsMixin
 from .loading import NO_TENANT, TenantViewsMixin
 from .locations import is_server_url, shown
 from .overview import DetailPane
-from .screens import FatalScreen, HelpScreen, KeysFooter, StoreAuditScreen
-from .views import AuditView, BlocksView, EpisodesView, FactsView, SearchView, SessionsView
+
+# The first frame shows the tenant list and the footer only. The tier views, the dialogs and what
+# they use (DataTable, Select, RadioSet, ...: inspector.views and inspector.screens) are imported
+# when first needed, just after that frame: their modules and the default CSS of their widgets
+# were part of what the first frame waited for.
 
 VIEWS = ["search", "blocks", "episodes", "facts", "sessions", "audit"]
 LONG_LIVED = ("poll", "search", "vectors")  # worker groups that are not one-off loads
@@ -172,6 +176,10 @@ class ContentArea(Vertical):
         self.on_search = on_search
 
     def compose(self) -> ComposeResult:
+        from textual.widgets import TabbedContent, TabPane
+
+        from .views import AuditView, BlocksView, EpisodesView, FactsView, SearchView, SessionsView
+
         with TabbedContent(initial="search", id="tabs"):
             with TabPane("Search", id="search"):
                 yield SearchView(id="search-view", on_search=self.on_search)
@@ -195,7 +203,11 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
     BINDINGS = [
-        Binding("slash", "focus_search", "Search"),
+        # A priority binding: it acts when "/" reaches the App, before the next key is handed to
+        # the widget that had the focus. An ordinary binding acts only after "/" has gone to that
+        # widget and bubbled back, and a fast typist's next letter was by then queued at the
+        # tenant list and lost. check_action lets "/" through wherever it types.
+        Binding("slash", "focus_search", "Search", priority=True),
         Binding("t", "focus_tenants", "Tenants"),
         Binding("escape", "focus_tenants", "Tenants", show=False),
         Binding("e", "export", "Export"),
@@ -337,6 +349,8 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
         verb = "open" if self.store is None else "read"
         self.sub_title = "not opened" if self.store is None else "damaged"
         self.query_one("#main").display = False  # nothing in it may keep focus, and so keys, from the message
+        from .screens import FatalScreen
+
         self.push_screen(FatalScreen(f"memlens cannot {verb} {shown(self.path)}", message.error))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -373,8 +387,8 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
     def _model_ready(self) -> None:
         freeze_startup_objects()
         self.update_subtitle()
-        if self.query(SearchView):
-            self.query_one(SearchView).request()
+        if self.query("#search-view"):
+            self.query_one("#search-view").request()
 
     @on(msg.ModelFailed)
     def _model_failed(self, message: msg.ModelFailed) -> None:
@@ -383,10 +397,12 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
     def update_subtitle(self) -> None:
         if self.store is None:
             return
-        mode = "semantic + keyword search" if self.store.model_ready else (
-            "keyword search (model warming…)" if self.store.embedder is not None else "keyword search")
+        # The model's state, not a search mode: the search line names the mode searched, which
+        # ``m`` changes (a header saying "semantic + keyword" over VECTOR results contradicted it).
+        model = "model ready" if self.store.model_ready else (
+            "model warming…" if self.store.embedder is not None else "no model: keyword search only")
         access = " · read-only" if self.read_only_reason else ""
-        self.sub_title = f"{shown(self.path)}{access} · {mode}"
+        self.sub_title = f"{shown(self.path)}{access} · {model}"
 
     def poll_changes(self) -> None:
         if not self.failed:
@@ -471,9 +487,9 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
     def tenant_option_id(user_id: Any) -> str:
         return "anonymous" if user_id is None else f"user:{user_id}"
 
-    def visible_tenant(self) -> Any:
+    def visible_tenant(self, options: OptionList | None = None) -> Any:
         """The tenant highlighted in the list as shown, or NO_TENANT."""
-        options = self.query_one("#tenants", OptionList)
+        options = options or self.query_one("#tenants", OptionList)
         if options.highlighted is None:
             return NO_TENANT
         option_id = options.get_option_at_index(options.highlighted).id or ""
@@ -494,7 +510,9 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
 
     @on(OptionList.OptionHighlighted, "#tenants")
     def _tenant_highlighted(self, event: OptionList.OptionHighlighted) -> None:
-        user_id = self.visible_tenant()
+        if not event.option_list.is_attached:
+            return  # the App is closing and the list has gone (a query for it raised, now and then)
+        user_id = self.visible_tenant(event.option_list)
         if user_id is not NO_TENANT and user_id != self.user_id:
             self.select_tenant(user_id)
 
@@ -507,7 +525,8 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
         self.refresh_bindings()
         self.load_tenant_views()
 
-    def _search(self, m: SearchView.Changed) -> None:
+    def _search(self, m: Any) -> None:
+        """A SearchView.Changed, handed over directly by the search view."""
         if self.store is None or self.user_id is NO_TENANT:
             return
         self.search_seq += 1
@@ -543,12 +562,12 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
             return  # stale: never paint over newer results
         what = "most recent" if not m.query.strip() else f"{len(m.hits)} results"
         timing = f" · {m.elapsed_ms:.1f} ms" if self.show_timings else ""
-        self.query_one(SearchView).show(m.hits, f"{search_status(what, m.mode, self.store)}{timing}")
+        self.query_one("#search-view").show(m.hits, f"{search_status(what, m.mode, self.store)}{timing}")
 
     @on(msg.ActionFailed)
     def _action_failed(self, m: msg.ActionFailed) -> None:
-        if m.what == "search" and self.query(SearchView):
-            self.query_one(SearchView).show_error(f"search failed: {m.error} (type to search again)")
+        if m.what == "search" and self.query("#search-view"):
+            self.query_one("#search-view").show_error(f"search failed: {m.error} (type to search again)")
         self.notify(f"{m.what}: {m.error}", title="failed", severity="error", timeout=15)
 
     # --- actions -------------------------------------------------------------------------------------
@@ -559,17 +578,23 @@ class MemlensApp(ActionsMixin, TenantViewsMixin, App):
             self.load_tenant_views()
 
     def action_help(self) -> None:
+        from .screens import HelpScreen
+
         self.push_screen(HelpScreen())
 
     @on(Button.Pressed, "#store-audit")
     def action_store_audit(self) -> None:
         if self.store is None:
             return
+        from .screens import StoreAuditScreen
+
         self.push_screen(StoreAuditScreen())
         self.call_store("audit log", lambda: self.store.audit_log(all_tenants=True), msg.StoreAuditLoaded, group="store-audit")
 
     @on(msg.StoreAuditLoaded)
     def _store_audit_loaded(self, m: msg.StoreAuditLoaded) -> None:
+        from .screens import StoreAuditScreen
+
         if isinstance(self.screen, StoreAuditScreen):
             self.screen.show(m.entries)
 

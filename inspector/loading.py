@@ -16,10 +16,11 @@ from textual.widgets import TabbedContent
 from . import messages as msg
 from .formatting import tenant_label
 from .overview import ACTIVITY_DAYS, DetailPane
-from .views import (AuditView, BlocksView, EpisodesView, FactsView, RecordTable, SearchView, SessionsView, ShowDetail,
-                    TENANT_VIEWS, session_rows)
+
+# inspector.views is imported inside the methods: it comes after the first frame (see app.py).
 
 NO_TENANT = object()
+VIEW_IDS = ("search", "blocks", "episodes", "facts", "sessions", "audit")  # each view's id is "<name>-view"
 
 
 class TenantViewsMixin:
@@ -27,10 +28,11 @@ class TenantViewsMixin:
 
     def views_mounted(self) -> bool:
         """The tier views are all there: not yet just after start (they mount lazily), nor any more while closing."""
-        return all(self.query(view) for view in TENANT_VIEWS)
+        return all(self.query(f"#{name}-view") for name in VIEW_IDS)  # by id: no import before the first frame
 
     def clear_views(self) -> None:
         """Nothing of the previous tenant stays on screen while the next one loads (or when none is selected)."""
+        from .views import TENANT_VIEWS
         if not self.views_mounted():
             return
         hint = "" if self.user_id is not NO_TENANT else "no tenant selected: pick one in the tenant list"
@@ -44,6 +46,7 @@ class TenantViewsMixin:
             self.query_one(DetailPane).clear(None if self.user_id is NO_TENANT else tenant_label(self.user_id))
 
     def load_tenant_views(self) -> None:
+        from .views import EpisodesView, FactsView, SearchView
         if self.store is None or self.user_id is NO_TENANT or self.failed:
             return
         if not self.views_mounted():
@@ -96,18 +99,22 @@ class TenantViewsMixin:
         return m.tenant_key == self.user_id and self.user_id is not NO_TENANT and self.views_mounted()
 
     def on_blocks_loaded(self, m: msg.BlocksLoaded) -> None:
+        from .views import BlocksView
         if self.for_this_tenant(m):
             self.query_one(BlocksView).show(m.blocks)
 
     def on_episodes_loaded(self, m: msg.EpisodesLoaded) -> None:
+        from .views import EpisodesView
         if self.for_this_tenant(m):
             self.query_one(EpisodesView).show(m.page, m.append)
 
     def on_facts_loaded(self, m: msg.FactsLoaded) -> None:
+        from .views import FactsView
         if self.for_this_tenant(m):
             self.query_one(FactsView).show(m.facts, m.valid_at, m.history)
 
     def on_audit_loaded(self, m: msg.AuditLoaded) -> None:
+        from .views import AuditView
         if self.for_this_tenant(m):
             self.query_one(AuditView).show(m.entries)
 
@@ -116,6 +123,7 @@ class TenantViewsMixin:
             self.query_one(DetailPane).show_overview(tenant_label(m.tenant_key), m.activity, m.counts)
 
     def on_sessions_loaded(self, m: msg.SessionsLoaded) -> None:
+        from .views import EpisodesView, SearchView, SessionsView
         if not self.for_this_tenant(m):
             return
         self.session_names = [s.session_id for s in m.sessions]
@@ -128,6 +136,7 @@ class TenantViewsMixin:
             self.load_session(chosen)
 
     def on_session_loaded(self, m: msg.SessionLoaded) -> None:
+        from .views import SessionsView, session_rows
         if self.for_this_tenant(m):
             rows = session_rows(m.entries, m.notes, m.checkpoints, self.now())
             self.query_one(SessionsView).show_session(m.session_id, {"task": m.task, **rows})
@@ -146,6 +155,7 @@ class TenantViewsMixin:
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         """The detail pane belongs to the tab on screen: clear it, then show the focused record there, if any."""
+        from .views import RecordTable
         self.clear_detail()
         self.refresh_bindings()
         focused: Any = self.focused
@@ -153,5 +163,6 @@ class TenantViewsMixin:
             focused.show_detail(focused.selected())
 
     def active_tables(self) -> set[str]:
+        from .views import RecordTable
         pane = self.query_one("#tabs", TabbedContent).active_pane
         return {table.id for table in pane.query(RecordTable)} if pane is not None else set()

@@ -17,9 +17,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, Input, Label, RadioButton, RadioSet, Select, Static
+from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Select, Static
 
 from . import detail
+from .footer import KeysFooter
 from .formatting import count, tenant_label, when
 from .views import RecordTable, parse_day
 
@@ -39,14 +40,6 @@ def counts_table(counts: dict[str, int]) -> Table:
             cells += [tier.replace("_", " "), Text(str(count), style="bold red" if count else "dim")]
         table.add_row(*cells)
     return table
-
-
-class KeysFooter(Footer):
-    """At 80 columns the spaced-out keys and "^p palette" pushed "q Quit" off the edge."""
-
-    def on_resize(self) -> None:
-        narrow = self.app.size.width < 120
-        self.compact, self.show_command_palette = narrow, not narrow
 
 
 def buttons(*items: Button) -> Horizontal:
@@ -328,8 +321,8 @@ date they were believed on (empty: now) and *history*, which adds superseded fac
 The tenant list shows a tenant selected, or none: with none (the filter hides it, or it was
 erased) the views are empty and export and forget say so. A read-only store says so in the
 header, and forget and restore are off. Keyword results show at once; semantic results join
-when the model is warm (the header says which mode search is in). Views refresh by themselves
-when another process writes to the store.
+when the model is warm (the header says whether it is; the line above the results names the
+mode searched). Views refresh by themselves when another process writes to the store.
 """
 
 

@@ -140,6 +140,13 @@ class QueryInput(Input):
 
     virtual_size = Reactive(Size(0, 0), layout=False)
 
+    # Here, not only on the SearchView: Input's own "down" (scroll, hidden) is nearer the focus and
+    # would hide it, and the footer was blank in the search box (every other key types there).
+    BINDINGS = [Binding("down", "focus_results", "Results")]
+
+    def action_focus_results(self) -> None:
+        self.query_ancestor(SearchView).action_focus_results()
+
 
 class SearchView(Vertical):
     @dataclass

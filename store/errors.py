@@ -98,7 +98,13 @@ class SchemaTooNewError(StoreOpenError):
 
 
 class ReadOnlyStoreError(MemlensError):
-    """A write was attempted on a store opened with ``read_only=True`` (or on a read-only file)."""
+    """A write was attempted on a store opened with ``read_only=True`` (or on a read-only file).
+    Open it with ``read_only=True`` to look at it; ``reason`` says why the file cannot be written
+    (its filesystem, its mode, its folder or side files), or is None when it was opened read-only."""
+
+    def __init__(self, message: str, reason: str | None = None):
+        super().__init__(message)
+        self.reason = reason
 
 
 class StoreBusyError(MemlensError):

@@ -67,6 +67,12 @@ async def wait_for(pilot, condition: Callable[[], bool], timeout: float = 10.0, 
     await pilot.pause(0.05)
 
 
+def showing(app, screen_type) -> bool:
+    """A screen of ``screen_type`` is on top, composed and mounted. Pushed is not enough: its
+    widgets are not there yet, and a test querying them at once failed now and then (NoMatches)."""
+    return isinstance(app.screen, screen_type) and app.screen.is_mounted
+
+
 def painted(app) -> bool:
     """The screen has no layout, repaint or widget update pending, nor a table that has yet to
     size its columns for new rows (a DataTable does that when idle, then repaints)."""
@@ -187,4 +193,4 @@ def read_only_probe() -> None:
 
 
 __all__ = ["FROZEN", "GatedEmbedder", "counting_ids", "frozen_clock", "make_demo", "notes", "open_session", "open_tenant",
-           "read_only_probe", "screen_text", "settle", "wait_for"]
+           "painted", "read_only_probe", "screen_text", "settle", "showing", "wait_for"]

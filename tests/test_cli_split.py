@@ -19,7 +19,7 @@ from store.embedding import FakeEmbedder
 ROOT = Path(__file__).resolve().parent.parent
 CLI_MODULES = sorted((ROOT / "inspector").glob("cli*.py"))
 UI = ("textual", "inspector.app", "inspector.screens", "inspector.views", "inspector.actions", "inspector.loading",
-      "inspector.messages", "inspector.detail", "inspector.commands", "inspector.opening")
+      "inspector.messages", "inspector.detail", "inspector.commands", "inspector.opening", "inspector.footer")
 
 # Runs one command in a fresh interpreter, then reports which UI modules it had loaded.
 WRAPPER = """

@@ -13,7 +13,7 @@ from store import MemoryStore
 from store.embedding import FakeEmbedder
 
 from .inspector_support import (  # noqa: F401 (demo and frozen are fixtures)
-    app_for, demo, frozen, GatedEmbedder, open_session, open_tenant, settle, wait_for,
+    app_for, demo, frozen, GatedEmbedder, open_session, open_tenant, settle, showing, wait_for,
 )
 
 SIZE = (150, 48)
@@ -108,13 +108,13 @@ async def test_live_search_is_keyword_first_then_semantic(demo):
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         await open_tenant(pilot, app, "alice")
-        assert "keyword search (model warming" in app.sub_title
+        assert "model warming" in app.sub_title
         await pilot.press("slash", *"vegetarian")
         results = table(app, "#results")
         await wait_for(pilot, lambda: results.row_count > 0 and "keyword only" in str(app.query_one("#search-status").render()), what="keyword results")
         assert all(h.scores.vector is None for h in results.records.values())
         gated.gate.set()
-        await wait_for(pilot, lambda: "semantic" in app.sub_title, what="model ready")
+        await wait_for(pilot, lambda: "model ready" in app.sub_title, what="model ready")
         await wait_for(pilot, lambda: any(h.scores.vector is not None for h in results.records.values()), what="semantic results")
         hit = next(iter(results.records.values()))
         assert "vegetarian" in hit.matched_terms
@@ -172,7 +172,7 @@ async def test_export_writes_a_reimportable_file(demo, tmp_path):
         await settle(pilot, app)
         await open_tenant(pilot, app, "alice")
         await pilot.press("e")
-        await wait_for(pilot, lambda: isinstance(app.screen, ExportScreen), what="export dialog")
+        await wait_for(pilot, lambda: showing(app, ExportScreen), what="export dialog")
         path_input = app.screen.query_one("#export-path")
         assert path_input.value.endswith(".jsonl") and "alice" in path_input.value
         path_input.value = str(target)
@@ -189,7 +189,7 @@ async def test_forget_dialog_defaults_to_cancel_then_erases_for_real(demo):
         await settle(pilot, app)
         await open_tenant(pilot, app, "bob")
         await pilot.press("f")
-        await wait_for(pilot, lambda: isinstance(app.screen, ForgetScreen), what="forget dialog")
+        await wait_for(pilot, lambda: showing(app, ForgetScreen), what="forget dialog")
         await wait_for(pilot, lambda: not app.screen.query_one("#erase").disabled, what="dry-run counts")
         assert app.focused.id == "cancel"
         counts = plain(app.screen.query_one("#forget-counts").content)
@@ -198,9 +198,9 @@ async def test_forget_dialog_defaults_to_cancel_then_erases_for_real(demo):
         await wait_for(pilot, lambda: not isinstance(app.screen, ForgetScreen), what="dialog closed")
         assert any(t.user_id == "bob" for t in app.tenants)
         await pilot.press("f")
-        await wait_for(pilot, lambda: isinstance(app.screen, ForgetScreen) and not app.screen.query_one("#erase").disabled, what="dialog")
+        await wait_for(pilot, lambda: showing(app, ForgetScreen) and not app.screen.query_one("#erase").disabled, what="dialog")
         await pilot.click("#erase")
-        await wait_for(pilot, lambda: isinstance(app.screen, ReceiptScreen), what="receipt")
+        await wait_for(pilot, lambda: showing(app, ReceiptScreen), what="receipt")
         assert app.screen.receipt.counts["episodes"] == 12
         await pilot.press("enter")
         await wait_for(pilot, lambda: all(t.user_id != "bob" for t in app.tenants), what="bob gone from the list")
@@ -216,14 +216,14 @@ async def test_forget_one_session_from_the_dialog(demo):
         await settle(pilot, app)
         await open_tenant(pilot, app, "alice")
         await pilot.press("f")
-        await wait_for(pilot, lambda: isinstance(app.screen, ForgetScreen), what="dialog")
+        await wait_for(pilot, lambda: showing(app, ForgetScreen), what="dialog")
         screen = app.screen
         screen.query_one("#scope-session").value = True
         await pilot.pause(0.1)
         screen.query_one("#forget-session").value = "trip-packing"
         await wait_for(pilot, lambda: not screen.query_one("#erase").disabled, what="session counts")
         await pilot.click("#erase")
-        await wait_for(pilot, lambda: isinstance(app.screen, ReceiptScreen), what="receipt")
+        await wait_for(pilot, lambda: showing(app, ReceiptScreen), what="receipt")
         assert app.screen.receipt.counts["episodes"] == 2 and app.screen.receipt.session_id == "trip-packing"
     with MemoryStore.open(demo, embedder=FakeEmbedder()) as s:
         assert s.profile(user_id="alice").counts.episodes == 13
@@ -240,18 +240,18 @@ async def test_checkpoint_diff_and_restore_after_confirmation(demo):
         checkpoints.focus()
         checkpoints.move_cursor(row=0)
         await pilot.press("d")
-        await wait_for(pilot, lambda: isinstance(app.screen, DiffScreen), what="diff")
+        await wait_for(pilot, lambda: showing(app, DiffScreen), what="diff")
         assert "transport" in plain(app.screen.body) and "+" in plain(app.screen.body)
         await pilot.press("escape")
         await pilot.press("r")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm")
+        await wait_for(pilot, lambda: showing(app, ConfirmScreen), what="confirm")
         assert app.focused.id == "no"
         await pilot.press("enter")  # Cancel: nothing restored
         await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen), what="closed")
         with MemoryStore.open(demo, embedder=FakeEmbedder()) as s:
             assert s.session("trip-lisbon", user_id="alice").get("transport") is not None
         await pilot.press("r")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirm")
+        await wait_for(pilot, lambda: showing(app, ConfirmScreen), what="confirm")
         await pilot.click("#yes")
         kv = table(app, "#kv-table")
         await wait_for(pilot, lambda: "transport" not in kv.records and kv.row_count == 3, what="restored view")
@@ -280,7 +280,7 @@ async def test_help_and_command_palette(demo):
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         await pilot.press("question_mark")
-        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
+        await wait_for(pilot, lambda: showing(app, HelpScreen), what="help")
         await pilot.press("escape")
         titles = [c.title for c in app.get_system_commands(app.screen)]
         assert "tenant: export to a file" in titles and "tenant: forget…" in titles
@@ -304,6 +304,6 @@ async def test_a_path_that_is_not_a_store_gives_a_readable_message(tmp_path, con
         path.write_bytes(content)
     app = app_for(path)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, FatalScreen), what="message")
+        await wait_for(pilot, lambda: showing(app, FatalScreen), what="message")
         assert expected in str(app.screen.query_one("#fatal").content)
         assert app.user_id is NO_TENANT

@@ -60,6 +60,8 @@ async def test_m_cycles_the_mode_and_the_ranks_move(demo):
             await wait_for(pilot, lambda: status(app).startswith(mode.upper()), what=f"{mode} results")
             await settle(pilot, app)
             assert app.query_one(SearchView).mode == mode
+            # The header states the model, never a mode the search line would contradict.
+            assert not any(word in app.sub_title for word in ("semantic", "keyword", "hybrid", "vector")), app.sub_title
             hits = app.store.recall(QUERY, user_id="alice", limit=SEARCH_LIMIT, kind="all", mode=mode, prefix=True)
             expected = [f"{h.kind}:{h.id}" for h in hits]
             orders.setdefault(mode, shown(app))

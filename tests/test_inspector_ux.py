@@ -21,7 +21,7 @@ from inspector.views import RecordTable
 from store import MemoryStore
 
 from .inspector_support import (  # noqa: F401 (demo and frozen are fixtures)
-    app_for, demo, frozen, notes, open_session, open_tenant, screen_text, settle, wait_for,
+    app_for, demo, frozen, notes, open_session, open_tenant, painted, screen_text, settle, showing, wait_for,
 )
 
 SMALL = (80, 24)
@@ -47,6 +47,11 @@ def fully_on_screen(app, widget) -> bool:
     return True
 
 
+def footer(app) -> str:
+    """The terminal's last line, as shown."""
+    return screen_text(app).splitlines()[-1]
+
+
 def text_in(app, widget) -> str:
     """The words the terminal shows inside ``widget``'s region, lines joined with spaces."""
     r = widget.region
@@ -62,8 +67,8 @@ async def test_the_forget_dialog_at_80x24_shows_both_buttons_and_every_dry_run_c
     async with app.run_test(size=SMALL) as pilot:
         await open_tenant(pilot, app, "alice")
         await pilot.press("f")
-        await wait_for(pilot, lambda: isinstance(app.screen, ForgetScreen) and not app.screen.query_one("#erase").disabled, what="counts")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: showing(app, ForgetScreen) and not app.screen.query_one("#erase").disabled, what="counts")
+        await wait_for(pilot, lambda: painted(app), what="paint")  # laid out: regions are where they are drawn
         screen = app.screen
         assert fully_on_screen(app, screen.query_one("#cancel")) and fully_on_screen(app, screen.query_one("#erase"))
         counts = screen.query_one("#forget-counts")
@@ -75,7 +80,7 @@ async def test_the_forget_dialog_at_80x24_shows_both_buttons_and_every_dry_run_c
         screen.query_one("#scope-session").value = True
         await pilot.pause(0.2)
         screen.query_one("#forget-session").value = "trip-packing"
-        await wait_for(pilot, lambda: not screen.query_one("#erase").disabled, what="session counts")
+        await wait_for(pilot, lambda: not screen.query_one("#erase").disabled and painted(app), what="session counts")
         assert fully_on_screen(app, screen.query_one("#erase")) and fully_on_screen(app, screen.query_one("#forget-counts"))
 
 
@@ -86,15 +91,15 @@ async def test_the_export_and_restore_dialogs_at_80x24_show_their_buttons_and_wh
         await open_tenant(pilot, app, "alice")
         if dialog == "export":
             await pilot.press("e")
-            await wait_for(pilot, lambda: isinstance(app.screen, ExportScreen), what="dialog")
+            await wait_for(pilot, lambda: showing(app, ExportScreen), what="dialog")
             ids = ("#cancel", "#export", "#export-path")
         else:
             await open_session(pilot, app, "trip-lisbon")
             app.query_one("#checkpoints-table").focus()
             await pilot.press("r")
-            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="dialog")
+            await wait_for(pilot, lambda: showing(app, ConfirmScreen), what="dialog")
             ids = ("#no", "#yes", "#question")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: painted(app), what="paint")
         for selector in ids:
             assert fully_on_screen(app, app.screen.query_one(selector)), selector
         if dialog == "restore":
@@ -108,8 +113,8 @@ async def test_the_restore_question_is_not_cut_off_on_a_wide_terminal(demo):
         await open_session(pilot, app, "trip-lisbon")
         app.query_one("#checkpoints-table").focus()
         await pilot.press("r")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="dialog")
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: showing(app, ConfirmScreen), what="dialog")
+        await wait_for(pilot, lambda: painted(app), what="paint")
         question = app.screen.query_one("#question")
         assert fully_on_screen(app, question)
         text = text_in(app, question)
@@ -141,7 +146,7 @@ async def test_a_filter_that_hides_the_selected_tenant_leaves_nothing_to_act_on(
         await wait_for(pilot, lambda: app.user_id == "bob", what="bob")
         await settle(pilot, app)
         await pilot.press("f")
-        await wait_for(pilot, lambda: isinstance(app.screen, ForgetScreen), what="dialog")
+        await wait_for(pilot, lambda: showing(app, ForgetScreen), what="dialog")
         assert app.screen.user_id == "bob"
 
 
@@ -162,21 +167,21 @@ async def test_after_an_erasure_the_store_wide_audit_log_shows_its_entry(demo):
     async with app.run_test(size=WIDE) as pilot:
         await open_tenant(pilot, app, "bob")
         await pilot.press("f")
-        await wait_for(pilot, lambda: isinstance(app.screen, ForgetScreen) and not app.screen.query_one("#erase").disabled, what="dialog")
+        await wait_for(pilot, lambda: showing(app, ForgetScreen) and not app.screen.query_one("#erase").disabled, what="dialog")
         await pilot.click("#erase")
-        await wait_for(pilot, lambda: isinstance(app.screen, ReceiptScreen), what="receipt")
+        await wait_for(pilot, lambda: showing(app, ReceiptScreen), what="receipt")
         digest = app.screen.receipt.digest
         await pilot.press("escape")
         await wait_for(pilot, lambda: all(t.user_id != "bob" for t in app.tenants), what="bob gone")
         app.query_one("#tenants").focus()
         await pilot.press("a")
-        await wait_for(pilot, lambda: isinstance(app.screen, StoreAuditScreen) and table(app.screen, "#store-audit-table").row_count, what="audit")
+        await wait_for(pilot, lambda: showing(app, StoreAuditScreen) and table(app.screen, "#store-audit-table").row_count, what="audit")
         entries = list(table(app.screen, "#store-audit-table").records.values())
         assert [(e.action, e.user_id, e.digest) for e in entries] == [("forget", "bob", digest)]
         assert "bob" in screen_text(app) and digest[:16] in screen_text(app)
         await pilot.press("escape")
         await pilot.click("#store-audit")  # the button under the list does the same
-        await wait_for(pilot, lambda: isinstance(app.screen, StoreAuditScreen), what="audit again")
+        await wait_for(pilot, lambda: showing(app, StoreAuditScreen), what="audit again")
 
 
 async def test_a_store_that_refuses_to_open_for_writing_falls_back_to_read_only(demo, monkeypatch):
@@ -226,8 +231,24 @@ def test_a_store_file_this_user_cannot_write_opens_read_only(demo, tmp_path):
     seen = _probe([*_unshare("--user"), *PROBE, str(demo)], tmp_path)
     assert "read-only" in seen["header"]
     assert not seen["forget_key_enabled"] and not seen["forget_dialog"] and not seen["restore_dialog"]
-    assert any("not writable" in n for n in seen["notes"])
+    assert any("no write permission" in n for n in seen["notes"])
     assert not any("read_only=False" in n for n in seen["notes"])
+
+
+def test_a_store_whose_shm_file_this_user_cannot_write_opens_read_only(demo, tmp_path):
+    """The file and its folder are writable, its -shm is not: SQLite would open it "read-write"
+    and fail at the first write; the store names the -shm file instead."""
+    holder = sqlite3.connect(demo)  # held open, so its -wal and -shm stay
+    holder.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    try:
+        Path(f"{demo}-shm").chmod(0o444)  # in a user namespace root keeps the owner's bits, not its override
+        seen = _probe([*_unshare("--user"), *PROBE, str(demo)], tmp_path)
+    finally:
+        holder.close()
+    assert "fatal" not in seen, seen
+    assert "read-only" in seen["header"], seen
+    assert not seen["forget_dialog"] and not seen["restore_dialog"]
+    assert any("demo.db-shm" in n for n in seen["notes"]), seen["notes"]
 
 
 def _on_a_read_only_mount(store: Path, side_files: bool) -> list[str]:
@@ -287,6 +308,39 @@ async def test_digits_in_a_list_switch_tabs_and_leave_the_query_alone(demo):
         assert query.value == "lisbon2" and app.query_one("#tabs").active == "search"
 
 
+def type_at_once(app, *keys: tuple[str, str | None]) -> None:
+    """Keys as a fast typist sends them: all in the App's queue before it handles the first
+    (pilot.press waits for the App to go idle after each key, which hides the race)."""
+    from textual import events
+
+    for key, character in keys:
+        app.post_message(events.Key(key, character))
+
+
+async def test_a_letter_typed_right_after_slash_lands_in_the_search_box(demo):
+    app = app_for(demo)
+    async with app.run_test(size=SMALL) as pilot:
+        await open_tenant(pilot, app, "alice")
+        app.query_one("#tenants").focus()
+        await pilot.pause()
+        type_at_once(app, ("slash", "/"), ("v", "v"), ("e", "e"))
+        query = app.query_one("#query")
+        await wait_for(pilot, lambda: app.focused is query and query.value == "ve", what=f"'ve' in the box, not {query.value!r}")
+        # In a text field "/" types (the binding has priority, so it must let it through).
+        type_at_once(app, ("slash", "/"), ("g", "g"))
+        await wait_for(pilot, lambda: query.value == "ve/g", what=f"'ve/g', not {query.value!r}")
+        # And in a dialog's text field too: the export path.
+        app.query_one("#tenants").focus()
+        await pilot.press("e")
+        await wait_for(pilot, lambda: showing(app, ExportScreen) and app.screen.query("#export-path"), what="export dialog")
+        path = app.screen.query_one("#export-path")
+        await wait_for(pilot, lambda: app.focused is path, what="the path field")
+        path.value = ""
+        type_at_once(app, ("slash", "/"), ("t", "t"))
+        await wait_for(pilot, lambda: path.value == "/t", what=f"'/t' in the path, not {path.value!r}")
+        assert isinstance(app.screen, ExportScreen) and query.value == "ve/g"
+
+
 @pytest.mark.parametrize("key", ["down", "enter"])
 async def test_down_or_enter_in_the_search_field_goes_to_the_results(demo, key):
     app = app_for(demo)
@@ -320,21 +374,22 @@ async def test_checkpoint_keys_act_only_on_a_checkpoint_the_user_picked(demo):
         await pilot.pause(0.1)
         assert {"d", "r"} <= {k for k, b in app.screen.active_bindings.items() if b.binding.show}
         await pilot.press("d")
-        await wait_for(pilot, lambda: isinstance(app.screen, DiffScreen), what="diff")
+        await wait_for(pilot, lambda: showing(app, DiffScreen), what="diff")
 
 
 async def test_the_footer_shows_the_keys_of_what_has_focus(demo):
     app = app_for(demo)
     async with app.run_test(size=SMALL) as pilot:
         await open_tenant(pilot, app, "alice")
+        # The footer is composed again after a focus change, in later frames: wait for the one
+        # that says what the test expects (a fixed pause saw a blank footer under load).
         app.query_one("#tenants").focus()
-        await pilot.pause(0.2)
-        footer = screen_text(app).splitlines()[-1]
-        assert "a Audit log" in footer and "q Quit" in footer and "t Tenants" not in footer
+        await wait_for(pilot, lambda: "a Audit log" in footer(app) and "q Quit" in footer(app) and "t Tenants" not in footer(app),
+                       what="the tenant list's keys")
         app.query_one("#query").focus()
-        await pilot.pause(0.2)
-        footer = screen_text(app).splitlines()[-1]
-        assert "q Quit" not in footer and "f Forget" not in footer  # in a text field they type
+        # In a text field they type: the footer offers the way on to the results, and neither.
+        await wait_for(pilot, lambda: "↓ Results" in footer(app) and "q Quit" not in footer(app) and "f Forget" not in footer(app),
+                       what="the search field's keys")
 
 
 def test_the_help_covers_tab_the_mouse_the_filters_and_every_key():
@@ -358,7 +413,7 @@ async def test_on_the_cannot_open_screen_q_and_ctrl_c_always_quit(tmp_path, keys
     path.write_bytes(b"just some notes\n")
     app = app_for(path)
     async with app.run_test(size=SMALL) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, FatalScreen), what="message")
+        await wait_for(pilot, lambda: showing(app, FatalScreen), what="message")
         for key in keys:
             await pilot.press(key)
         await wait_for(pilot, lambda: not app.is_running, what="quit", timeout=5)
@@ -378,8 +433,7 @@ async def test_at_80x24_every_tab_label_the_quit_key_and_the_session_detail_fit(
         detail = app.query_one(".session-detail")
         assert detail.region.width >= 45 and table(app, "#kv-table").region.width >= 45
         app.query_one("#tenants").focus()
-        await pilot.pause(0.2)
-        assert "q Quit" in screen_text(app).splitlines()[-1]
+        await wait_for(pilot, lambda: "q Quit" in footer(app), what="q Quit in the footer")
         app.action_show_view("search")
         await pilot.pause(0.2)
         for field in ("#search-kind", "#search-session", "#search-since", "#search-until"):
@@ -416,12 +470,12 @@ async def test_an_erased_tenants_records_leave_the_screen(demo):
         episode = episodes.selected()
         await wait_for(pilot, lambda: episode.id[:12] in str(app.query_one("#detail").border_title), what="detail")
         await pilot.press("f")
-        await wait_for(pilot, lambda: isinstance(app.screen, ForgetScreen) and not app.screen.query_one("#erase").disabled, what="dialog")
+        await wait_for(pilot, lambda: showing(app, ForgetScreen) and not app.screen.query_one("#erase").disabled, what="dialog")
         await pilot.click("#erase")
-        await wait_for(pilot, lambda: isinstance(app.screen, ReceiptScreen), what="receipt")
+        await wait_for(pilot, lambda: showing(app, ReceiptScreen), what="receipt")
         await pilot.press("escape")
         await wait_for(pilot, lambda: all(t.user_id != "bob" for t in app.tenants), what="bob gone")
-        await pilot.pause(0.3)
+        await settle(pilot, app)
         assert app.user_id is NO_TENANT and app.query_one("#tenants").highlighted is None
         assert all(t.row_count == 0 for t in app.query(RecordTable))
         assert episode.input not in screen_text(app) and episode.id[:12] not in screen_text(app)
@@ -467,7 +521,7 @@ async def test_a_damaged_store_gets_a_message_that_stays(demo):
         handle.write(b"\xff" * page_size)
     app = app_for(demo)
     async with app.run_test(size=WIDE) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, FatalScreen), what="the message")
+        await wait_for(pilot, lambda: showing(app, FatalScreen), what="the message")
         shown = str(app.screen.query_one("#fatal").content)
         assert "cannot read" in shown and "damaged" in shown  # opened fine; found damaged while reading
         await pilot.press("slash", "1", "escape", "t")
@@ -521,7 +575,7 @@ async def test_an_os_error_while_opening_is_shown_not_left_at_opening(demo, monk
     monkeypatch.setattr(inspector.opening, "open_for_inspection", broken)
     app = app_for(demo)
     async with app.run_test(size=WIDE) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, FatalScreen), what="the message")
+        await wait_for(pilot, lambda: showing(app, FatalScreen), what="the message")
         assert "Input/output error" in str(app.screen.query_one("#fatal").content)
         assert "opening" not in app.sub_title
 
@@ -532,7 +586,7 @@ async def test_an_unexpected_error_while_opening_is_shown(demo, monkeypatch):
     monkeypatch.setattr(inspector.opening, "open_for_inspection", lambda path, embedder: 1 / 0)
     app = app_for(demo)
     async with app.run_test(size=WIDE) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, FatalScreen), what="the message")
+        await wait_for(pilot, lambda: showing(app, FatalScreen), what="the message")
         assert "ZeroDivisionError" in str(app.screen.query_one("#fatal").content)
 
 

@@ -15,7 +15,7 @@ from store.embedding import FakeEmbedder
 from store.tiers.common import set_id_source
 from store.validation import set_clock
 
-from .inspector_support import counting_ids, frozen_clock, make_demo, open_session, open_tenant, settle, wait_for
+from .inspector_support import counting_ids, frozen_clock, make_demo, open_session, open_tenant, settle, showing, wait_for
 
 SMALL, LARGE = (80, 24), (200, 55)
 SIZES = pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "200x55"])
@@ -147,7 +147,7 @@ class TestDialogs:
         async def run_before(pilot):
             await open_tenant(pilot, app, "bob")
             await pilot.press("f")
-            await wait_for(pilot, lambda: isinstance(app.screen, ForgetScreen) and app.screen.query("#erase") and not app.screen.query_one("#erase").disabled)
+            await wait_for(pilot, lambda: showing(app, ForgetScreen) and app.screen.query("#erase") and not app.screen.query_one("#erase").disabled)
             still(app)
 
         assert snap_compare(app, terminal_size=SMALL, run_before=run_before)
@@ -158,7 +158,7 @@ class TestDialogs:
         async def run_before(pilot):
             await open_tenant(pilot, app, "alice")
             await pilot.press("e")
-            await wait_for(pilot, lambda: isinstance(app.screen, ExportScreen) and app.screen.query("#export-path"))  # composed
+            await wait_for(pilot, lambda: showing(app, ExportScreen) and app.screen.query("#export-path"))  # composed
             app.screen.query_one("#export-path").value = "/exports/alice.jsonl"
             still(app)
 
@@ -174,7 +174,7 @@ class TestDialogs:
             checkpoints.focus()
             checkpoints.move_cursor(row=0)
             await pilot.press("d")
-            await wait_for(pilot, lambda: isinstance(app.screen, DiffScreen))
+            await wait_for(pilot, lambda: showing(app, DiffScreen))
             still(app)
 
         assert snap_compare(app, terminal_size=SMALL, run_before=run_before)
@@ -187,7 +187,7 @@ class TestDialogs:
             await open_session(pilot, app, "trip-lisbon")
             app.query_one("#checkpoints-table", RecordTable).focus()
             await pilot.press("r")
-            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+            await wait_for(pilot, lambda: showing(app, ConfirmScreen))
             await pilot.pause(0.2)
 
         assert snap_compare(app, terminal_size=SMALL, run_before=run_before)
@@ -203,7 +203,7 @@ class TestDialogs:
             await settle(pilot, app)
             app.query_one("#tenants").focus()
             await pilot.press("a")
-            await wait_for(pilot, lambda: isinstance(app.screen, StoreAuditScreen) and app.screen.query_one(RecordTable).row_count == 1)
+            await wait_for(pilot, lambda: showing(app, StoreAuditScreen) and app.screen.query_one(RecordTable).row_count == 1)
             await pilot.pause(0.2)
 
         assert snap_compare(app, terminal_size=SMALL, run_before=run_before)
@@ -214,7 +214,7 @@ class TestDialogs:
         async def run_before(pilot):
             await settle(pilot, app)
             await pilot.press("question_mark")
-            await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen) and app.screen.query("MarkdownTable") and app.screen.query("#close"))
+            await wait_for(pilot, lambda: showing(app, HelpScreen) and app.screen.query("MarkdownTable") and app.screen.query("#close"))
             await pilot.pause(0.3)
 
         assert snap_compare(app, terminal_size=SMALL, run_before=run_before)

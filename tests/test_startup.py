@@ -12,7 +12,7 @@ from inspector.screens import FatalScreen
 from inspector.views import RecordTable
 from store import MemoryStore
 
-from .inspector_support import app_for, demo, frozen, settle, wait_for  # noqa: F401 (fixtures)
+from .inspector_support import app_for, demo, frozen, settle, showing, wait_for  # noqa: F401 (fixtures)
 
 SIZE = (150, 48)
 
@@ -42,7 +42,7 @@ async def test_tenant_names_show_while_the_store_is_still_opening(demo, held_ope
         expected = [t.user_id or "(anonymous)" for t in opened.tenants()]
     app = app_for(demo)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: app.query("#tenants") and app.query_one("#tenants").option_count, what="the names")
         assert app.store is None and app.opening
         assert [label.splitlines()[0] for label in labels(app)] == expected
         assert all("counting…" in label for label in labels(app))
@@ -58,7 +58,7 @@ async def test_tenant_names_show_while_the_store_is_still_opening(demo, held_ope
 async def test_a_tenant_picked_from_the_names_gets_its_views_once_the_store_opens(demo, held_open):
     app = app_for(demo)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: app.query("#tenants") and app.query_one("#tenants").option_count, what="the names")
         options = app.query_one("#tenants")
         options.focus()
         options.highlighted = next(i for i in range(options.option_count) if options.get_option_at_index(i).id == "user:bob")
@@ -77,7 +77,7 @@ async def test_names_of_a_store_that_then_fails_to_open_give_way_to_the_reason(d
     conn.close()
     app = app_for(demo)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: isinstance(app.screen, FatalScreen), what="the failure screen")
+        await wait_for(pilot, lambda: showing(app, FatalScreen), what="the failure screen")
         assert "schema version 99" in str(app.screen.query_one("#fatal").content)
         assert not app.query_one("#main").display
 
@@ -130,3 +130,38 @@ async def test_quitting_at_the_first_frame_leaves_no_error(demo):
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause(0.5)
     assert app.return_code == 0 and app.store is None
+
+
+async def test_a_tenant_highlight_that_arrives_after_the_list_has_gone_is_ignored(demo):
+    """While the App closes, a highlight posted a moment before (a reload after an erasure) can
+    arrive once the tenant list has been removed; querying for the list then raised NoMatches."""
+    from textual.widgets import OptionList
+
+    app = app_for(demo)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        options = app.query_one("#tenants", OptionList)
+        chosen = app.user_id
+        await options.remove()
+        app.post_message(OptionList.OptionHighlighted(options, options.get_option_at_index(1), 1))
+        await pilot.pause()
+        assert app.is_running and app.user_id == chosen  # (and run_test raises what the App raised)
+
+
+def test_the_first_frame_imports_neither_the_tier_views_nor_the_dialogs():
+    """They come after it (inspector/app.py): importing them and their widgets (DataTable, Select,
+    RadioSet...) for the first frame was part of the wait for the tenant names."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import json, sys, inspector.app; print(json.dumps(sorted(m for m in sys.modules "
+            "if m.startswith(('inspector.', 'textual.widgets._data_table', 'textual.widgets._radio')))))")
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=120,
+                          env={**__import__("os").environ, "PYTHONPATH": str(root)})
+    loaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
+    later = {"inspector.views", "inspector.screens", "inspector.detail", "inspector.cells", "textual.widgets._data_table",
+             "textual.widgets._radio_set", "textual.widgets._radio_button"}
+    assert loaded & later == set(), sorted(loaded & later)

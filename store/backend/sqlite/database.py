@@ -65,6 +65,9 @@ def _read_only_reason(path: Path) -> str | None:
         return "read-only filesystem"
     if path.exists() and not _can_write(path):
         return f"no write permission: file mode {stat.S_IMODE(path.stat().st_mode):04o}"
+    for side in side_files(path)[:2]:
+        if side.exists() and not _can_write(side):
+            return f"no write permission on {side.name}, which SQLite writes beside the store"
     if not _can_write(path.parent) and not all(p.exists() for p in side_files(path)[:2]):
         return f"its folder {path.parent} cannot be written, and SQLite creates {path.name}-wal and {path.name}-shm there"
     return None
@@ -105,7 +108,7 @@ def translate(error: BaseException, path: Path) -> MemlensError | None:
     if "readonly" in message or "read-only" in message or "attempt to write a readonly" in message:
         reason = _read_only_reason(path)
         if reason:
-            return ReadOnlyStoreError(f"{path} is read-only ({reason}); open it with read_only=True to look at it")
+            return ReadOnlyStoreError(f"{path} is read-only ({reason}); open it with read_only=True to look at it", reason)
         return ReadOnlyStoreError(f"{path} is open read-only; reopen it with read_only=False to change it")
     if "database is locked" in message or "database table is locked" in message:
         return StoreBusyError(
@@ -275,7 +278,7 @@ class Database:
             refused = error.strerror
         reason = _read_only_reason(self.path) or refused
         if reason:
-            raise ReadOnlyStoreError(f"{self.path} is read-only ({reason}); open it with read_only=True to look at it")
+            raise ReadOnlyStoreError(f"{self.path} is read-only ({reason}); open it with read_only=True to look at it", reason)
 
     def _make_engine(self) -> Engine:
         url = f"sqlite:///{sqlite_uri(self.path, read_only=self.read_only, immutable=self.immutable)}&uri=true"
