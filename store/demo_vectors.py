@@ -25,6 +25,13 @@ from typing import Any, Sequence
 
 PROBE = "memlens demo vectors: the probe sentence that identifies a model by what it computes"
 
+# The full demo's vectors for the default model, shipped in the package (about 1 MB) so the very
+# first `memlens demo` after installing looks them up too: embedding them was 22-26 s of a first
+# build at load 2-6 here, against 4-5 s for a build that finds them. Used only when the installed
+# model's identity (name, width, probe digest) is the one they were made with; written by
+# `python -m store.demo_vectors` after a full build with the default model.
+SHIPPED = Path(__file__).with_name("demo_data") / "vectors"
+
 
 def text_key(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
@@ -101,14 +108,38 @@ class ReusedVectors:
             return self._known
         import numpy as np
 
-        self._path = self.folder / f"{self._identity()}.npz"
-        self._known = {}
+        name = f"{self._identity()}.npz"
+        self._path = self.folder / name
+        self._known = self._read(self._path)
+        if not self._known:
+            self._known = self._read(SHIPPED / name)
+            self._added = bool(self._known)  # kept in the cache folder from now on
+        return self._known
+
+    def _read(self, path: Path) -> dict[bytes, Any]:
+        import numpy as np
+
         try:
-            with np.load(self._path, allow_pickle=False) as data:
+            with np.load(path, allow_pickle=False) as data:
                 keys, vectors = data["keys"], data["vectors"]
                 if (keys.dtype == np.uint8 and keys.ndim == 2 and keys.shape[1] == 32
                         and vectors.dtype == np.float32 and vectors.shape == (len(keys), self.dim)):
-                    self._known = {k.tobytes(): v for k, v in zip(keys, vectors)}
+                    return {k.tobytes(): v for k, v in zip(keys, vectors)}
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
             pass  # none yet, or unreadable: embed, and replace it on save
-        return self._known
+        return {}
+
+
+def ship_from(cache_folder: Path) -> list[Path]:
+    """Copy the cache folder's vector files into the package (run after a full demo build)."""
+    import shutil
+
+    SHIPPED.mkdir(parents=True, exist_ok=True)
+    return [Path(shutil.copy(path, SHIPPED / path.name)) for path in sorted(Path(cache_folder).glob("*.npz"))]
+
+
+if __name__ == "__main__":
+    from .embedding import cache_dir
+
+    for shipped in ship_from(cache_dir() / "demo"):
+        print(shipped)

@@ -96,3 +96,40 @@ def test_texts_are_looked_up_by_content_not_by_position(tmp_path):
     a, b = reused.embed(["alpha beta", "gamma"]), reused.embed(["gamma", "alpha beta", "gamma"])
     assert np.array_equal(b, a[[1, 0, 1]])
     assert reused.embedded == 2 and reused.embed([]).shape == (0, reused.dim)
+
+
+class CountingModel:
+    """The real default model, counting the texts it is asked to embed."""
+
+    def __init__(self):
+        from store.recall.embeddings import make_embedder
+
+        self.model = make_embedder("default")
+        self.name, self.dim, self.texts_embedded = self.model.name, self.model.dim, 0
+
+    @property
+    def is_warm(self):
+        return self.model.is_warm
+
+    def warm(self):
+        self.model.warm()
+
+    def embed(self, texts):
+        self.texts_embedded += len(texts)
+        return self.model.embed(texts)
+
+
+@pytest.mark.model
+def test_the_first_full_demo_build_finds_the_shipped_vectors_of_the_default_model(tmp_path):
+    """A fresh install has no cache: the package's vectors for the default model answer, and
+    they are the model's own (a sample embedded live matches them)."""
+    from store import MemoryStore
+
+    model = CountingModel()
+    path = tmp_path / "demo.db"
+    build_demo_store(path, size="full", embedder=model, vector_cache=tmp_path / "empty-cache", force=True).close()
+    assert model.texts_embedded == 1  # the probe that identifies the model, nothing else
+    with MemoryStore.open(path, embedder=model.model) as store:
+        hit = store.recall("vegetarian food in Lisbon", user_id="alice", limit=1, mode="vector")[0]
+    shipped = ReusedVectors(model.model, tmp_path / "empty-cache").embed([hit.text])[0]
+    assert np.allclose(shipped, model.model.embed([hit.text])[0], atol=1e-4)
