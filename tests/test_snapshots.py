@@ -40,6 +40,25 @@ def still(app) -> None:
         field.cursor_blink = False
 
 
+def compare_mode(snap_compare, demo, size, *, presses: int, mode: str) -> bool:
+    """The search for "vegetarian restaurant" after ``m`` pressed ``presses`` times in the results."""
+    app = app_for(demo)
+
+    async def run_before(pilot):
+        await open_tenant(pilot, app, "alice")
+        app.query_one("#query").value = "vegetarian restaurant"
+        results = app.query_one("#results", RecordTable)
+        await wait_for(pilot, lambda: "HYBRID" in str(app.query_one("#search-status").render()))
+        results.focus()
+        await pilot.press(*["m"] * presses)
+        await wait_for(pilot, lambda: mode in str(app.query_one("#search-status").render()))
+        await settle(pilot, app)
+        await pilot.pause(0.2)
+        still(app)
+
+    return snap_compare(app, terminal_size=size, run_before=run_before)
+
+
 class TestMainViews:
     @SIZES
     def test_search(self, snap_compare, demo, size):
@@ -60,40 +79,12 @@ class TestMainViews:
     @SIZES
     def test_search_keyword_mode(self, snap_compare, demo, size):
         """Compare mode: the same query after ``m`` twice (hybrid → vector → keyword)."""
-        app = app_for(demo)
-
-        async def run_before(pilot):
-            await open_tenant(pilot, app, "alice")
-            app.query_one("#query").value = "vegetarian restaurant"
-            results = app.query_one("#results", RecordTable)
-            await wait_for(pilot, lambda: "HYBRID" in str(app.query_one("#search-status").render()))
-            results.focus()
-            await pilot.press("m", "m")
-            await wait_for(pilot, lambda: "KEYWORD" in str(app.query_one("#search-status").render()))
-            await settle(pilot, app)
-            await pilot.pause(0.2)
-            still(app)
-
-        assert snap_compare(app, terminal_size=size, run_before=run_before)
+        assert compare_mode(snap_compare, demo, size, presses=2, mode="KEYWORD")
 
     @SIZES
     def test_search_vector_mode(self, snap_compare, demo, size):
         """Compare mode: the same query after ``m`` once (hybrid → vector): the keyword bars show ``-``."""
-        app = app_for(demo)
-
-        async def run_before(pilot):
-            await open_tenant(pilot, app, "alice")
-            app.query_one("#query").value = "vegetarian restaurant"
-            results = app.query_one("#results", RecordTable)
-            await wait_for(pilot, lambda: "HYBRID" in str(app.query_one("#search-status").render()))
-            results.focus()
-            await pilot.press("m")
-            await wait_for(pilot, lambda: "VECTOR" in str(app.query_one("#search-status").render()))
-            await settle(pilot, app)
-            await pilot.pause(0.2)
-            still(app)
-
-        assert snap_compare(app, terminal_size=size, run_before=run_before)
+        assert compare_mode(snap_compare, demo, size, presses=1, mode="VECTOR")
 
     @SIZES
     @pytest.mark.parametrize("view", ["blocks", "episodes", "facts", "audit"])
