@@ -12,6 +12,7 @@ from store.schema import episodes_t, sessions_t
 from store.tenancy import Tenant
 
 from .conftest import T0
+from .pg_support import migrated_engine
 
 pytest.importorskip("psycopg")
 from store.backend.postgres import ddl, engine as pg_engine, partitions  # noqa: E402
@@ -27,12 +28,7 @@ def insert(conn, table: str, tenant: Tenant, returning: str | None = None, **val
 
 
 def migrated(url: str, *tenants: Tenant, dim: int = 8):
-    e = pg_engine.create(url)
-    with e.begin() as conn:
-        ddl.migrate(conn, dim=dim)
-    for t in tenants:
-        partitions.ensure(e, t)
-    return e
+    return migrated_engine(url, dim, tenants)
 
 
 def test_fresh_database_migrates_once_and_records_its_version(pg_url):
