@@ -9,6 +9,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from .developer import async_refactor
+
 _ALICE_TURNS = [
     ("I'm planning a trip to Lisbon in March, can you help?", "Of course! March is mild in Lisbon, around 17°C. How many days?", "trip-lisbon"),
     ("Five days. I'm vegetarian, so food tips matter.", "Noted: vegetarian. Try Ao 26 Vegan Food Project and the markets at Time Out.", "trip-lisbon"),
@@ -103,14 +105,7 @@ def fill(store, now: datetime) -> None:
     store.add_fact("orders-service", "framework", "Litestar", user_id="bob", valid_from=now - 8 * day, source_episode_ids=[bob[8].id])
     store.add_fact("orders-service", "python_version", "3.11", user_id="bob", valid_from=now - 9 * day)
     store.add_fact("orders-service", "deploys_on", "Kubernetes (Helm)", user_id="bob", valid_from=now - 9 * day, source_episode_ids=[bob[5].id])
-    refactor = store.session("refactor-async", user_id="bob")
-    refactor.set("branch", "feat/async-client")
-    refactor.set("failing_tests", ["test_orders_list", "test_orders_create"])
-    refactor.set_task_state("Make the HTTP layer async", total_steps=4, current_step=3)
-    refactor.append_scratchpad("Connection leak: AsyncClient created per request.")
-    refactor.create_checkpoint("before lifespan change")
-    refactor.set("failing_tests", [])
-    refactor.update_task_progress(4, status="done")
+    async_refactor(store, "bob")
 
     alice = store.remember_many(_episodes(_ALICE_TURNS, now - 20 * day, timedelta(hours=9)), user_id="alice")
     store.update_block("persona", "Friendly travel planner. Concise, practical, mentions prices in euros.", user_id="alice")

@@ -99,8 +99,8 @@ BLOCKS = [
 ]
 
 
-def working(store, user_id: str | None, ids: dict[str, str]) -> None:
-    """An async refactor checkpointed mid-task, then finished; a ticket fix still open."""
+def async_refactor(store, user_id: str | None) -> None:
+    """A session checkpointed mid-task, then finished (the compact store has it too)."""
     refactor = store.session("refactor-async", user_id=user_id)
     refactor.set("branch", "feat/async-client")
     refactor.set("failing_tests", ["test_orders_list", "test_orders_create"])
@@ -109,6 +109,11 @@ def working(store, user_id: str | None, ids: dict[str, str]) -> None:
     refactor.create_checkpoint("before lifespan change")
     refactor.set("failing_tests", [])
     refactor.update_task_progress(4, status="done")
+
+
+def working(store, user_id: str | None, ids: dict[str, str]) -> None:
+    """An async refactor checkpointed mid-task, then finished; a ticket fix still open."""
+    async_refactor(store, user_id)
     ticket = store.session("tickets-payments", user_id=user_id)
     ticket.set("ticket", "PAY-1432")
     ticket.set("source_episode", ids["ticket"])
