@@ -135,6 +135,10 @@ def run(location: str, n: int, seed: int) -> dict[str, float]:
     return out
 
 
+def number(value: float) -> str:
+    return f"{value:,.2f}" if value >= 1 else f"{value:.4f}"  # data_version() is microseconds
+
+
 def postgres_url() -> tuple[str, object]:
     if os.environ.get("MEMLENS_PG_URL"):
         return os.environ["MEMLENS_PG_URL"], None
@@ -167,7 +171,7 @@ def main() -> None:
     for key, value in postgres.items():
         base = sqlite.get(key)
         ratio = f"{value / base:.2f}x" if base else ""
-        print(f"| {key} | {'' if base is None else f'{base:,.2f}'} | {value:,.2f} | {ratio} |")
+        print(f"| {key} | {'' if base is None else number(base)} | {number(value)} | {ratio} |")
     print("\nOther tenant's reads during the forget, against their own p99 before it (target: longest <= 100 ms)")
     for name, result in (("SQLite", sqlite), ("PostgreSQL", postgres)):
         longest, before = result["other tenant's longest read during the forget ms"], result["other tenant's read p99 before the forget ms"]
