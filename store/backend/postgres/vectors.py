@@ -27,17 +27,17 @@ from . import partitions
 
 # Settings chosen with bench/pg_ann_bench.py: 100k real MiniLM vectors, "big" 80k episodes and
 # 10k facts in one partition beside "small" (10k), 200 queries, machine at load 7-12. With
-# m=16, ef_construction=64 (built in 54 s): recall@10 0.985 at ef_search 40 (pgvector's
-# default), 0.998 at 100, 0.998 at 200; m=32, ef_construction=128 reached 1.000 but took 188 s
-# to build. Asking the index for 40 rows and keeping the best 10 found nothing more (0.998 at
-# ef_search 100 and 200) and cost 2-4 ms, because pgvector's index holds full vectors: each row
-# already carries its exact distance. So the index is asked for k rows unless a caller wants more.
+# m=16, ef_construction=64: recall@10 0.985 / 0.983 (two builds) at ef_search 40 (pgvector's
+# default), 0.998 / 0.989 at 100, 0.998 / 0.994 at 200; m=32, ef_construction=128 reached
+# 1.000 but took 188 s to build against 54 s. Asking the index for 40 rows and keeping the best
+# 10 found nothing more at any ef_search and cost 2-4 ms, because pgvector's index holds full
+# vectors: each row already carries its exact distance. So the index is asked for k rows.
 EF_SEARCH = 100
 MAX_SCAN_TUPLES = 20_000  # how far the iterative scan may go to fill the kind filter (pgvector's default)
 M, EF_CONSTRUCTION = 16, 64
-# pgvector builds the graph in maintenance_work_mem (64 MB by default) and, once it outgrows
-# that, goes on far more slowly; 90k 384-d vectors need ~200 MB. The build took 54 s with this
-# setting at load 7; the previous run, 64 MB and 90k hashed vectors at load 9-12, took 570 s.
+# pgvector builds the graph in maintenance_work_mem and, once it outgrows that, goes on far more
+# slowly: the 90k-vector build took 160 s with PostgreSQL's default 64 MB and 49 s with this, in
+# the same run.
 BUILD_MEMORY = "512MB"
 
 
