@@ -91,3 +91,56 @@ def test_exact_search_stays_exact_when_an_index_exists(pg):
     with pg.begin() as conn:
         for q in queries:
             assert_same_ranking(vectors.nearest(conn, ALICE, "episode", q, 10), exact_top(mine, q, 10))
+
+
+def _through_the_index(conn) -> None:
+    # At a few hundred rows the planner sorts them all (exact, whatever was asked); turning the
+    # sort off makes the HNSW index (an ordered path) answer, which is the path under test.
+    conn.execute(text("SET LOCAL enable_sort = off"))
+
+
+def _plan(conn, tenant: Tenant, query: np.ndarray, ef_search: int) -> str:
+    conn.execute(text("SELECT set_config('hnsw.ef_search', :ef, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)"),
+                 {"ef": str(ef_search)})
+    return "\n".join(conn.execute(text(
+        "EXPLAIN SELECT item_pk FROM vectors WHERE user_id = :u AND kind = 'episode' ORDER BY vector <=> CAST(:q AS vector) LIMIT 40"),
+        {"u": tenant.key, "q": str([float(x) for x in query])}).scalars())
+
+
+def test_approximate_equals_exact_on_a_small_tenant_and_never_returns_anothers_or_an_erased_row(pg):
+    rng = np.random.default_rng(23)
+    size = 600
+    mine, theirs = rng.standard_normal((size, DIM)), rng.standard_normal((size, DIM))
+    queries = list(rng.standard_normal((12, DIM)).astype(np.float32))
+    theirs[0] = queries[0] * 2  # bob holds the perfect match for the first query
+    with pg.begin() as conn:
+        load(conn, ALICE, mine)
+        load(conn, BOB, theirs, start=10_000)
+        load(conn, ALICE, queries[1][None, :] * 2, kind="fact", start=20_000)  # alice's perfect match, of another kind
+    vectors.build_index(pg, ALICE)
+    vectors.build_index(pg, BOB)
+    with pg.begin() as conn:
+        # Unforced, a tenant this small is sorted exactly.
+        assert_same_ranking(vectors.nearest(conn, ALICE, "episode", queries[2], 10, approximate=True), exact_top(mine, queries[2], 10))
+    with pg.begin() as conn:
+        _through_the_index(conn)
+        assert vectors.index_name(ALICE) in _plan(conn, ALICE, queries[0], size)  # the index answers, not a sort
+        for q in queries:
+            # ef_search above the tenant's size: the graph search reaches every row, so nothing may differ.
+            got = vectors.nearest(conn, ALICE, "episode", q, 10, approximate=True, ef_search=size)
+            assert_same_ranking(got, exact_top(mine, q, 10))
+            assert all(1 <= pk <= size for pk, _ in got)  # alice's episodes: not bob's, not her fact
+    # Erase alice's best rows for the first query. The index still holds them until a VACUUM,
+    # which this test never runs: the search must not return them.
+    erased = [pk for pk, _ in exact_top(mine, queries[0], 5)]
+    with pg.begin() as conn:
+        conn.execute(text("DELETE FROM vectors WHERE user_id = 'alice' AND kind = 'episode' AND item_pk = ANY(:pks)"), {"pks": erased})
+    with pg.begin() as conn:
+        _through_the_index(conn)
+        assert vectors.index_name(ALICE) in _plan(conn, ALICE, queries[0], size)
+        got = vectors.nearest(conn, ALICE, "episode", queries[0], 10, approximate=True, ef_search=size)
+        default = vectors.nearest(conn, ALICE, "episode", queries[0], 10, approximate=True)
+    want = [(pk, s) for pk, s in exact_top(mine, queries[0], 15) if pk not in erased][:10]
+    assert_same_ranking(got, want)
+    assert not {pk for pk, _ in got + default} & set(erased)
+    assert len(default) == 10 and all(1 <= pk <= size for pk, _ in default)
