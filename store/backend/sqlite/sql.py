@@ -95,4 +95,5 @@ def _insert_many(conn: Connection, table: Table, rows: list[dict[str, Any]]) -> 
         values = [row[name] if f is None else f(row[name]) for row in chunk for name, f in zip(columns, convert)]
         conn.exec_driver_sql(full if len(chunk) == per_statement else head + ", ".join([one] * len(chunk)), tuple(values))
 
+
 SQL = SqliteSql()
