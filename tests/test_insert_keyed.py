@@ -56,3 +56,27 @@ def test_rows_with_their_columns_in_another_order_are_stored_alike(db_path):
         stored = conn.execute(select(episodes_t).where(episodes_t.c.pk.in_(keys)).order_by(episodes_t.c.pk)).all()
         assert [r.occurred_at for r in stored] == [WHEN] * 3 and [r.input for r in stored] == ["text d0", "text d1", "text d2"]
         assert [(r.user_id, r.tool_calls, r.metadata) for r in stored] == [("u", "[]", "{}")] * 3
+
+
+def test_a_bulk_insert_is_a_few_statements_and_the_keyword_index_holds_every_row(db_path):
+    """FTS5 writes an index segment at the end of every statement that writes it (through the
+    insert trigger): one statement per row made ingest write and merge a segment per row (3x
+    slower). The index must still hold every row, each under its own key."""
+    from store.backend.sqlite.sql import ROWS_PER_STATEMENT
+
+    n = 2 * ROWS_PER_STATEMENT + 7
+    with MemoryStore.open(db_path, embedder=None) as s, s._db.write() as conn:
+        raw = conn.connection.driver_connection
+        seen: list[str] = []
+        raw.set_trace_callback(seen.append)
+        try:
+            keys = SQL.insert_keyed(conn, episodes_t, [dict(r, input=f"word{i}x") for i, r in enumerate(rows("e", n))])
+        finally:
+            raw.set_trace_callback(None)
+        # Each segment FTS5 writes (and each merge) is a write of its blocks to the _data table.
+        segment_writes = [sql for sql in seen if "'episodes_fts_data'" in sql and "REPLACE INTO" in sql]
+        assert len(segment_writes) < n / 50
+        conn.exec_driver_sql("INSERT INTO episodes_fts(episodes_fts, rank) VALUES ('integrity-check', 1)")
+        for i in (0, ROWS_PER_STATEMENT, n - 1):
+            found = conn.exec_driver_sql("SELECT rowid FROM episodes_fts WHERE episodes_fts MATCH ?", (f'"word{i}x"',)).all()
+            assert found == [(keys[i],)]
