@@ -17,6 +17,7 @@ from ..tenancy import Tenant
 from ..tiers import blocks as block_tier
 from ..tiers import episodes as episode_tier
 from ..tiers import facts as fact_tier
+from .cosines import cosines
 from .embeddings import Indexer
 from . import fusion
 from . import keyword as in_memory  # called through the module, so a test can watch it
@@ -98,7 +99,7 @@ class Recall:
         want = np.fromiter((c.pk for c in missing), dtype=np.int64, count=len(missing))
         at = np.minimum(np.searchsorted(pks, want), len(pks) - 1)
         found = pks[at] == want
-        sims = matrix[at[found]] @ self.query_vector
+        sims = cosines(matrix[at[found]], self.query_vector)
         for c, sim in zip((c for c, ok in zip(missing, found) if ok), sims):
             c.vector = float(sim)
 

@@ -33,6 +33,7 @@ from ..schema import vectors_t
 from ..tenancy import Tenant
 from . import approximate
 from .approximate import ApproximateIndex, Builder
+from .cosines import cosines
 
 _CHUNK = 8192
 
@@ -287,7 +288,7 @@ def top_k(matrix: np.ndarray, query: np.ndarray, k: int, mask: np.ndarray | None
     """Indices and cosine scores of the ``k`` best rows, best first (vectors are normalised)."""
     if len(matrix) == 0 or k <= 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-    scores = matrix @ query
+    scores = cosines(matrix, query)
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)
     k = min(k, len(scores))
