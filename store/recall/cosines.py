@@ -8,6 +8,9 @@ einsum 9-13 ms / 24-28 ms wall and 7.4-8.0 ms of CPU; at 10k, matmul's p95 was 1
 threads waking behind the load) against einsum's 1.3-5 ms. With ``OPENBLAS_NUM_THREADS=1``
 matmul still took 14 ms of CPU at 100k, so the gain is the loop, not only the threads; and the
 environment variable would have to be set before numpy is imported, which a library cannot do.
+At load 11, 400 queries interleaved: at 2k / 10k / 20k rows matmul took 44 / 37 / 35 ms p50 wall
+(its threads queued behind the load), einsum 0.23 / 0.72 / 1.6 ms. What einsum gives up is the
+best case on an idle machine: the fastest matmul of 10k rows took 0.26 ms, einsum's 0.56 ms.
 
 einsum gives each row the same bits whether it is scored in the whole matrix or in any subset of
 rows (checked on 50 queries x 100k rows), so the exact scan, the approximate index's re-rank and
