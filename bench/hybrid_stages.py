@@ -34,7 +34,7 @@ ORDER = [
     ("cosines of keyword-only candidates", CALLER),
     ("hybrid ordering (coverage, exact ids)", CALLER),
     ("matched words marked (highlight)", CALLER),
-    ("hit rows read", CALLER),
+    ("hits built (rows kept from the texts read)", CALLER),
     (OTHER, CALLER),
 ]
 THREAD = dict(ORDER)
@@ -72,7 +72,7 @@ class Stages:
         self._wrap(Vectors, "top_k", "vector search (approximate + exact re-rank)")
         self._wrap(hits.Recall, "_episode_texts", "candidate texts read")
         self._wrap(hits.Recall, "fill_cosines", "cosines of keyword-only candidates")
-        self._wrap(hits.Recall, "_episode_rows", "hit rows read")
+        self._wrap(hits.Recall, "_episodes", "hits built (rows kept from the texts read)")
         self._wrap(fusion, "order", "hybrid ordering (coverage, exact ids)")
         job = hits.Recall.vector_job
         stages = self

@@ -190,6 +190,7 @@ def test_hybrid_gives_the_same_hits_when_the_query_is_still_being_encoded(ticket
     at_once = [(h.id, h.scores, h.matched_terms) for h in tickets.recall(query, user_id="u", limit=5)]
     assert len(reads) == 1
     reads.clear()
+    first_read.clear()
     indexer._queries.clear()
     encode = indexer.encode_query
 

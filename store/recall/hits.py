@@ -5,13 +5,14 @@ from __future__ import annotations
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from functools import cached_property
+from types import SimpleNamespace
 from typing import Callable, Literal
 
 import numpy as np
-from sqlalchemy import Connection, Integer, type_coerce
+from sqlalchemy import Connection, Integer, Row, type_coerce
 
 from ..backend import KeywordIndex
-from ..models import RecallHit, ScoreBreakdown
+from ..models import Episode, RecallHit, ScoreBreakdown
 from ..schema import blocks_t, episodes_t, facts_t, from_micros, scratch_t, sessions_t
 from ..tenancy import Tenant
 from ..tiers import blocks as block_tier
@@ -43,6 +44,7 @@ class Recall:
         # The halves alone keep their own order; hybrid needs both (without an embedder it is keyword-only).
         self.mode: Mode = "hybrid" if self.use_vectors and self.use_keywords else "vector" if self.use_vectors else "keyword"
         self._matrices: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._candidates: dict[int, Row] = {}
         # Encode the query in the background while the keyword side runs: onnxruntime and
         # the database both release the GIL, so the two overlap on two cores.
         known = indexer.known_query(query) if self.use_vectors else None
@@ -148,10 +150,10 @@ class Recall:
             marked.update(self.index.episode_highlights(self.conn, self.tenant, self.expression, late))
         for c in ranked:
             c.matched = marked.get(c.pk, [])
-        rows = self._episode_rows([c.pk for c in ranked])
+        episodes = self._episodes([c.pk for c in ranked])
         hits = []
         for c in ranked:
-            episode = episode_tier.to_model(rows[c.pk])
+            episode = episodes[c.pk]
             hits.append(
                 RecallHit(
                     kind="episode", id=episode.id, text=episode_tier.embed_text(episode.input, episode.output),
@@ -162,13 +164,21 @@ class Recall:
         return hits
 
     def _episode_texts(self, pks: list[int]) -> dict[int, str]:
-        """Searchable text by key. Text columns only: converting every column of ~100 rows (times
-        above all) was most of what fusion added to a search (cProfile, 100k episodes)."""
+        """Searchable text by key. The rows are kept, so the hits among them are not read again."""
         if not pks:
             return {}
-        e = episodes_t
-        stmt = self.tenant.select_keys(e, e.c.pk, pks).with_only_columns(e.c.pk, e.c.input, e.c.output)
-        return {pk: episode_tier.embed_text(i, o) for pk, i, o in self.conn.execute(stmt)}
+        stmt = self.tenant.select_keys(episodes_t, episodes_t.c.pk, pks).with_only_columns(*_CANDIDATE_COLUMNS)
+        texts = {}
+        for row in self.conn.execute(stmt):
+            self._candidates[row.pk] = row
+            texts[row.pk] = episode_tier.embed_text(row.input, row.output)
+        return texts
+
+    def _episodes(self, pks: list[int]) -> dict[int, Episode]:
+        """The episodes by key: the candidates' rows kept by :meth:`_episode_texts`, the rest read."""
+        found = {pk: _candidate_episode(self._candidates[pk]) for pk in pks if pk in self._candidates}
+        rows = self._episode_rows([pk for pk in pks if pk not in found])
+        return found | {pk: episode_tier.to_model(row) for pk, row in rows.items()}
 
     def _episode_rows(self, pks: list[int]) -> dict:
         if not pks:
@@ -265,6 +275,18 @@ class Recall:
         candidates = self.hybrid_candidates(candidates, extra)
         self.fill_cosines(kind, candidates)
         return candidates
+
+
+# Hybrid reads every candidate's text; the same read brings the rest of the row but the time raw:
+# converting ~100 rows' times (and every column) was most of what fusion added to a search
+# (cProfile, 100k episodes), and only the hits' are needed, converted in _candidate_episode.
+_CANDIDATE_COLUMNS = (*(episodes_t.c[name] for name in ("pk", "input", "output", "id", "user_id", "session_id", "tool_calls", "metadata")),
+                      type_coerce(episodes_t.c.occurred_at, Integer).label("occurred_micros"))
+
+
+def _candidate_episode(row: Row) -> Episode:
+    micros = row.occurred_micros
+    return episode_tier.to_model(SimpleNamespace(**row._asdict(), occurred_at=None if micros is None else from_micros(micros)))
 
 
 def small_corpus(conn: Connection, tenant: Tenant, kind: str) -> dict[int, str]:
