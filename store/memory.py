@@ -42,7 +42,7 @@ from .recall.embeddings import Indexer, recorded_model
 from .recall.embeddings import check_model as check_model_of
 from .recall.hits import Mode
 from .recall.service import RecallScope, RecallService
-from .rights.forget import erasure_count, purge_expired_kv
+from .rights.forget import erasure_count, erasures_after, purge_expired_kv
 from .rights.service import DataRights
 from .tiers.registry import COUNTED
 from .tiers.sessions import SessionMemory
@@ -120,7 +120,7 @@ class MemoryStore:
             if check_model:
                 with db.read() as conn:
                     check_model_of(conn, embedder, db.path)
-            indexer = Indexer(embedder, db, erasure_count)
+            indexer = Indexer(embedder, db, erasure_count, erasures_after)
             store = cls(db, indexer, max_content_bytes=max_content_bytes, scratchpad_limit=scratchpad_limit)
             # An erasure whose process died (or met a reader) before its bytes were scrubbed is
             # finished here, and expired key-value entries leave the file.

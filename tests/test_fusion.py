@@ -166,3 +166,38 @@ def test_hybrid_marks_its_hits_with_one_highlight_query(store, monkeypatch):
     assert len(calls) == 1
     assert len(calls[0]) == len(hits) == 5
     assert all("printer" in h.matched_terms for h in hits)
+
+
+def test_hybrid_gives_the_same_hits_when_the_query_is_still_being_encoded(tickets, monkeypatch):
+    """While the encoder is busy, hybrid reads the keyword candidates' texts as it waits and the
+    others after: the hits, their scores and marks must be those of a search that read them at once."""
+    import threading
+
+    from store.recall import hits as recall_hits
+
+    query = "what is OPS-4471 about"
+    indexer = tickets._indexer
+    reads, first_read = [], threading.Event()
+    original = recall_hits.Recall._episode_texts
+
+    def counted(self, pks):
+        reads.append(len(pks))
+        first_read.set()
+        return original(self, pks)
+
+    monkeypatch.setattr(recall_hits.Recall, "_episode_texts", counted)
+    indexer.encode_query(query)  # kept: the search finds its vector ready and reads every text at once
+    at_once = [(h.id, h.scores, h.matched_terms) for h in tickets.recall(query, user_id="u", limit=5)]
+    assert len(reads) == 1
+    reads.clear()
+    first_read.clear()
+    indexer._queries.clear()
+    encode = indexer.encode_query
+
+    def held(text):
+        first_read.wait(timeout=30)  # released by the read made while waiting (never, if none is)
+        return encode(text)
+
+    monkeypatch.setattr(indexer, "encode_query", held)
+    split = [(h.id, h.scores, h.matched_terms) for h in tickets.recall(query, user_id="u", limit=5)]
+    assert len(reads) == 2 and split == at_once

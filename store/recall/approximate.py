@@ -32,6 +32,8 @@ from typing import Callable
 
 import numpy as np
 
+from .cosines import cosines
+
 # Below this many rows a tenant is searched exactly: bench/ann_bench.py measured the exact
 # scan at 10k rows at about half a millisecond, which an index cannot save much of, while a
 # build costs seconds of a core and half as much memory again.
@@ -127,11 +129,11 @@ class ApproximateIndex:
         # The graph may hold rows appended after this view was taken: they are not ours.
         found = found[found < covered]
         if covered < size:
-            tail = matrix[covered:size] @ query
+            tail = cosines(matrix[covered:size], query)
             depth = min(want, len(tail))
             found = np.concatenate([found, covered + np.argpartition(-tail, depth - 1)[:depth]])
         found = np.unique(found)
-        scores = matrix[found] @ query
+        scores = cosines(matrix[found], query)
         order = np.argsort(-scores, kind="stable")[:k]
         return found[order], scores[order]
 

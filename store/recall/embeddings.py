@@ -62,12 +62,15 @@ def check_model(conn: Connection, embedder: Embedder | None, path: Path) -> None
 class Indexer:
     """The store's embedder plus its in-memory vector matrices, over one backend.
 
-    ``erasures(conn)`` reads the store's erasure counter; the cache drops everything when it moves."""
+    ``erasures(conn)`` reads the store's erasure counter and ``erased(conn, after)`` lists the
+    erasures recorded since (see :class:`~store.recall.vectors.VectorCache`); when the counter
+    moves the cache drops the erased tenants' vectors, or everything without ``erased``."""
 
-    def __init__(self, embedder: Embedder | None, backend: Backend, erasures: Callable[[Connection], int]):
+    def __init__(self, embedder: Embedder | None, backend: Backend, erasures: Callable[[Connection], int],
+                 erased: Callable[[Connection, int], list[tuple[int, str]]] | None = None):
         self.embedder = embedder
         self.backend = backend
-        self.cache = VectorCache(backend.data_version, erasures)
+        self.cache = VectorCache(backend.data_version, erasures, erased)
         self._queries: OrderedDict[tuple[int, str], np.ndarray] = OrderedDict()
         self._queries_lock = threading.Lock()
 

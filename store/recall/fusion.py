@@ -129,7 +129,9 @@ class Query:
     def coverage(self, text: str) -> float:
         if not self.words:
             return 0.0
-        held = set(map(fold, _WORD.findall(text)))
+        # Each distinct word folded once: a memory repeats its words. (Not lower-cased before
+        # the split: "İ" lower-cases to two code points, which the word pattern would split.)
+        held = set(map(fold, set(_WORD.findall(text))))
         return sum(w in held for w in self.words) / len(self.words)
 
     def exact(self, text: str) -> str | None:

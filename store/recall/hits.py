@@ -5,18 +5,20 @@ from __future__ import annotations
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from functools import cached_property
+from types import SimpleNamespace
 from typing import Callable, Literal
 
 import numpy as np
-from sqlalchemy import Connection, Integer, type_coerce
+from sqlalchemy import Connection, Integer, Row, type_coerce
 
 from ..backend import KeywordIndex
-from ..models import RecallHit, ScoreBreakdown
+from ..models import Episode, RecallHit, ScoreBreakdown
 from ..schema import blocks_t, episodes_t, facts_t, from_micros, scratch_t, sessions_t
 from ..tenancy import Tenant
 from ..tiers import blocks as block_tier
 from ..tiers import episodes as episode_tier
 from ..tiers import facts as fact_tier
+from .cosines import cosines
 from .embeddings import Indexer
 from . import fusion
 from . import keyword as in_memory  # called through the module, so a test can watch it
@@ -42,6 +44,7 @@ class Recall:
         # The halves alone keep their own order; hybrid needs both (without an embedder it is keyword-only).
         self.mode: Mode = "hybrid" if self.use_vectors and self.use_keywords else "vector" if self.use_vectors else "keyword"
         self._matrices: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._candidates: dict[int, Row] = {}
         # Encode the query in the background while the keyword side runs: onnxruntime and
         # the database both release the GIL, so the two overlap on two cores.
         known = indexer.known_query(query) if self.use_vectors else None
@@ -98,7 +101,7 @@ class Recall:
         want = np.fromiter((c.pk for c in missing), dtype=np.int64, count=len(missing))
         at = np.minimum(np.searchsorted(pks, want), len(pks) - 1)
         found = pks[at] == want
-        sims = matrix[at[found]] @ self.query_vector
+        sims = cosines(matrix[at[found]], self.query_vector)
         for c, sim in zip((c for c, ok in zip(missing, found) if ok), sims):
             c.vector = float(sim)
 
@@ -129,17 +132,17 @@ class Recall:
         marked = self.index.episode_highlights(self.conn, self.tenant, self.expression, [pk for pk, _, _ in early]) if early else {}
         phrases = self.fusion_query.phrases if self.mode == "hybrid" else None
         extra = self.index.phrase_episodes(self.conn, self.tenant, list(phrases), fusion.EXACT_CANDIDATES, session_id, since, until) if phrases else []
+        texts: dict[int, str] = {}
+        if self.mode == "hybrid" and vector_job is not None and not vector_job.done():
+            # The query is still being encoded: read the texts of the candidates already named
+            # meanwhile (half of them or more), instead of after the wait (1-1.5 ms for ~100 rows).
+            texts = self._episode_texts([pk for pk, _, _ in keyword] + extra)
         vector = vector_job.result() if vector_job is not None else []
         candidates = fuse(vector, keyword)
-        rows, texts = {}, {}
         if self.mode == "hybrid":
             # Hybrid judges every candidate by its text (coverage, exact ids) and its cosine.
             candidates = self.hybrid_candidates(candidates, extra)
-            # Text columns only: converting every column of ~100 rows (times above all) was most
-            # of what fusion added to a search (cProfile, 100k episodes).
-            e = episodes_t
-            stmt = self.tenant.select_keys(e, e.c.pk, [c.pk for c in candidates]).with_only_columns(e.c.pk, e.c.input, e.c.output)
-            texts = {pk: episode_tier.embed_text(i, o) for pk, i, o in self.conn.execute(stmt)}
+            texts.update(self._episode_texts([c.pk for c in candidates if c.pk not in texts]))
             self.fill_cosines("episode", candidates)
         ranked = fusion.order(candidates, texts, self.fusion_query, self.mode)[:limit]
         late = [c.pk for c in ranked if (c.keyword_rank or c.exact) and c.pk not in marked]
@@ -147,10 +150,10 @@ class Recall:
             marked.update(self.index.episode_highlights(self.conn, self.tenant, self.expression, late))
         for c in ranked:
             c.matched = marked.get(c.pk, [])
-        rows.update(self._episode_rows([c.pk for c in ranked if c.pk not in rows]))
+        episodes = self._episodes([c.pk for c in ranked])
         hits = []
         for c in ranked:
-            episode = episode_tier.to_model(rows[c.pk])
+            episode = episodes[c.pk]
             hits.append(
                 RecallHit(
                     kind="episode", id=episode.id, text=episode_tier.embed_text(episode.input, episode.output),
@@ -159,6 +162,23 @@ class Recall:
                 )
             )
         return hits
+
+    def _episode_texts(self, pks: list[int]) -> dict[int, str]:
+        """Searchable text by key. The rows are kept, so the hits among them are not read again."""
+        if not pks:
+            return {}
+        stmt = self.tenant.select_keys(episodes_t, episodes_t.c.pk, pks).with_only_columns(*_CANDIDATE_COLUMNS)
+        texts = {}
+        for row in self.conn.execute(stmt):
+            self._candidates[row.pk] = row
+            texts[row.pk] = episode_tier.embed_text(row.input, row.output)
+        return texts
+
+    def _episodes(self, pks: list[int]) -> dict[int, Episode]:
+        """The episodes by key: the candidates' rows kept by :meth:`_episode_texts`, the rest read."""
+        found = {pk: _candidate_episode(self._candidates[pk]) for pk in pks if pk in self._candidates}
+        rows = self._episode_rows([pk for pk in pks if pk not in found])
+        return found | {pk: episode_tier.to_model(row) for pk, row in rows.items()}
 
     def _episode_rows(self, pks: list[int]) -> dict:
         if not pks:
@@ -255,6 +275,18 @@ class Recall:
         candidates = self.hybrid_candidates(candidates, extra)
         self.fill_cosines(kind, candidates)
         return candidates
+
+
+# Hybrid reads every candidate's text; the same read brings the rest of the row but the time raw:
+# converting ~100 rows' times (and every column) was most of what fusion added to a search
+# (cProfile, 100k episodes), and only the hits' are needed, converted in _candidate_episode.
+_CANDIDATE_COLUMNS = (*(episodes_t.c[name] for name in ("pk", "input", "output", "id", "user_id", "session_id", "tool_calls", "metadata")),
+                      type_coerce(episodes_t.c.occurred_at, Integer).label("occurred_micros"))
+
+
+def _candidate_episode(row: Row) -> Episode:
+    micros = row.occurred_micros
+    return episode_tier.to_model(SimpleNamespace(**row._asdict(), occurred_at=None if micros is None else from_micros(micros)))
 
 
 def small_corpus(conn: Connection, tenant: Tenant, kind: str) -> dict[int, str]:

@@ -8,7 +8,10 @@ between nothing to do, appending the new rows, and reloading after deletes or re
 The signature alone cannot see an erasure followed by new rows that reuse the erased row keys
 (SQLite hands out max(key) + 1 again): the matrix would keep the erased vectors under the new
 rows' keys. So every search also compares the store's erasure counter (bumped in the erasing
-transaction, by any process) and drops everything cached when it moved.
+transaction, by any process); when it moved, the erasures recorded since (one audit entry each,
+written in the same transaction) name the tenants whose matrices are dropped. Other tenants keep
+theirs, and their approximate indexes (a minute of a core to rebuild at 100k). If the entries do
+not account for every step of the counter, everything is dropped, as before.
 
 Tenants of ``approximate.min_rows()`` rows or more also get an approximate index, built in the
 background and owned by their matrix object, so whatever drops or reloads a matrix drops its
@@ -30,6 +33,7 @@ from ..schema import vectors_t
 from ..tenancy import Tenant
 from . import approximate
 from .approximate import ApproximateIndex, Builder
+from .cosines import cosines
 
 _CHUNK = 8192
 
@@ -133,18 +137,24 @@ class VectorCache:
     only then is a matrix's signature read again. The erasure counter is read on every search,
     in the search's own snapshot: a version read after the snapshot began could otherwise
     stamp a matrix loaded from before an erasure as current. A search on an unchanged store
-    costs one change-counter read and one primary-key lookup.
+    costs one change-counter read and one primary-key lookup. ``erased(conn, after)`` lists
+    (audit key, tenant key) of the erasures recorded after audit key ``after``; without it any
+    erasure drops every tenant's matrices.
 
     ``checked`` holds the data versions at which the store last found a tenant's blocks or
     notes fully embedded; it is dropped with the matrices.
     """
 
-    def __init__(self, data_version: Callable[[], int | None] | None, erasures: Callable[[Connection], int]) -> None:
+    def __init__(self, data_version: Callable[[], int | None] | None, erasures: Callable[[Connection], int],
+                 erased: Callable[[Connection, int], list[tuple[int, str]]] | None = None) -> None:
         self._lock = threading.Lock()
         self._matrices: dict[tuple[str, str], TenantMatrix] = {}
         self._data_version = data_version or (lambda: None)
         self._erasure_count = erasures
+        self._erased = erased
+        # The counter and the newest erasure entry seen with it, from one snapshot.
         self._erasures: int | None = None
+        self._erasure_mark = 0
         self.checked: dict[tuple[str, str], int] = {}
         self._builder: Builder | None = None
 
@@ -160,14 +170,42 @@ class VectorCache:
             self._matrices.clear()
             self.checked.clear()
 
+    def drop_tenant(self, key: str) -> None:
+        """Forget one tenant's matrices (and their indexes) and its embedded-check marks."""
+        with self._lock:
+            self._drop(key)
+
+    def _drop(self, key: str) -> None:
+        for cached in [k for k in self._matrices if k[0] == key]:
+            del self._matrices[cached]
+        for cached in [k for k in self.checked if k[0] == key]:
+            del self.checked[cached]
+
     def notice_erasures(self, conn: Connection) -> None:
-        """Drop everything cached if any process erased anything since the last look."""
+        """Drop what is cached for every tenant any process erased from since the last look (all
+        tenants if the erasures cannot be told apart)."""
         erasures = self._erasure_count(conn)
         with self._lock:
-            if erasures != self._erasures:
+            if erasures == self._erasures:
+                return
+            seen, mark = self._erasures, self._erasure_mark
+        # Read in this search's snapshot, the same as the counter, so the two agree.
+        newer = self._erased(conn, mark) if self._erased is not None and seen is not None and seen < erasures else None
+        with self._lock:
+            if self._erasures != seen or self._erasure_mark != mark:
+                # Another search noticed first (maybe in a newer or older snapshot): start over
+                # from what this snapshot holds, dropping everything, which is always safe.
+                newer = None
+            if newer is not None and len(newer) == erasures - seen:
+                for _, key in newer:
+                    self._drop(key)
+                self._erasure_mark = newer[-1][0]
+            else:
                 self._matrices.clear()
                 self.checked.clear()
-                self._erasures = erasures
+                everything = self._erased(conn, 0) if self._erased is not None else []
+                self._erasure_mark = everything[-1][0] if everything else 0
+            self._erasures = erasures
 
     def get(self, conn: Connection, tenant: Tenant, kind: str, dim: int) -> tuple[np.ndarray, np.ndarray]:
         """(item pks, matrix) for the tenant, brought up to date with the table."""
@@ -250,7 +288,7 @@ def top_k(matrix: np.ndarray, query: np.ndarray, k: int, mask: np.ndarray | None
     """Indices and cosine scores of the ``k`` best rows, best first (vectors are normalised)."""
     if len(matrix) == 0 or k <= 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-    scores = matrix @ query
+    scores = cosines(matrix, query)
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)
     k = min(k, len(scores))

@@ -21,6 +21,7 @@ from sqlalchemy import Connection, Select, exists, func, literal_column, or_, se
 from ..backend import Sql, sql
 
 from ..schema import (
+    audit_t,
     blocks_t,
     checkpoints_t,
     episodes_t,
@@ -181,6 +182,17 @@ def erasure_count(conn: Connection) -> int:
     """How many erasures were ever committed to this file, by any process: caches compare it."""
     value = conn.execute(select(meta_t.c.value).where(meta_t.c.key == ERASURES_KEY)).scalar()
     return int(value) if value else 0
+
+
+def erasures_after(conn: Connection, after: int) -> list[tuple[int, str]]:
+    """(audit key, tenant key) of every erasure this file recorded after audit key ``after``,
+    oldest first: a cache that saw the erasure counter move drops only these tenants. Each
+    erasure writes one such entry in the transaction that bumps the counter (``mark_pending``);
+    forget never deletes audit entries, so a reader can check the two agree."""
+    stmt = (select(audit_t.c.pk, audit_t.c.user_id)
+            .where(audit_t.c.action == "forget", audit_t.c.origin == "local", audit_t.c.pk > after)
+            .order_by(audit_t.c.pk))
+    return [(int(pk), key) for pk, key in conn.execute(stmt)]
 
 
 def read_pending(conn: Connection) -> dict | None:

@@ -178,7 +178,8 @@ class DataRights:
                 digest = audit.record(conn, tenant, action="forget", actor=actor, scope=scope_record, counts=counts, at=at,
                                       status={"disk_scrubbed": False})
                 forget.mark_pending(conn, tenant, digest, at)
-            self._indexer.cache.clear()
+            # Only this tenant's vectors changed: other tenants keep their matrices and indexes.
+            self._indexer.cache.drop_tenant(tenant.key)
             try:
                 scrubbed, reason = self._scrub_locked(budget=1.0)
             except StoreBusyError as error:
