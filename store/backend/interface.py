@@ -104,10 +104,12 @@ class Backend(Protocol):
         write transactions. False if concurrent writes kept it from finishing. PostgreSQL: a
         no-op, :meth:`flush_erased_pages` rebuilds the erased tenants' GIN indexes."""
 
-    def flush_erased_pages(self, budget: float, tenants: Sequence[Tenant] = ()) -> tuple[bool, str | None]:
+    def flush_erased_pages(self, budget: float, tenants: Sequence[Tenant] = (), expired: Sequence[Tenant] = ()) -> tuple[bool, str | None]:
         """Push deleted rows' old page images out of logs and free space (SQLite: truncate the
-        WAL, store-wide, ``tenants`` unused; PostgreSQL: VACUUM (FULL) of each of ``tenants``'
-        partitions, CHECKPOINT, pg_switch_wal), waiting at most ``budget`` seconds for readers.
+        WAL, store-wide, ``tenants`` and ``expired`` unused; PostgreSQL: VACUUM (FULL) of each of
+        ``tenants``' partitions, or drop them when the tenant was erased whole, and of the
+        key-value partition of each of ``expired`` (tenants whose expired keys were purged),
+        then CHECKPOINT, pg_switch_wal), waiting at most ``budget`` seconds for readers.
         Returns (done, why not)."""
 
     def close(self) -> None:

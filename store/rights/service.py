@@ -229,7 +229,7 @@ class DataRights:
                 now_pending["indexes"] = False
                 forget.write_pending(conn, now_pending)
             expired = [] if now_pending is None else now_pending.get("expired", [])
-        done, reason = self._db.flush_erased_pages(budget, [Tenant(key) for key in dict.fromkeys([*(k for k, _ in taken), *expired])])
+        done, reason = self._db.flush_erased_pages(budget, [Tenant(key) for key, _ in taken], [Tenant(key) for key in expired])
         if done and (taken or expired):
             with self._db.write(inserting=False, whole_store=False) as conn:
                 forget.lock_records(conn)

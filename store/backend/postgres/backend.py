@@ -216,19 +216,27 @@ class PostgresBackend:
         GIN indexes, and no other tenant's index ever held the erased words."""
         return True
 
-    def flush_erased_pages(self, budget: float, tenants: Sequence[Tenant] = ()) -> tuple[bool, str | None]:
-        """Rewrite the erased ``tenants``' partitions and push the old pages out of the WAL
-        (:func:`.erasure.scrub`); VACUUM (FULL) waits at most ``budget`` seconds (at least 0.1)
-        for each partition's readers."""
+    def flush_erased_pages(self, budget: float, tenants: Sequence[Tenant] = (), expired: Sequence[Tenant] = ()) -> tuple[bool, str | None]:
+        """Rewrite (or, for a tenant erased whole, drop) the erased ``tenants``' partitions and
+        the key-value partitions of ``expired``, and push the old pages out of the WAL
+        (:func:`.erasure.scrub`); each wait for a partition's readers lasts at most ``budget``
+        seconds (at least 0.1)."""
         if self.read_only:
             return False, "the store is open read-only; open it read-write to scrub"
+        erased = list(dict.fromkeys(t.key for t in tenants))
+        # A purge of expired keys touched only the key-value table: rewriting the tenant's
+        # episodes too would cost a purge what an erasure's scrub costs.
+        work = [(key, list(ddl.PARTITIONED)) for key in erased]
+        work += [(key, ["kv_entries"]) for key in dict.fromkeys(t.key for t in expired) if key not in erased]
         reasons = []
-        for key in dict.fromkeys(t.key for t in tenants):
+        for key, parents in work:
             try:
-                result = erasure.scrub(self.engine, Tenant(key), list(ddl.PARTITIONED), lock_timeout=max(budget, 0.1))
+                result = erasure.scrub(self.engine, Tenant(key), parents, lock_timeout=max(budget, 0.1))
             except exc.DBAPIError as error:
                 typed = translate(error, self.path)
                 return False, f"{typed}; the scrub stays pending"
+            if result.dropped:
+                self.forget_partitions(Tenant(key))
             if not result.done:
                 reasons.append(result.reason)
         if reasons:

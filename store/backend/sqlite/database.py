@@ -364,7 +364,7 @@ class Database:
     def rewrite_keyword_indexes(self, max_steps: int = 100_000) -> bool:
         return maintenance.rewrite_keyword_indexes(self.write, max_steps)
 
-    def flush_erased_pages(self, budget: float, tenants=()) -> tuple[bool, str | None]:
+    def flush_erased_pages(self, budget: float, tenants=(), expired=()) -> tuple[bool, str | None]:
         with self.raw() as raw:
             return maintenance.truncate_wal(raw, budget)
 
