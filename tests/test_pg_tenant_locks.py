@@ -141,7 +141,7 @@ PAUSE_IN_FORGET = textwrap.dedent(
         return value
 
     forget.mark_pending, forget.read_pending = mark_pending, read_pending
-    PostgresBackend.flush_erased_pages = lambda self, budget, tenants=(): (False, "held back by the test")
+    PostgresBackend.flush_erased_pages = lambda self, *args: (False, "held back by the test")
     with MemoryStore.open({url!r}, embedder=None) as s:
         s.forget(user_id="alice")
     """
@@ -196,7 +196,7 @@ def test_two_tenants_erased_at_once_both_count_and_both_stay_pending(pg_url, tmp
         s.remember("alice's", user_id="alice")
         s.remember("bob's", user_id="bob")
     with MemoryStore.open(pg_url, embedder=None) as s:
-        monkeypatch.setattr(s._db, "flush_erased_pages", lambda budget, tenants=(): (False, "held back by the test"))
+        monkeypatch.setattr(s._db, "flush_erased_pages", lambda *args: (False, "held back by the test"))
         interleave(pg_url, tmp_path, lambda: s.forget(user_id="bob"))
     erasures, pending = pending_record(pg_url)
     assert erasures == 2, "an erasure went uncounted: caches would keep its vectors"
@@ -215,7 +215,7 @@ def test_expired_keys_purged_during_an_erasure_stay_pending_beside_it(pg_url, tm
         with MemoryStore.open(pg_url, embedder=None) as s:
             s.session("s", user_id="carol").set("k2", "zqexpiring2", ttl=60)
             clock[0] += timedelta(minutes=5)
-            monkeypatch.setattr(s._db, "flush_erased_pages", lambda budget, tenants=(): (False, "held back by the test"))
+            monkeypatch.setattr(s._db, "flush_erased_pages", lambda *args: (False, "held back by the test"))
             interleave(pg_url, tmp_path, s.purge_expired)
     finally:
         set_clock(None)

@@ -160,7 +160,7 @@ class PostgresBackend:
         if self.read_only:
             raise ReadOnlyStoreError(f"{self.path} is open read-only; reopen it with read_only=False to change it")
         exclusive = not tenants if whole_store is None else whole_store
-        for attempt in range(3):
+        for _ in range(3):  # a drop between the check and the locks, three times over, is busy
             if inserting:
                 for tenant in tenants:
                     self.prepare(tenant)

@@ -27,10 +27,15 @@ def tenant_key(tenant: Tenant) -> str:
 
 
 def take(conn: Connection, tenants: Iterable[Tenant], *, exclusive: bool) -> None:
-    """Inside ``conn``'s transaction, until it ends: the store lock (exclusive or shared), then
-    each tenant's lock in key order."""
+    """Inside ``conn``'s transaction, until it ends: the store lock exclusively, or the store
+    lock shared and then each tenant's lock in key order."""
     mode = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
     conn.execute(text(f"SELECT {mode}(:k)"), {"k": STORE_LOCK})
+    if exclusive:
+        # Every tenant writer, and every making or dropping of partitions, holds the store lock
+        # shared: the exclusive one already excludes them, and a migration of thousands of
+        # tenants would otherwise fill the server's lock table with their locks.
+        return
     for key in sorted({t.key for t in tenants}):
         conn.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 0))"), {"k": _TENANT + key})
 

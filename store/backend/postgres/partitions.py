@@ -21,6 +21,7 @@ from sqlalchemy import Connection, Engine, text
 
 from ...tenancy import Tenant
 from . import locks
+from .errors import LOCK_TIMEOUT_S
 from .ddl import PARTITIONED
 
 
@@ -82,9 +83,12 @@ def tenant_locked(engine: Engine, tenant: Tenant) -> Iterator[Connection]:
     A connection that fails inside is closed, not pooled, so it cannot keep the locks."""
     conn = engine.connect().execution_options(isolation_level="AUTOCOMMIT")
     try:
+        # As long as a writer waits for these locks (a store-wide write may hold them), then busy.
+        conn.exec_driver_sql(f"SET lock_timeout = '{LOCK_TIMEOUT_S}s'")
         locks.hold_for_drop(conn, tenant)
         yield conn
         locks.release(conn)
+        conn.exec_driver_sql("RESET lock_timeout")
     except BaseException:
         conn.invalidate()
         raise
