@@ -42,7 +42,7 @@ from .recall.embeddings import Indexer, recorded_model
 from .recall.embeddings import check_model as check_model_of
 from .recall.hits import Mode
 from .recall.service import RecallScope, RecallService
-from .rights.forget import erasure_count, erasures_after, purge_expired_kv
+from .rights.forget import erasure_count, erasures_after
 from .rights.service import DataRights
 from .tiers.registry import COUNTED
 from .tiers.sessions import SessionMemory
@@ -531,9 +531,9 @@ class MemoryStore:
         ]
 
     def purge_expired(self) -> int:
-        """Delete every expired key-value entry of every tenant (reads already hide them)."""
-        with self._db.write() as conn:
-            return purge_expired_kv(conn, utcnow())
+        """Delete every expired key-value entry of every tenant (reads already hide them), then
+        scrub their bytes from the storage as a forget does (left pending if a reader is in the way)."""
+        return self._rights.purge_expired()
 
     # --- recall (forwarded to the recall service) ---------------------------------------
 

@@ -101,6 +101,13 @@ def count_by_tenant(conn, table: Table) -> dict[str, int]:
     return {key: count for key, count in rows}
 
 
+def tenants_having(conn, table: Table, *conditions: Any) -> list["Tenant"]:
+    """The tenants, in key order, with a row of ``table`` meeting ``conditions``: for store-wide
+    maintenance that then works tenant by tenant (purging expired keys)."""
+    stmt = select(table.c.user_id).where(*conditions).distinct()
+    return [Tenant(key) for key in sorted(conn.execute(stmt).scalars())]
+
+
 def named_tenants_exist(conn, tenants_table: Table) -> bool:
     stmt = select(tenants_table.c.user_id).where(tenants_table.c.user_id != ANONYMOUS_KEY).limit(1)
     return conn.execute(stmt).first() is not None

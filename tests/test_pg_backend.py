@@ -64,14 +64,14 @@ def test_an_embedder_of_another_width_is_refused_on_open(pg_url):
 def test_a_writer_kept_waiting_gets_store_busy_and_nothing_is_written(pg_url, monkeypatch):
     import psycopg
 
-    from store.backend.postgres import backend
+    from store.backend.postgres import backend, locks
     from store.errors import StoreBusyError
 
     monkeypatch.setattr(backend, "LOCK_TIMEOUT_S", 1)
     with MemoryStore.open(pg_url, embedder=FakeEmbedder()) as s:
         s.remember("first", user_id="u")
         with psycopg.connect(pg_url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True) as other:
-            other.execute("SELECT pg_advisory_lock(%s)", (backend._WRITE_LOCK,))  # another writer, mid-transaction
+            other.execute("SELECT pg_advisory_lock(%s)", (locks.STORE_LOCK,))  # a store-wide writer, mid-transaction
             with pytest.raises(StoreBusyError, match="nothing was changed"):
                 s.remember("second", user_id="u")
         assert [e.input for e in s.episodes(user_id="u").items] == ["first"]

@@ -75,14 +75,20 @@ class Backend(Protocol):
     def read(self) -> AbstractContextManager[Connection]:
         """A read transaction: one consistent snapshot for everything read inside."""
 
-    def write(self, *tenants: Tenant) -> AbstractContextManager[Connection]:
-        """A write transaction that serialises with other writers from its start (so two writers
-        never both read, then both write), commits on success and rolls back on any error.
-        ``tenants`` are those it may insert rows for: PostgreSQL attaches their partitions first,
-        in a short transaction of its own (once per tenant and process), because ATTACH holds
-        its lock to the end of the transaction that runs it; SQLite needs nothing. A write that
-        inserts a tenant's first row must name it. Raises a typed error from
-        :mod:`store.errors`, never a driver's; refuses with ReadOnlyStoreError on a read-only open."""
+    def write(self, *tenants: Tenant, inserting: bool = True, whole_store: bool | None = None) -> AbstractContextManager[Connection]:
+        """A write transaction that serialises from its start with every other writer of the
+        same tenants (so two writers never both read, then both write), commits on success and
+        rolls back on any error. ``tenants`` are those whose rows it reads and changes; naming
+        none (or ``whole_store=True``) makes it a store-wide write, serialised with every other
+        writer. ``whole_store=False`` with no tenant: a write that changes only store-wide
+        records, each under :meth:`Sql.serialise`. With ``inserting`` (the default) it may insert
+        rows for ``tenants``: PostgreSQL attaches their partitions first, in short transactions
+        of their own (once per tenant and process, and again if they were dropped since),
+        because ATTACH holds its lock to the end of the transaction that runs it; a transaction
+        that only changes or deletes a tenant's rows passes ``inserting=False`` and makes no
+        storage for a tenant that has none. SQLite serialises every writer (``BEGIN IMMEDIATE``)
+        and needs nothing made. Raises a typed error from :mod:`store.errors`, never a driver's;
+        refuses with ReadOnlyStoreError on a read-only open."""
 
     def data_version(self) -> int:
         """A number that changes whenever anyone, in any process, commits (SQLite: PRAGMA
@@ -98,10 +104,12 @@ class Backend(Protocol):
         write transactions. False if concurrent writes kept it from finishing. PostgreSQL: a
         no-op, :meth:`flush_erased_pages` rebuilds the erased tenants' GIN indexes."""
 
-    def flush_erased_pages(self, budget: float, tenants: Sequence[Tenant] = ()) -> tuple[bool, str | None]:
+    def flush_erased_pages(self, budget: float, tenants: Sequence[Tenant] = (), expired: Sequence[Tenant] = ()) -> tuple[bool, str | None]:
         """Push deleted rows' old page images out of logs and free space (SQLite: truncate the
-        WAL, store-wide, ``tenants`` unused; PostgreSQL: VACUUM (FULL) of each of ``tenants``'
-        partitions, CHECKPOINT, pg_switch_wal), waiting at most ``budget`` seconds for readers.
+        WAL, store-wide, ``tenants`` and ``expired`` unused; PostgreSQL: VACUUM (FULL) of each of
+        ``tenants``' partitions, or drop them when the tenant was erased whole, and of the
+        key-value partition of each of ``expired`` (tenants whose expired keys were purged),
+        then CHECKPOINT, pg_switch_wal), waiting at most ``budget`` seconds for readers.
         Returns (done, why not)."""
 
     def close(self) -> None:
@@ -133,3 +141,9 @@ class Sql(Protocol):
 
     def json_set(self, column: Column, fields: dict[str, Any]) -> ColumnElement:
         """``column``'s JSON object with ``fields`` ("$.a": value) set."""
+
+    def serialise(self, conn: Connection, record: str) -> None:
+        """Inside a write transaction, before reading a store-wide ``record`` in order to change
+        it: wait until no other transaction doing the same is still open (PostgreSQL, whose
+        writers of different tenants run at once: an advisory lock to the end of the
+        transaction). SQLite: nothing, its writers take turns."""

@@ -151,5 +151,13 @@ class Indexer:
         if vectors is None:
             return
         if recorded_model(conn)[0] is None:
-            record_model(conn, self.embedder)
+            # Writers of other tenants may be here at once: the first to record its model wins,
+            # and a second of another model is refused rather than mixing vectors of two.
+            sql(conn).serialise(conn, "embedding_model")
+            recorded = recorded_model(conn)[0]
+            if recorded is None:
+                record_model(conn, self.embedder)
+            elif recorded != self.embedder.name:
+                raise ModelMismatchError(f"{self.backend.path} now holds vectors made with {recorded!r}, not {self.embedder.name!r} "
+                                         "(another process recorded its model first); nothing was written: reopen with that model")
         self.insert(conn, tenant, kind, pks, hashes, vectors)

@@ -81,7 +81,7 @@ def writing(db: Backend, path: Path, *, overwrite: bool) -> Iterator[IO[str]]:
     created = False
     try:
         if not db.read_only:
-            with db.write() as conn:
+            with db.write(inserting=False, whole_store=False) as conn:  # its own record only
                 conn.execute(insert(meta_t).values(key=key, value=json.dumps(
                     {"path": str(partial), "pid": os.getpid(), "process": _process_identity(os.getpid())})))
             recorded = True
@@ -121,7 +121,7 @@ def _publish(partial: Path, path: Path, *, overwrite: bool) -> None:
 
 def _drop_record(db: Backend, key: str) -> None:
     try:
-        with db.write() as conn:
+        with db.write(inserting=False, whole_store=False) as conn:  # its own record only
             conn.execute(delete(meta_t).where(meta_t.c.key == key))
     except MemlensError:
         pass  # the partial is gone; a record left behind is cleared by the next cleanup

@@ -35,7 +35,7 @@ from ..schema import (
     to_micros,
     vectors_t,
 )
-from ..tenancy import Tenant
+from ..tenancy import Tenant, tenants_having
 from ..tiers import facts as fact_tier
 from ..tiers.registry import ERASE_ORDER, VECTOR_KINDS
 
@@ -206,8 +206,19 @@ def _put(conn: Connection, key: str, value: str) -> None:
     sql(conn).upsert(conn, meta_t, {"key": key, "value": value}, ["key"], {"value": value})
 
 
+# The erasure counter and the pending-scrub record are each one record for the whole store,
+# read and then written by writers of different tenants, which may run at once on a server:
+# each change takes the record's lock before it reads (SQLite's writers take turns anyway).
+RECORD_LOCK = "scrub"
+
+
+def lock_records(conn: Connection) -> None:
+    """Inside a write transaction, before reading the counter or the pending record to change them."""
+    sql(conn).serialise(conn, RECORD_LOCK)
+
+
 def write_pending(conn: Connection, pending: dict | None) -> None:
-    if pending is None or (not pending["erasures"] and not pending["indexes"]):
+    if pending is None or (not pending["erasures"] and not pending["indexes"] and not pending.get("expired")):
         conn.execute(meta_t.delete().where(meta_t.c.key == PENDING_KEY))
     else:
         _put(conn, PENDING_KEY, json.dumps(pending, sort_keys=True))
@@ -215,6 +226,7 @@ def write_pending(conn: Connection, pending: dict | None) -> None:
 
 def mark_pending(conn: Connection, tenant: Tenant, digest: str, at: datetime) -> None:
     """In the erasure's own transaction: count it, and record that its bytes still need scrubbing."""
+    lock_records(conn)
     _put(conn, ERASURES_KEY, str(erasure_count(conn) + 1))
     pending = read_pending(conn) or {"since": at.isoformat(), "indexes": True, "erasures": []}
     pending["indexes"] = True
@@ -225,6 +237,23 @@ def mark_pending(conn: Connection, tenant: Tenant, digest: str, at: datetime) ->
 def purge_expired_kv(conn: Connection, now: datetime) -> int:
     """Delete every expired key-value entry of every tenant (reads and exports already hide them)."""
     return conn.execute(kv_t.delete().where(kv_t.c.expires_at.is_not(None), kv_t.c.expires_at <= now)).rowcount
+
+
+def purge_tenant_expired_kv(conn: Connection, tenant: Tenant, now: datetime) -> int:
+    """Delete the tenant's expired key-value entries and, if there were any, record that their
+    bytes still need scrubbing (the tenant's storage is rewritten as after an erasure; no
+    audit entry, since nobody asked for it)."""
+    purged = conn.execute(tenant.delete(kv_t).where(kv_t.c.expires_at.is_not(None), kv_t.c.expires_at <= now)).rowcount
+    if purged:
+        lock_records(conn)
+        pending = read_pending(conn) or {"since": now.isoformat(), "indexes": False, "erasures": []}
+        pending["expired"] = sorted({*pending.get("expired", []), tenant.key})
+        write_pending(conn, pending)
+    return purged
+
+
+def tenants_with_expired_kv(conn: Connection, now: datetime) -> list[Tenant]:
+    return tenants_having(conn, kv_t, kv_t.c.expires_at.is_not(None), kv_t.c.expires_at <= now)
 
 
 def has_expired_kv(conn: Connection, now: datetime) -> bool:

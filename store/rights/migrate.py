@@ -250,7 +250,8 @@ def migrate(source: Backend, destination: Backend, indexer: Indexer, *, into_exi
         totals, embedded = dict.fromkeys(SECTIONS, 0), 0
         # Naming the tenants lets a PostgreSQL destination attach their partitions first (in
         # their own short transactions: empty partitions are all a kill can leave behind).
-        with destination.write(*tenants) as destination_conn:
+        # A store-wide write: the destination's emptiness check holds only while no one writes.
+        with destination.write(*tenants, whole_store=True) as destination_conn:
             _check_destination(destination_conn, tenants, into_existing, destination)
             for done, tenant in enumerate(tenants, start=1):
                 counts, made = _copy_tenant(plan, source_conn, destination_conn, tenant)

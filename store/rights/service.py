@@ -97,7 +97,7 @@ class DataRights:
         else:
             manifest = export.write(self._db, tenants, target, fmt=fmt, embeddings=include_embeddings, at=at, progress=progress)
         if not self.read_only:
-            with self._db.write() as conn:
+            with self._db.write(*tenants, inserting=False) as conn:
                 for tenant in tenants:
                     audit.record(conn, tenant, action="export", actor=actor, scope={"format": fmt, "embeddings": include_embeddings},
                                  counts=manifest["counts"], at=at)
@@ -170,7 +170,7 @@ class DataRights:
             return ForgetReceipt(user_id=tenant.user_id, session_id=session_id, before=before, dry_run=True, counts=counts,
                                  at=at, actor=actor, digest=audit.digest("forget", tenant, scope_record, counts, at))
         with self._scrub_lock:  # so the write below does not start the after-write retry
-            with self._db.write() as conn:
+            with self._db.write(tenant, inserting=False) as conn:
                 counts = nothing
                 if require_tenant(conn, tenant, missing_ok=missing_ok):
                     self._require_session(conn, tenant, session_id)
@@ -216,25 +216,55 @@ class DataRights:
         export_file.remove_leftover_exports(self._db)  # a killed export's partial file holds personal data too
         with self._db.read() as conn:
             pending, erasures = forget.read_pending(conn), forget.erasure_count(conn)
+            expiring = forget.tenants_with_expired_kv(conn, utcnow())
         taken = [] if pending is None else pending["erasures"]
         if rewrite or (pending is not None and pending["indexes"]):
             if not self._db.rewrite_keyword_indexes():
                 return False, "agents wrote faster than the keyword indexes could be merged; the scrub stays pending"
-        with self._db.write() as conn:
-            forget.purge_expired_kv(conn, utcnow())
+        self._purge_expired(expiring)
+        # Store-wide records only (each change under their lock): no tenant's writers wait.
+        with self._db.write(inserting=False, whole_store=False) as conn:
+            forget.lock_records(conn)
             now_pending = forget.read_pending(conn)
             if now_pending is not None and now_pending["indexes"] and forget.erasure_count(conn) == erasures:
                 now_pending["indexes"] = False
                 forget.write_pending(conn, now_pending)
-        done, reason = self._db.flush_erased_pages(budget, [Tenant(key) for key, _ in taken])
-        if done and taken:
-            with self._db.write() as conn:
+            expired = [] if now_pending is None else now_pending.get("expired", [])
+        done, reason = self._db.flush_erased_pages(budget, [Tenant(key) for key, _ in taken], [Tenant(key) for key in expired])
+        if done and (taken or expired):
+            with self._db.write(inserting=False, whole_store=False) as conn:
+                forget.lock_records(conn)
                 now_pending = forget.read_pending(conn)
                 if now_pending is not None:
                     now_pending["erasures"] = [e for e in now_pending["erasures"] if e not in taken]
+                    now_pending["expired"] = [k for k in now_pending.get("expired", []) if k not in expired]
                     forget.write_pending(conn, now_pending)
                 audit.mark_scrubbed(conn, taken, utcnow())
         return done, reason
+
+    def _purge_expired(self, tenants: list[Tenant]) -> int:
+        """Delete expired key-value entries tenant by tenant (each under its own writer lock,
+        so no other tenant waits), recording for each that its bytes still need scrubbing."""
+        purged = 0
+        for tenant in tenants:
+            with self._db.write(tenant, inserting=False) as conn:
+                purged += forget.purge_tenant_expired_kv(conn, tenant, utcnow())
+        return purged
+
+    def purge_expired(self) -> int:
+        """Delete every expired key-value entry of every tenant, then scrub their bytes as after
+        an erasure (a reader in the way leaves the scrub pending, finished later); see
+        :meth:`store.memory.MemoryStore.purge_expired`."""
+        with self._scrub_lock:
+            with self._db.read() as conn:
+                expiring = forget.tenants_with_expired_kv(conn, utcnow())
+            purged = self._purge_expired(expiring)
+            if purged:
+                try:
+                    self._scrub_locked(budget=1.0)
+                except StoreBusyError:
+                    pass  # the purge committed; the scrub stays pending for the next try
+        return purged
 
     def finish_scrubs(self, *, budget: float) -> None:
         """On open: run a pending scrub (and delete expired entries) if there is one. A store

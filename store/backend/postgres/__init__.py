@@ -1,7 +1,8 @@
 """The PostgreSQL backend (:class:`.backend.PostgresBackend`), from its parts: the schema and its
 migrations (:mod:`.ddl`), one LIST partition per tenant (:mod:`.partitions`), the erasure
 sequence that leaves no erased byte in the data directory (:mod:`.erasure`), connections that
-never let one tenant's maintenance stall another (:mod:`.engine`), BM25 keyword search
+never let one tenant's maintenance stall another (:mod:`.engine`), the advisory locks that let
+different tenants' writers run together (:mod:`.locks`), BM25 keyword search
 (:mod:`.keyword`), exact and approximate vector search (:mod:`.vectors`), change detection by
 LISTEN/NOTIFY (:mod:`.changes`), typed errors (:mod:`.errors`) and the dialect's statements
 (:mod:`.sql`). Needs the ``postgres`` extra (psycopg, pgvector) and a server with the pgvector

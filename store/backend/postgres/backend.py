@@ -1,11 +1,17 @@
 """A memlens store inside a PostgreSQL database: the :class:`store.backend.interface.Backend`
 assembled from this package's parts.
 
-Writers serialise on one transaction-scoped advisory lock taken at the start of every write
-transaction, as SQLite's ``BEGIN IMMEDIATE`` serialises them: the services read, then write
-(an erasure counter, a pending-scrub record, per-tenant id checks), and two writers that both
-read before either wrote would lose one's update. A writer waits at most
-:data:`~.errors.LOCK_TIMEOUT_S` for it, then gets :class:`~store.errors.StoreBusyError`.
+Writers lock what they write, for the whole transaction (:mod:`.locks`): a writer of tenants
+takes each tenant's advisory lock, in key order so two writers of {a, b} and {b, a} never
+deadlock, and the store lock in shared mode; a store-wide write (re-embedding, a migration)
+takes the store lock exclusively and so waits for every tenant writer and holds them all off.
+Writers of different tenants therefore run together, while two writers of one tenant take turns,
+as SQLite's ``BEGIN IMMEDIATE`` makes every writer do: the services read, then write (a tenant's
+id checks, a block's slot, the open fact a new one supersedes), and two writers of one tenant that
+both read before either wrote would lose one's update. What the services read-then-write across
+tenants (the erasure counter, the pending-scrub record, the embedding model's name) takes a
+record lock of its own just before it reads (:meth:`~.sql.PostgresSql.serialise`). A writer waits
+at most :data:`~.errors.LOCK_TIMEOUT_S` for a lock, then gets :class:`~store.errors.StoreBusyError`.
 Reads are ``REPEATABLE READ, READ ONLY``: one snapshot for everything read inside.
 """
 
@@ -19,9 +25,17 @@ from typing import Callable, Iterator, Sequence
 from sqlalchemy import Connection, exc, text
 from sqlalchemy.engine import URL, make_url
 
-from ...errors import ForeignDatabaseError, ModelMismatchError, ReadOnlyStoreError, SchemaTooNewError, StoreNotFoundError, StoreOpenError
+from ...errors import (
+    ForeignDatabaseError,
+    ModelMismatchError,
+    ReadOnlyStoreError,
+    SchemaTooNewError,
+    StoreBusyError,
+    StoreNotFoundError,
+    StoreOpenError,
+)
 from ...tenancy import Tenant
-from . import ddl, engine as pg_engine, erasure, partitions
+from . import ddl, engine as pg_engine, erasure, locks, partitions
 from .changes import ChangeCounter
 from .errors import LOCK_TIMEOUT_S, translate
 from .keyword import PostgresKeywordIndex
@@ -29,7 +43,6 @@ from .keyword import PostgresKeywordIndex
 # The width a store gets when it is created with no embedder (keyword recall only): the packaged
 # model's, so the default model can embed into it later.
 DEFAULT_VECTOR_DIM = 384
-_WRITE_LOCK = 0x4D4C5752  # "MLWR": the store's one writer lock (pg_advisory_xact_lock)
 
 
 def parse(url: str) -> URL:
@@ -141,20 +154,45 @@ class PostgresBackend:
                 self._prepared.add(tenant.key)
 
     @contextmanager
-    def write(self, *tenants: Tenant) -> Iterator[Connection]:
-        """A write transaction, serialised with every other writer of the store from its start;
-        ``tenants`` (those it may insert rows for) get their partitions first."""
+    def write(self, *tenants: Tenant, inserting: bool = True, whole_store: bool | None = None) -> Iterator[Connection]:
+        """A write transaction holding the locks of ``tenants`` (or, naming none, of the whole
+        store) from its start; with ``inserting`` their partitions exist throughout it."""
         if self.read_only:
             raise ReadOnlyStoreError(f"{self.path} is open read-only; reopen it with read_only=False to change it")
-        for tenant in tenants:
-            self.prepare(tenant)
-        with self._guard(), self.engine.connect() as conn:
-            with conn.begin():
-                conn.execute(text(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT_S}s'"))
-                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _WRITE_LOCK})
-                yield conn
+        exclusive = not tenants if whole_store is None else whole_store
+        for _ in range(3):  # a drop between the check and the locks, three times over, is busy
+            if inserting:
+                for tenant in tenants:
+                    self.prepare(tenant)
+            with self._guard(), self.engine.connect() as conn:
+                transaction = conn.begin()
+                try:
+                    conn.execute(text(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT_S}s'"))
+                    locks.take(conn, tenants, exclusive=exclusive)
+                    # Checked under the tenants' locks, which a whole-tenant erasure holds while it
+                    # drops their partitions: this process may still believe they exist.
+                    gone = [t for t in tenants if inserting and not partitions.all_attached(conn, t)]
+                except BaseException:
+                    transaction.rollback()
+                    raise
+                if gone:
+                    transaction.rollback()
+                    with self._prepared_lock:
+                        self._prepared.difference_update(t.key for t in gone)
+                    continue
+                with transaction:
+                    yield conn
+                break
+        else:
+            raise StoreBusyError(f"{self.path} is busy: the partitions of {', '.join(repr(t.key) for t in gone)} were dropped "
+                                 "again and again while this write waited; nothing was changed, try again")
         if self.after_write is not None:
             self.after_write()
+
+    def forget_partitions(self, tenant: Tenant) -> None:
+        """This process no longer assumes ``tenant``'s partitions exist (they were dropped)."""
+        with self._prepared_lock:
+            self._prepared.discard(tenant.key)
 
     # --- change detection, files, maintenance ----------------------------------------------
 
@@ -178,19 +216,27 @@ class PostgresBackend:
         GIN indexes, and no other tenant's index ever held the erased words."""
         return True
 
-    def flush_erased_pages(self, budget: float, tenants: Sequence[Tenant] = ()) -> tuple[bool, str | None]:
-        """Rewrite the erased ``tenants``' partitions and push the old pages out of the WAL
-        (:func:`.erasure.scrub`); VACUUM (FULL) waits at most ``budget`` seconds (at least 0.1)
-        for each partition's readers."""
+    def flush_erased_pages(self, budget: float, tenants: Sequence[Tenant] = (), expired: Sequence[Tenant] = ()) -> tuple[bool, str | None]:
+        """Rewrite (or, for a tenant erased whole, drop) the erased ``tenants``' partitions and
+        the key-value partitions of ``expired``, and push the old pages out of the WAL
+        (:func:`.erasure.scrub`); each wait for a partition's readers lasts at most ``budget``
+        seconds (at least 0.1)."""
         if self.read_only:
             return False, "the store is open read-only; open it read-write to scrub"
+        erased = list(dict.fromkeys(t.key for t in tenants))
+        # A purge of expired keys touched only the key-value table: rewriting the tenant's
+        # episodes too would cost a purge what an erasure's scrub costs.
+        work = [(key, list(ddl.PARTITIONED)) for key in erased]
+        work += [(key, ["kv_entries"]) for key in dict.fromkeys(t.key for t in expired) if key not in erased]
         reasons = []
-        for key in dict.fromkeys(t.key for t in tenants):
+        for key, parents in work:
             try:
-                result = erasure.scrub(self.engine, Tenant(key), list(ddl.PARTITIONED), lock_timeout=max(budget, 0.1))
+                result = erasure.scrub(self.engine, Tenant(key), parents, lock_timeout=max(budget, 0.1))
             except exc.DBAPIError as error:
                 typed = translate(error, self.path)
                 return False, f"{typed}; the scrub stays pending"
+            if result.dropped:
+                self.forget_partitions(Tenant(key))
             if not result.done:
                 reasons.append(result.reason)
         if reasons:

@@ -29,7 +29,7 @@ from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import DBAPIError
 
 from ...tenancy import Tenant
-from . import partitions
+from . import locks, partitions
 
 OUT_OF_REACH = (
     "bytes already copied out of this server: WAL archives, streaming replicas, base backups, "
@@ -51,6 +51,7 @@ class ScrubResult:
     done: bool
     reason: str | None
     rewritten: tuple[str, ...]
+    dropped: tuple[str, ...] = ()
 
 
 def _analysed_parents(conn: Connection, parents: list[str]) -> list[str]:
@@ -99,12 +100,33 @@ def scrub(engine: Engine, tenant: Tenant, parents: list[str], *, lock_timeout: f
             conn.exec_driver_sql(f"SET lock_timeout = {int(lock_timeout * 1000)}")
         try:
             return _scrub(conn, own, tenant, parents)
+        except BaseException:
+            conn.invalidate()  # closed, not pooled: it may still hold the tenant's lock
+            raise
         finally:
             if lock_timeout is not None and not conn.closed and not conn.invalidated:
                 conn.exec_driver_sql("RESET lock_timeout")  # the connection goes back to the pool
 
 
+def _drop_if_erased(conn: Connection, tenant: Tenant) -> tuple[str, ...]:
+    """A tenant erased whole (no tenant row left) loses its partitions: dropping one took 0.02 s
+    where rewriting it took 2.5 s (a 10k-episode tenant in 100k), and a dropped file leaves the
+    data directory at once. Done under the tenant's writer lock, so no write of it lands
+    meanwhile; a partition that holds rows again (the tenant wrote after its erasure) stays and
+    is rewritten like any other."""
+    if conn.execute(text("SELECT EXISTS (SELECT 1 FROM tenants WHERE user_id = :u)"), {"u": tenant.key}).scalar():
+        return ()
+    locks.hold_for_drop(conn, tenant)
+    try:
+        if conn.execute(text("SELECT EXISTS (SELECT 1 FROM tenants WHERE user_id = :u)"), {"u": tenant.key}).scalar():
+            return ()
+        return tuple(partitions.drop_locked(conn, tenant))
+    finally:
+        locks.release(conn)
+
+
 def _scrub(conn: Connection, own: dict[str, str], tenant: Tenant, parents: list[str]) -> ScrubResult:
+    dropped = _drop_if_erased(conn, tenant)
     present = set(partitions.attached_tables(conn, tenant))
     tables = [own[p] for p in parents if own[p] in present]
     # VACUUM without the right to maintain a table does not fail: it warns and skips it. So
@@ -113,7 +135,7 @@ def _scrub(conn: Connection, own: dict[str, str], tenant: Tenant, parents: list[
     if missing:
         reason = (f"the database role may not VACUUM {', '.join(missing)} (it needs the MAINTAIN privilege: "
                   "pg_maintain or superuser for pg_statistic); old bytes may remain until an administrator runs the scrub")
-        return ScrubResult(False, reason, ())
+        return ScrubResult(False, reason, (), dropped)
     step = "VACUUM (FULL)"
     try:
         for table in tables:
@@ -141,7 +163,7 @@ def _scrub(conn: Connection, own: dict[str, str], tenant: Tenant, parents: list[
     except DBAPIError as error:
         if getattr(error.orig, "sqlstate", None) != "42501":  # insufficient_privilege
             raise
-        return ScrubResult(False, f"the database role may not run {step}; old bytes may remain until an administrator does", tuple(tables))
+        return ScrubResult(False, f"the database role may not run {step}; old bytes may remain until an administrator does", tuple(tables), dropped)
     if recycles:
-        return ScrubResult(False, WAL_RECYCLED, tuple(tables))
-    return ScrubResult(True, None, tuple(tables))
+        return ScrubResult(False, WAL_RECYCLED, tuple(tables), dropped)
+    return ScrubResult(True, None, tuple(tables), dropped)

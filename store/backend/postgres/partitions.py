@@ -14,10 +14,14 @@ reader). Likewise a tenant's partitions leave by ``DETACH ... CONCURRENTLY`` bef
 from __future__ import annotations
 
 import hashlib
+from contextlib import contextmanager
+from typing import Iterator
 
 from sqlalchemy import Connection, Engine, text
 
 from ...tenancy import Tenant
+from . import locks
+from .errors import LOCK_TIMEOUT_S
 from .ddl import PARTITIONED
 
 
@@ -35,15 +39,33 @@ def _literal(tenant: Tenant) -> str:
     return "'" + tenant.key.replace("'", "''") + "'"
 
 
-def _attached(conn: Connection, tenant: Tenant) -> set[str]:
+def _inherits(conn: Connection, tenant: Tenant, *, pending: bool) -> set[str]:
     rows = conn.execute(
         text(
             "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
-            "WHERE c.relname = ANY(:names) AND c.relnamespace = current_schema()::regnamespace"
+            "WHERE c.relname = ANY(:names) AND c.relnamespace = current_schema()::regnamespace "
+            "AND i.inhdetachpending = :pending"
         ),
-        {"names": list(names(tenant).values())},
+        {"names": list(names(tenant).values()), "pending": pending},
     )
     return set(rows.scalars())
+
+
+def _attached(conn: Connection, tenant: Tenant) -> set[str]:
+    return _inherits(conn, tenant, pending=False)
+
+
+def _finalize_pending(conn: Connection, tenant: Tenant) -> None:
+    """Finish a DETACH ... CONCURRENTLY that was interrupted (a lock timeout, a kill) after its
+    first step: such a partition takes no rows and cannot be attached again until then."""
+    for parent, name in names(tenant).items():
+        if name in _inherits(conn, tenant, pending=True):
+            conn.exec_driver_sql(f'ALTER TABLE "{parent}" DETACH PARTITION "{name}" FINALIZE')
+
+
+def all_attached(conn: Connection, tenant: Tenant) -> bool:
+    """Whether every partition of ``tenant`` is attached now (a row of any table can go in)."""
+    return _attached(conn, tenant) == set(names(tenant).values())
 
 
 def _existing(conn: Connection, tenant: Tenant) -> set[str]:
@@ -54,17 +76,38 @@ def _existing(conn: Connection, tenant: Tenant) -> set[str]:
     return set(rows.scalars())
 
 
+@contextmanager
+def tenant_locked(engine: Engine, tenant: Tenant) -> Iterator[Connection]:
+    """An autocommit connection holding what a writer of ``tenant`` takes (:func:`.locks.hold_for_drop`)
+    until the block ends, across the several transactions of making or dropping partitions.
+    A connection that fails inside is closed, not pooled, so it cannot keep the locks."""
+    conn = engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+    try:
+        # As long as a writer waits for these locks (a store-wide write may hold them), then busy.
+        conn.exec_driver_sql(f"SET lock_timeout = '{LOCK_TIMEOUT_S}s'")
+        locks.hold_for_drop(conn, tenant)
+        yield conn
+        locks.release(conn)
+        conn.exec_driver_sql("RESET lock_timeout")
+    except BaseException:
+        conn.invalidate()
+        raise
+    finally:
+        conn.close()
+
+
 def ensure(engine: Engine, tenant: Tenant) -> bool:
     """Make sure ``tenant`` has a partition of every table; returns True if any was made.
 
-    Runs in its own short transaction before the caller's write: partitions must exist before a
-    row can be inserted, and ATTACH holds its lock until commit, so it is not left inside a
-    long write. An advisory lock per tenant keeps two processes from making the same table."""
+    Runs before the caller's write, under the tenant's writer lock and in short transactions
+    of its own: partitions must exist before a row can be inserted, and ATTACH holds its lock
+    until commit, so it is not left inside a long write. The lock keeps two processes from
+    making the same table, and a drop of the tenant's partitions from running meanwhile."""
     with engine.connect() as conn:
-        if _attached(conn, tenant) == set(names(tenant).values()):
+        if all_attached(conn, tenant):
             return False
-    with engine.begin() as conn:
-        conn.execute(text("SELECT pg_advisory_xact_lock(hashtextextended(:k, 0))"), {"k": "memlens-tenant:" + tenant.key})
+    with tenant_locked(engine, tenant) as conn:
+        _finalize_pending(conn, tenant)
         attached, existing = _attached(conn, tenant), _existing(conn, tenant)
         made = False
         for parent, name in names(tenant).items():
@@ -84,25 +127,31 @@ def attached_tables(conn: Connection, tenant: Tenant) -> list[str]:
 
 
 def drop(engine: Engine, tenant: Tenant) -> list[str]:
-    """Detach and drop the tenant's partitions once they are empty (after its rows were deleted
-    in the erasure's transaction); returns the tables dropped.
+    """Detach and drop the tenant's empty partitions (after its rows were deleted in the
+    erasure's transaction), holding its writer lock throughout; returns the tables dropped."""
+    with tenant_locked(engine, tenant) as conn:
+        return drop_locked(conn, tenant)
 
-    A partition that received rows after the erasure committed (the agent wrote again) is
-    attached back untouched: those rows were never part of the erasure. Safe to run again after
-    a crash at any point: a detached leftover is dropped if empty, re-attached if not."""
+
+def drop_locked(conn: Connection, tenant: Tenant) -> list[str]:
+    """:func:`drop` on an autocommit connection that holds the tenant's writer lock (so no row
+    of it arrives meanwhile). A partition that received rows after the erasure committed (the
+    agent wrote again) is attached back untouched: those rows were never part of the erasure.
+    Safe to run again after a crash at any point: a detach left pending is finished, and a
+    detached leftover dropped if empty, re-attached if not."""
+    _finalize_pending(conn, tenant)
     dropped = []
     for parent, name in reversed(list(names(tenant).items())):
-        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            if name not in _existing(conn, tenant):
-                continue
-            if name in _attached(conn, tenant):
-                # CONCURRENTLY cannot run inside a transaction block, hence autocommit.
-                conn.exec_driver_sql(f'ALTER TABLE "{parent}" DETACH PARTITION "{name}" CONCURRENTLY')
-        with engine.begin() as conn:
-            conn.exec_driver_sql(f'LOCK TABLE "{name}" IN ACCESS EXCLUSIVE MODE')
-            if conn.exec_driver_sql(f'SELECT NOT EXISTS (SELECT 1 FROM "{name}")').scalar():
-                conn.exec_driver_sql(f'DROP TABLE "{name}"')
-                dropped.append(name)
-            else:
-                conn.exec_driver_sql(f'ALTER TABLE "{parent}" ATTACH PARTITION "{name}" FOR VALUES IN ({_literal(tenant)})')
+        if name not in _existing(conn, tenant):
+            continue
+        if name in _attached(conn, tenant):
+            # DETACH ... CONCURRENTLY takes no lock that other tenants' queries wait for
+            # (a plain DETACH or DROP of an attached partition locks the parent exclusively);
+            # it cannot run inside a transaction block, hence autocommit.
+            conn.exec_driver_sql(f'ALTER TABLE "{parent}" DETACH PARTITION "{name}" CONCURRENTLY')
+        if conn.exec_driver_sql(f'SELECT NOT EXISTS (SELECT 1 FROM "{name}")').scalar():
+            conn.exec_driver_sql(f'DROP TABLE "{name}"')
+            dropped.append(name)
+        else:
+            conn.exec_driver_sql(f'ALTER TABLE "{parent}" ATTACH PARTITION "{name}" FOR VALUES IN ({_literal(tenant)})')
     return dropped

@@ -10,6 +10,7 @@ from sqlalchemy import BigInteger, Column, ColumnElement, Connection, Table, Tex
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, insert
 
 from ..shared import upsert
+from .locks import take_record
 
 
 def _path(path: str) -> list[str]:
@@ -72,6 +73,10 @@ class PostgresSql:
 
     def json_field(self, value: ColumnElement, path: str) -> ColumnElement:
         return type_coerce(_at(value, path), _JsonValue())
+
+    def serialise(self, conn: Connection, record: str) -> None:
+        """The record's advisory lock, to the end of the transaction (:func:`.locks.take_record`)."""
+        take_record(conn, record)
 
     def json_set(self, column: Column, fields: dict[str, Any]) -> ColumnElement:
         document = cast(column, JSONB)

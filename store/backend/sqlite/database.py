@@ -319,9 +319,10 @@ class Database:
             yield conn
 
     @contextmanager
-    def write(self, *tenants) -> Iterator[Connection]:
-        """A write transaction; it commits on success and rolls back on any error. ``tenants``:
-        a file needs nothing made before a tenant's first row."""
+    def write(self, *tenants, inserting: bool = True, whole_store: bool | None = None) -> Iterator[Connection]:
+        """A write transaction; it commits on success and rolls back on any error. Every writer
+        of a file takes turns (BEGIN IMMEDIATE), whatever ``tenants`` and ``whole_store`` say,
+        and a file needs nothing made before a tenant's first row (``inserting``)."""
         if self.read_only:
             raise ReadOnlyStoreError(f"{self.path} is open read-only; reopen it with read_only=False to change it")
         with self._guard(), self.engine.connect() as conn:
@@ -363,7 +364,7 @@ class Database:
     def rewrite_keyword_indexes(self, max_steps: int = 100_000) -> bool:
         return maintenance.rewrite_keyword_indexes(self.write, max_steps)
 
-    def flush_erased_pages(self, budget: float, tenants=()) -> tuple[bool, str | None]:
+    def flush_erased_pages(self, budget: float, tenants=(), expired=()) -> tuple[bool, str | None]:
         with self.raw() as raw:
             return maintenance.truncate_wal(raw, budget)
 

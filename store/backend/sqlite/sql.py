@@ -56,6 +56,9 @@ class SqliteSql:
     def json_field(self, value: ColumnElement, path: str) -> ColumnElement:
         return func.json_extract(value, path)
 
+    def serialise(self, conn: Connection, record: str) -> None:
+        """Nothing: a write transaction already holds the file's one write lock (BEGIN IMMEDIATE)."""
+
     def json_set(self, column: Column, fields: dict[str, Any]) -> ColumnElement:
         args: list[Any] = []
         for path, value in fields.items():
