@@ -25,7 +25,6 @@ from .footer import KeysFooter
 from .lifecycle import StoreLifecycleMixin
 from .loading import NO_TENANT, TenantViewsMixin
 from .locations import is_server_url, shown
-from .overview import DetailPane
 from .searching import SEARCH_LIMIT, LatestOnly, SearchMixin
 from .tenants import Glance, TenantListMixin
 
@@ -66,6 +65,7 @@ class ContentArea(Vertical):
     def compose(self) -> ComposeResult:
         from textual.widgets import TabbedContent, TabPane
 
+        from .overview import DetailPane
         from .views import AuditView, BlocksView, EpisodesView, FactsView, SearchView, SessionsView
 
         with TabbedContent(initial="search", id="tabs"):
