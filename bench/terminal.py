@@ -98,6 +98,11 @@ class Terminal:
         self.pending += seen
         raise RuntimeError(f"{marker!r} never arrived; the screen was:\n{self.text()}")
 
+    def cpu_seconds(self) -> float:
+        """CPU time the program has used so far, all its threads (Linux: /proc/PID/stat)."""
+        fields = open(f"/proc/{self.proc.pid}/stat").read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def type(self, text: str) -> None:
         os.write(self.master, text.encode())
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from textual import events
-from textual.widgets import Input, OptionList, Select, TabbedContent
+from textual.widgets import Input, OptionList
 
 from . import messages as msg
 from .loading import NO_TENANT
@@ -52,6 +52,8 @@ class ActionsMixin:
 
     def typing_here(self) -> bool:
         """The focused widget takes printable keys as text: a text field, or an open Select's type-to-search."""
+        from textual.widgets import Select  # loaded with Textual's App already: no cost to the first frame
+
         focused = self.focused
         return isinstance(focused, Input) or (focused is not None and isinstance(focused.parent, Select))
 
@@ -66,7 +68,7 @@ class ActionsMixin:
             self.notify(f"{active.binding.description}: {reason}", severity="warning")
 
     def action_show_view(self, name: str) -> None:
-        tabs = self.query_one("#tabs", TabbedContent)
+        tabs = self.query_one("#tabs")
         leaving = self.focused is not None and tabs in self.focused.ancestors
         tabs.active = name
         if leaving:

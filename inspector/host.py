@@ -1,9 +1,11 @@
 """What the App's parts need from the App, stated once.
 
-The actions (``actions.ActionsMixin``) and the tier views' loading (``loading.TenantViewsMixin``)
-are mixed into the App; the command palette (``commands``) calls the App's actions. None of
-them imports the App: each relies on this interface (plus Textual's own ``App`` API: notify,
-push_screen, query_one, run_worker...), and ``tests/test_inspector_layout.py`` checks that
+The actions (``actions.ActionsMixin``), the tier views' loading (``loading.TenantViewsMixin``),
+the tenant list (``tenants.TenantListMixin``), the search (``searching.SearchMixin``) and the
+store's life (``lifecycle.StoreLifecycleMixin``) are mixed into the App; the command palette (``commands``) calls the App's actions. None of
+them imports the App: each relies on this interface, the state it declares in its own class
+body (which only it uses), and Textual's own ``App`` API (notify, push_screen, query_one,
+run_worker...); and ``tests/test_inspector_layout.py`` checks that
 they use nothing else of the App and that the App provides all of it.
 """
 
@@ -38,12 +40,21 @@ class Host(Protocol):
 
     def load_tenants(self) -> None: ...
 
-    # What one part offers the other (loading.TenantViewsMixin, used by the actions).
+    # What one part offers the others.
+    searcher: Any
+    """The search thread (searching.LatestOnly): the worker-failure handler restarts it."""
+
     def load_tenant_views(self) -> None: ...
 
     def load_session(self, session_id: str) -> None: ...
 
     def clear_detail(self) -> None: ...
+
+    def clear_views(self) -> None: ...
+
+    def select_tenant(self, user_id: Any) -> None: ...
+
+    def update_subtitle(self) -> None: ...
 
 
 @runtime_checkable

@@ -11,13 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 from textual import events
-from textual.widgets import TabbedContent
 
 from . import messages as msg
 from .formatting import tenant_label
-from .overview import ACTIVITY_DAYS, DetailPane
 
-# inspector.views is imported inside the methods: it comes after the first frame (see app.py).
+# inspector.views and inspector.overview (and the TabbedContent and Sparkline they use) are
+# imported inside the methods: they come after the first frame (see app.py). The detail pane is
+# found by its id ("detail") for the same reason.
 
 NO_TENANT = object()
 VIEW_IDS = ("search", "blocks", "episodes", "facts", "sessions", "audit")  # each view's id is "<name>-view"
@@ -42,8 +42,8 @@ class TenantViewsMixin:
 
     def clear_detail(self) -> None:
         """No record in the detail pane: the selected tenant's overview shows there instead."""
-        if self.query(DetailPane):
-            self.query_one(DetailPane).clear(None if self.user_id is NO_TENANT else tenant_label(self.user_id))
+        if self.query("#detail"):
+            self.query_one("#detail").clear(None if self.user_id is NO_TENANT else tenant_label(self.user_id))
 
     def load_tenant_views(self) -> None:
         from .views import EpisodesView, FactsView, SearchView
@@ -53,6 +53,8 @@ class TenantViewsMixin:
             if not self._exit:  # not there yet: try again after the next frame
                 self.call_after_refresh(self.load_tenant_views)
             return
+        from .overview import ACTIVITY_DAYS
+
         user, store = self.user_id, self.store
         if store.model_ready:
             self.run_worker(lambda: store.warm_vectors(user_id=user), thread=True, group="vectors", exclusive=True, exit_on_error=False)
@@ -120,7 +122,7 @@ class TenantViewsMixin:
 
     def on_overview_loaded(self, m: msg.OverviewLoaded) -> None:
         if self.for_this_tenant(m):
-            self.query_one(DetailPane).show_overview(tenant_label(m.tenant_key), m.activity, m.counts)
+            self.query_one("#detail").show_overview(tenant_label(m.tenant_key), m.activity, m.counts)
 
     def on_sessions_loaded(self, m: msg.SessionsLoaded) -> None:
         from .views import EpisodesView, SearchView, SessionsView
@@ -146,7 +148,7 @@ class TenantViewsMixin:
     def on_show_detail(self, m: ShowDetail) -> None:
         if m.source is not None and m.source is not self.focused:
             return  # asked for by a table the user has since left
-        self.query_one(DetailPane).show_record(m.title, m.body)
+        self.query_one("#detail").show_record(m.title, m.body)
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
         """Back in the tenant list (``t``, ``escape``, a click): the pane shows the tenant, not the last record."""
@@ -164,5 +166,5 @@ class TenantViewsMixin:
 
     def active_tables(self) -> set[str]:
         from .views import RecordTable
-        pane = self.query_one("#tabs", TabbedContent).active_pane
+        pane = self.query_one("#tabs").active_pane
         return {table.id for table in pane.query(RecordTable)} if pane is not None else set()

@@ -311,6 +311,7 @@ Browse what an agent remembers, search it, export it, erase it.
 | `ctrl+p` | command palette (every action, and the theme, which is kept for next time) |
 | `?` | this help |
 | `q`, `ctrl+c` | quit |
+| `escape`, `q` | in a dialog: `escape` cancels it; `q` (or `escape`) closes one that only shows something, like this help (also `?`) |
 
 **Filters.** Search: kind (episodes, facts, working blocks, scratchpad notes, all), session,
 and dates (`2026-03-01`; *until* includes that day). Episodes: session and dates. Facts: the

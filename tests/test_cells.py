@@ -3,6 +3,7 @@ rendering, row and column metadata included, and no Rich rendering for a cell al
 
 from __future__ import annotations
 
+from rich.markup import escape
 from rich.padding import Padding
 from rich.text import Text
 from textual.renderables.styled import Styled
@@ -104,3 +105,42 @@ async def test_a_whole_table_draws_as_a_plain_datatable_draws_it():
     ours, theirs = await table_lines(OneTable), await table_lines(PlainTable)
     shown = 1 + len(ROWS)  # the header and the rows; below them ours fills its pane, a plain one ends
     assert len(theirs) >= shown and ours[:shown] == theirs[:shown]
+
+
+class TwoTables(App):
+    def compose(self):
+        yield RecordTable("kind", "memory", "fused", "vector", "when", id="ours")
+        yield DataTable(id="theirs")
+
+
+async def test_columns_are_as_wide_as_datatable_makes_them_and_a_seen_cell_is_not_measured_again(monkeypatch):
+    """The widths kept by content (inspector.cells) widen the columns exactly as DataTable's own
+    measuring does, through refills with other rows; refilled with rows already seen, nothing
+    is measured."""
+    import inspector.cells
+
+    measured = []
+    real = inspector.cells.measure
+    monkeypatch.setattr(inspector.cells, "measure", lambda *a, **k: measured.append(a[1]) or real(*a, **k))
+    app = TwoTables()
+    async with app.run_test(size=(120, 20)) as pilot:
+        ours, theirs = app.query_one("#ours", RecordTable), app.query_one("#theirs", DataTable)
+        theirs.add_columns("kind", "memory", "fused", "vector", "when")
+        wider = [("episode", "a much longer memory than any before it, to widen the column", "0.1", "0.2 #1", "x"),
+                 ("working-block", Text("bold", style="bold"), "1.00001", "-", "2026-03-01 10:00:00")]
+        for rows in (ROWS, wider, ROWS[:2]):
+            ours.reset()
+            theirs.clear()
+            for i, row in enumerate(rows):
+                ours.add_record(f"r{i}", None, *row)
+                theirs.add_row(*(escape(c) if isinstance(c, str) else c for c in row), key=f"r{i}")
+            await pilot.pause()
+            await pilot.pause()
+            assert [c.content_width for c in ours.ordered_columns] == [c.content_width for c in theirs.ordered_columns]
+        measured.clear()
+        ours.reset()
+        for i, row in enumerate(ROWS):
+            ours.add_record(f"again{i}", None, *row)
+        await pilot.pause()
+        await pilot.pause()
+        assert ours.row_count == len(ROWS) and measured == []

@@ -100,7 +100,7 @@ def test_the_memlens_command_shows_live_search_results_in_a_terminal(tmp_path):
         terminal.type("\x1b")  # Escape leaves the search field…
         terminal.wait_for_footer(quit_shown=True)
         terminal.type("q")  # …so q quits
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 120  # a hang guard, not a speed bound: a loaded machine may take seconds
         while terminal.proc.poll() is None and time.monotonic() < deadline:
             terminal.pump(0.1)
         assert terminal.proc.returncode == 0
@@ -111,7 +111,9 @@ def test_the_memlens_command_shows_live_search_results_in_a_terminal(tmp_path):
 @pytest.mark.model
 def test_quitting_during_the_first_model_export_ends_at_once_and_says_so(tmp_path):
     """The one-time ONNX export (~20 s) runs when the inspector starts on an empty model cache;
-    q in the middle of it must end the process at once, not after the export, on a blank screen."""
+    q in the middle of it must end the process before the export ends (not after it, on a blank
+    screen) and say so. Checked by what the export leaves, not by a clock: a loaded machine
+    may take seconds to quit, but a quit that waited leaves the exported model in the cache."""
     from store import MemoryStore
 
     store_path = tmp_path / "empty.db"
@@ -121,19 +123,18 @@ def test_quitting_during_the_first_model_export_ends_at_once_and_says_so(tmp_pat
     terminal = Terminal([*memlens_command(), str(store_path)], env)
     try:
         terminal.wait_for("model warming")
-        terminal.pump(1.0)  # well into the export
+        terminal.pump(0.5)
+        # The export is under way: its model is not in the cache yet. It takes ~20 s (importing
+        # torch alone takes seconds), so q below reaches the App while it runs.
+        assert not list(cache.rglob("*.onnx")), "the export ended before q could be pressed"
         terminal.type("q")
-        pressed = time.monotonic()
-        while terminal.proc.poll() is None and time.monotonic() - pressed < 30:
+        # No time bound: a hang guard only. What proves the quit did not wait for the export is
+        # the cache after the exit: a quit that waited for it leaves the exported model there.
+        deadline = time.monotonic() + 300
+        while terminal.proc.poll() is None and time.monotonic() < deadline:
             terminal.pump(0.05)
-        took = time.monotonic() - pressed
-        print(f"quit took {took:.2f} s")
         assert terminal.proc.returncode == 0
-        # "At once" as opposed to "after the export": the export takes ~20 s here, so a quit that
-        # waited for it takes well over 10 s, while an idle machine quits in under a second. The
-        # bound leaves room for a loaded CI machine (7.8 s seen with the suite beside it); the
-        # screen saying what it waits for is checked below.
-        assert took < 10.0, f"quit took {took:.1f} s"
+        assert not list(cache.rglob("*.onnx")), "the process waited for the model export before it ended"
         terminal.pump(0.2)
         assert "model export" in terminal.text()  # what happened is said, not a blank screen
         assert not list(cache.rglob("*.partial"))

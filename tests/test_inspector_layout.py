@@ -61,15 +61,33 @@ def used_on_self(path: Path) -> dict[str, set[str]]:
     return out
 
 
-@pytest.mark.parametrize("module, mixin", [("actions", "ActionsMixin"), ("loading", "TenantViewsMixin")])
+MIXINS = [("actions", "ActionsMixin"), ("loading", "TenantViewsMixin"), ("tenants", "TenantListMixin"),
+          ("searching", "SearchMixin"), ("lifecycle", "StoreLifecycleMixin")]
+
+
+def own_state(module: str, mixin: str) -> set[str]:
+    """The attributes a mixin declares in its class body: its own state, which no other part uses."""
+    cls = next(n for n in ast.parse((PACKAGE / f"{module}.py").read_text()).body if isinstance(n, ast.ClassDef) and n.name == mixin)
+    return {n.target.id for n in cls.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+
+
+@pytest.mark.parametrize("module, mixin", MIXINS)
 def test_a_mixin_uses_only_the_host_interface_and_textuals_app(module, mixin):
     textual_app = {n for n in dir(App)} | {"_exit"}
-    undeclared = used_on_self(PACKAGE / f"{module}.py")[mixin] - declared(Host) - textual_app
+    undeclared = used_on_self(PACKAGE / f"{module}.py")[mixin] - declared(Host) - own_state(module, mixin) - textual_app
     assert undeclared == set(), f"{mixin} uses App attributes inspector.host.Host does not state: {sorted(undeclared)}"
+
+
+@pytest.mark.parametrize("module, mixin", MIXINS)
+def test_a_mixins_own_state_is_used_by_no_other_part(module, mixin):
+    others = [used_on_self(PACKAGE / f"{m}.py")[name] for m, name in MIXINS if name != mixin]
+    borrowed = own_state(module, mixin) & set().union(*others)
+    assert borrowed == set(), f"state of {mixin} used elsewhere: declare it in inspector.host.Host instead: {sorted(borrowed)}"
 
 
 async def test_the_app_provides_the_whole_interface(demo):
     app = app_for(demo)
     assert isinstance(app, Host) and isinstance(app, Commands)
-    missing = {name for name in declared(Host) | declared(Commands) if not hasattr(app, name)}
+    own = set().union(*(own_state(m, name) for m, name in MIXINS))
+    missing = {name for name in declared(Host) | declared(Commands) | own if not hasattr(app, name)}
     assert missing == set()

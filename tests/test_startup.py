@@ -157,11 +157,14 @@ def test_the_first_frame_imports_neither_the_tier_views_nor_the_dialogs():
     from pathlib import Path
 
     code = ("import json, sys, inspector.app; print(json.dumps(sorted(m for m in sys.modules "
-            "if m.startswith(('inspector.', 'textual.widgets._data_table', 'textual.widgets._radio')))))")
+            "if m.startswith(('inspector.', 'textual.widgets._', 'textual.renderables.sparkline')))))")
     root = Path(__file__).resolve().parent.parent
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=120,
                           env={**__import__("os").environ, "PYTHONPATH": str(root)})
     loaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
     later = {"inspector.views", "inspector.screens", "inspector.detail", "inspector.cells", "textual.widgets._data_table",
-             "textual.widgets._radio_set", "textual.widgets._radio_button"}
+             "textual.widgets._radio_set", "textual.widgets._radio_button",
+             # The tabs and the detail pane (its sparkline) are mounted after the first frame too.
+             "inspector.overview", "textual.widgets._tabbed_content", "textual.widgets._content_switcher",
+             "textual.widgets._tabs", "textual.widgets._sparkline", "textual.renderables.sparkline"}
     assert loaded & later == set(), sorted(loaded & later)
