@@ -17,6 +17,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import Reactive
+from textual.render import measure
 from textual.widgets import Checkbox, DataTable, Input, Label, ProgressBar, Select, Static
 
 from . import detail
@@ -64,6 +65,12 @@ class RecordTable(CachedCells, DataTable):
     def reset(self) -> None:
         self.clear()
         self.records.clear()
+        # DataTable's columns only ever widen, through every row set they have held: the results'
+        # widths then depended on which intermediate searches (hybrid, vector, a stale keystroke)
+        # happened to be shown before being replaced, and a snapshot failed now and then. Back to
+        # the header's width, they fit only the rows shown.
+        for column in self.columns.values():
+            column.content_width = measure(self.app.console, column.label, 1)
 
     def add_record(self, key: str, record: Any, *cells: Any) -> None:
         self.records[key] = record
