@@ -273,6 +273,32 @@ def test_a_running_exports_partial_is_left_alone(tmp_path):
     assert len(seen) == 1 and not seen[0].exists() and "alice secret 599" in target.read_text()
 
 
+@pytest.mark.parametrize("interruption", [KeyboardInterrupt, SystemExit])
+def test_a_signal_the_moment_the_partial_exists_still_removes_it(tmp_path, monkeypatch, interruption):
+    """The signal test's race made certain: the interruption is raised as the partial's creation
+    returns, before the export could note that it made the file (the partial was left behind)."""
+    import store.rights.export_file as export_file
+
+    real_open = os.open
+
+    def created_then_interrupted(path, flags, *args, **kwargs):
+        fd = real_open(path, flags, *args, **kwargs)
+        if str(path).endswith(export_file.PARTIAL_SUFFIX):
+            os.close(fd)
+            raise interruption()
+        return fd
+
+    with MemoryStore.open(tmp_path / "memory.db", embedder=None, check_model=False) as s:
+        s.remember("alice secret", user_id="alice")
+        out = tmp_path / "out"
+        out.mkdir()
+        monkeypatch.setattr(export_file.os, "open", created_then_interrupted)
+        with pytest.raises(interruption):
+            s.export_to(out / "alice.jsonl", user_ids=["alice"])
+        monkeypatch.undo()
+    assert listing(out) == []
+
+
 def _as_in_a_terminal() -> None:
     # A runner started in the background without job control (`nohup ... &`, some CI agents)
     # ignores SIGINT, and children inherit that, so Ctrl-C would never reach the export: give the

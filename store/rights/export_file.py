@@ -85,8 +85,14 @@ def writing(db: Backend, path: Path, *, overwrite: bool) -> Iterator[IO[str]]:
                 conn.execute(insert(meta_t).values(key=key, value=json.dumps(
                     {"path": str(partial), "pid": os.getpid(), "process": _process_identity(os.getpid())})))
             recorded = True
-        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600)
+        # Counted as created before the call: a Ctrl-C or SIGTERM raised the moment the file
+        # exists, before the next line ran, left the partial behind (a test caught it under load).
         created = True
+        try:
+            fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600)
+        except OSError:
+            created = False  # not made, or not ours (O_EXCL): never delete it
+            raise
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as sink:
             yield sink
             sink.flush()
