@@ -108,6 +108,13 @@ def tenants_having(conn, table: Table, *conditions: Any) -> list["Tenant"]:
     return [Tenant(key) for key in sorted(conn.execute(stmt).scalars())]
 
 
+def keys_and_tenants(conn, table: Table, key_column: Any, *conditions: Any) -> list[tuple[int, str]]:
+    """(row key, tenant key) of the rows meeting ``conditions``, by row key: which tenants a
+    store-wide log names (the caches drop only the erased tenants' vectors)."""
+    stmt = select(key_column, table.c.user_id).where(*conditions).order_by(key_column)
+    return [(int(pk), key) for pk, key in conn.execute(stmt)]
+
+
 def named_tenants_exist(conn, tenants_table: Table) -> bool:
     stmt = select(tenants_table.c.user_id).where(tenants_table.c.user_id != ANONYMOUS_KEY).limit(1)
     return conn.execute(stmt).first() is not None

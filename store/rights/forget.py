@@ -35,7 +35,7 @@ from ..schema import (
     to_micros,
     vectors_t,
 )
-from ..tenancy import Tenant, tenants_having
+from ..tenancy import Tenant, keys_and_tenants, tenants_having
 from ..tiers import facts as fact_tier
 from ..tiers.registry import ERASE_ORDER, VECTOR_KINDS
 
@@ -189,10 +189,8 @@ def erasures_after(conn: Connection, after: int) -> list[tuple[int, str]]:
     oldest first: a cache that saw the erasure counter move drops only these tenants. Each
     erasure writes one such entry in the transaction that bumps the counter (``mark_pending``);
     forget never deletes audit entries, so a reader can check the two agree."""
-    stmt = (select(audit_t.c.pk, audit_t.c.user_id)
-            .where(audit_t.c.action == "forget", audit_t.c.origin == "local", audit_t.c.pk > after)
-            .order_by(audit_t.c.pk))
-    return [(int(pk), key) for pk, key in conn.execute(stmt)]
+    return keys_and_tenants(conn, audit_t, audit_t.c.pk,
+                            audit_t.c.action == "forget", audit_t.c.origin == "local", audit_t.c.pk > after)
 
 
 def read_pending(conn: Connection) -> dict | None:
