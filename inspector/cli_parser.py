@@ -114,6 +114,12 @@ def build_parser() -> Parser:
 
     scrub = command("scrub", "rewrite indexes and truncate the WAL so deleted content leaves the files")
     scrub.add_argument("db", type=location, help="the store: a file, or a postgresql:// URL")
+
+    index = command("index", "PostgreSQL: build a tenant's server-side vector index (pgvector HNSW) and report its recall")
+    index.add_argument("--db", type=location, required=True, help="the store: a postgresql:// URL")
+    _tenant_options(index, required=True)
+    index.add_argument("--sample", type=int, default=100, help="queries to measure recall@10 with (default: %(default)s)")
+    index.add_argument("--drop", action="store_true", help="drop the index instead: the tenant's searches are exact again")
     return parser
 
 

@@ -240,3 +240,9 @@ class MigrationMismatchError(MigrationError):
     def __init__(self, message: str, *, mismatches: dict[str, tuple[int, int]] | None = None):
         super().__init__(message)
         self.mismatches = dict(mismatches or {})
+
+
+class UnsupportedByBackendError(MemlensError):
+    """The operation needs something this store's database does not have: building a server-side
+    vector index needs PostgreSQL (a SQLite store indexes its large tenants in memory by itself).
+    Nothing was changed."""

@@ -36,6 +36,7 @@ from .models import (
     StoreStats,
     TenantSummary,
     TierCounts,
+    VectorIndexReport,
 )
 from .recall import embeddings as indexing
 from .recall.embeddings import Indexer, recorded_model
@@ -584,6 +585,24 @@ class MemoryStore:
         """Load the tenant's episode vectors into memory now, so its first search does not wait
         for them (call it from a worker thread). Returns how many were loaded."""
         return self._recall.warm_vectors(user_id=user_id)
+
+    def build_vector_index(self, *, user_id: str | None = UNSET, sample: int = 100) -> VectorIndexReport:
+        """PostgreSQL only: build an approximate vector index (pgvector's HNSW) on the tenant's
+        vectors in the database, and report its recall@10 against exact search, measured on up
+        to ``sample`` of the tenant's own episode vectors as queries. From then on every process
+        searches that tenant's episodes and facts on the server, without loading its vectors into
+        memory (recall@10 0.998 at 80k episodes in this project's benchmark); scores stay exact
+        cosines. The build runs concurrently with the tenant's writers and may take a minute per
+        100k vectors. A whole-tenant :meth:`forget` drops the index with the tenant's storage.
+        Raises :class:`~store.errors.UnsupportedByBackendError` on SQLite (whose large tenants
+        are indexed in memory by themselves) and :class:`~store.errors.UnknownTenantError` for a
+        tenant the store does not hold; both change nothing."""
+        return self._recall.build_vector_index(user_id=user_id, sample=sample)
+
+    def drop_vector_index(self, *, user_id: str | None = UNSET) -> bool:
+        """PostgreSQL only: drop the tenant's server-side vector index (its searches are exact
+        again); returns whether there was one. Errors as :meth:`build_vector_index`."""
+        return self._recall.drop_vector_index(user_id=user_id)
 
     def reembed(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Re-embed every episode and fact of every tenant with the current model.

@@ -196,6 +196,20 @@ class StoreStats(_Model):
     embedding_model: str | None
 
 
+class VectorIndexReport(_Model):
+    """A tenant's server-side vector index, as built: how well it finds what exact search finds."""
+
+    user_id: str | None
+    vectors: int
+    """The tenant's episode vectors when the index was measured."""
+    recall_at_10: float
+    """Of exact search's 10 nearest episodes, the share the index also returned, averaged over
+    ``queries`` of the tenant's own episode vectors (each query's own episode left out)."""
+    queries: int
+    seconds: float
+    """Building and measuring, end to end."""
+
+
 class ScoreBreakdown(_Model):
     """Why a memory came back: its place and score in each ranked list, and the score it was ordered by.
 

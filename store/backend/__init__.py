@@ -12,9 +12,9 @@ from pathlib import Path
 from sqlalchemy import Connection
 
 from ..errors import StoreOpenError
-from .interface import Backend, KeywordIndex, Sql
+from .interface import Backend, KeywordIndex, ServerVectorIndex, Sql
 
-__all__ = ["Backend", "KeywordIndex", "Sql", "is_url", "open_backend", "sql"]
+__all__ = ["Backend", "KeywordIndex", "ServerVectorIndex", "Sql", "is_url", "open_backend", "sql"]
 
 # Dialect name -> the engine package; a new backend adds its line here.
 _ENGINES = {"sqlite": "store.backend.sqlite", "postgresql": "store.backend.postgres", "postgres": "store.backend.postgres"}

@@ -49,6 +49,34 @@ class KeywordIndex(Protocol):
         that order, as an identifier's pieces run), newest first; unranked."""
 
 
+class ServerVectorIndex(Protocol):
+    """An approximate vector index kept by the database server (PostgreSQL: pgvector's HNSW), one
+    per tenant, built on request: :meth:`store.memory.MemoryStore.build_vector_index`. A tenant
+    that has one is searched by the server; its vectors are never loaded into the searching process."""
+
+    def has_index(self, conn: Connection, tenant: Tenant) -> bool:
+        """Whether the tenant has the index now (built or dropped by any process)."""
+
+    def nearest(self, conn: Connection, tenant: Tenant, kind: str, query: Sequence[float], k: int,
+                allowed: Sequence[int] | None = None) -> list[tuple[int, float]]:
+        """The tenant's ``k`` items of ``kind`` nearest ``query`` by the index (only ``allowed``
+        keys, if given): (item key, cosine similarity), best first. Rows come from the table, so
+        an erased one is never returned."""
+
+    def similarities(self, conn: Connection, tenant: Tenant, kind: str, query: Sequence[float], pks: Sequence[int]) -> dict[int, float]:
+        """The exact cosine similarity to ``query`` of each of ``pks`` that has a vector."""
+
+    def sampled_recall(self, conn: Connection, tenant: Tenant, kind: str, sample: int, k: int = 10, seed: int = 0) -> tuple[float, int]:
+        """Recall@``k`` of the index against exact search over up to ``sample`` of the tenant's own
+        vectors as queries; (recall, queries used)."""
+
+    def build(self, tenant: Tenant) -> None:
+        """Build the tenant's index (once; without blocking its writers)."""
+
+    def drop(self, tenant: Tenant) -> None:
+        """Drop the tenant's index: its searches are exact again."""
+
+
 class Backend(Protocol):
     """One open store: its connections and transactions, schema, change detection, keyword
     index and the maintenance that makes erased bytes leave the storage.
@@ -71,6 +99,9 @@ class Backend(Protocol):
     """Called after every committed write transaction (the store retries pending scrubs there)."""
     out_of_reach: str
     """What no erasure by this store can reach (copies made outside it); every receipt says it."""
+    vector_index: ServerVectorIndex | None
+    """The server's approximate vector index, where the database has one (PostgreSQL); None for
+    SQLite, whose large tenants get an in-process approximate index instead (store.recall.approximate)."""
 
     def read(self) -> AbstractContextManager[Connection]:
         """A read transaction: one consistent snapshot for everything read inside."""

@@ -11,7 +11,7 @@ from typing import Callable, Literal
 import numpy as np
 from sqlalchemy import Connection, Integer, Row, type_coerce
 
-from ..backend import KeywordIndex
+from ..backend import KeywordIndex, ServerVectorIndex
 from ..models import Episode, RecallHit, ScoreBreakdown
 from ..schema import blocks_t, episodes_t, facts_t, from_micros, scratch_t, sessions_t
 from ..tenancy import Tenant
@@ -29,8 +29,28 @@ Mode = Literal["hybrid", "keyword", "vector"]
 _ENCODER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlens-query-encode")
 
 
+# What a server's index searches; blocks and notes are few, ranked in memory after the read
+# transaction has ended (see Recall.blocks), so they keep their in-process matrices.
+SERVER_KINDS = ("episode", "fact")
+
+
 def candidate_depth(limit: int) -> int:
     return max(50, limit * 5)
+
+
+class _OnDemand:
+    """A search run when its result is first asked for, on the asking thread (a Future's face)."""
+
+    def __init__(self, search: Callable[[], list[tuple[int, float]]]):
+        self._search, self._result = search, None
+
+    def done(self) -> bool:
+        return self._result is not None
+
+    def result(self) -> list[tuple[int, float]]:
+        if self._result is None:
+            self._result = self._search()
+        return self._result
 
 
 class Recall:
@@ -74,10 +94,22 @@ class Recall:
         job = self.vector_job(kind, limit, allowed)
         return [] if job is None else job.result()
 
+    @cached_property
+    def server_index(self) -> ServerVectorIndex | None:
+        """The database's approximate index, when the tenant has one (PostgreSQL, built on request):
+        its episodes and facts are then searched by the server and never loaded here."""
+        index = self.indexer.backend.vector_index
+        return index if index is not None and self.use_vectors and index.has_index(self.conn, self.tenant) else None
+
     def vector_job(self, kind: str, limit: int, allowed: np.ndarray | None):
-        """Start the scan of ``kind`` on the encoder thread, queued behind the query's encoding."""
+        """Start the scan of ``kind`` on the encoder thread, queued behind the query's encoding
+        (or, with the server's index, a search run on this thread when its result is asked for:
+        the read transaction's connection cannot leave it)."""
         if not self.use_vectors:
             return None
+        if kind in SERVER_KINDS and self.server_index is not None:
+            keys = None if allowed is None else allowed.tolist()
+            return _OnDemand(lambda: self.server_index.nearest(self.conn, self.tenant, kind, self.query_vector, limit, keys))
         # The matrix is fetched here: the read transaction's connection stays on this thread.
         vectors = self.indexer.cache.searchable(self.conn, self.tenant, kind, self.indexer.embedder.dim)
         pks = vectors.pks
@@ -95,6 +127,11 @@ class Recall:
         hybrid fusion scores them by; one dot product each. Row keys in a cached matrix ascend
         (loaded in key order, appended above the maximum); a key not found keeps None."""
         missing = [c for c in candidates if c.vector is None]
+        if missing and kind in SERVER_KINDS and self.server_index is not None:
+            found = self.server_index.similarities(self.conn, self.tenant, kind, self.query_vector, [c.pk for c in missing])
+            for c in missing:
+                c.vector = found.get(c.pk)
+            return
         pks, matrix = self._matrices.get(kind, (None, None))
         if not missing or pks is None or not len(pks):
             return

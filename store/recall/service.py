@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import time
 from datetime import datetime
 from typing import Any, Callable, Literal
+
+from sqlalchemy import func
 
 from . import hits as recall
 from .. import schema
 from ..backend import Backend
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, UnsupportedByBackendError
 from .embeddings import Indexer, record_model
-from ..models import RecallHit
+from ..models import RecallHit, VectorIndexReport
 from .hits import Mode
 from .query import query_terms
-from ..tenancy import UNSET, Tenant, all_tenants
+from ..tenancy import UNSET, Tenant, all_tenants, require_tenant
 from ..tiers import episodes, facts
 from ..tiers.common import content_hash
 from ..validation import check_flag, check_int, check_optional_datetime, check_optional_name, check_text
@@ -148,8 +151,44 @@ class RecallService:
         if not self._indexer.enabled:
             return 0
         with self._db.read() as conn:
+            if self._db.vector_index is not None and self._db.vector_index.has_index(conn, tenant):
+                return 0  # the server searches them
             pks, _ = self._indexer.cache.get(conn, tenant, "episode", self._indexer.embedder.dim)
         return len(pks)
+
+    def build_vector_index(self, *, user_id: str | None = UNSET, sample: int = 100) -> VectorIndexReport:
+        """Build the tenant's server-side vector index and measure it; see :meth:`store.memory.MemoryStore.build_vector_index`."""
+        tenant = self._tenant(user_id)
+        check_int(sample, "sample", minimum=1, maximum=10_000)
+        index = self._server_index()
+        started = time.perf_counter()
+        with self._db.read() as conn:
+            require_tenant(conn, tenant)
+        index.build(tenant)
+        with self._db.read() as conn:
+            vectors = conn.execute(tenant.select(schema.vectors_t, func.count()).where(schema.vectors_t.c.kind == "episode")).scalar_one()
+            recall, queries = index.sampled_recall(conn, tenant, "episode", sample)
+        return VectorIndexReport(user_id=tenant.user_id, vectors=vectors, recall_at_10=recall, queries=queries,
+                                 seconds=time.perf_counter() - started)
+
+    def drop_vector_index(self, *, user_id: str | None = UNSET) -> bool:
+        """Drop the tenant's server-side vector index; see :meth:`store.memory.MemoryStore.drop_vector_index`."""
+        tenant = self._tenant(user_id)
+        index = self._server_index()
+        with self._db.read() as conn:
+            require_tenant(conn, tenant)
+            had = index.has_index(conn, tenant)
+        index.drop(tenant)
+        return had
+
+    def _server_index(self):
+        if self._db.vector_index is None:
+            raise UnsupportedByBackendError(
+                f"{self._db.path}: server-side vector indexes need PostgreSQL; this store's tenants of 20,000 vectors "
+                "or more get an in-memory approximate index by themselves. Nothing was changed")
+        if not self._indexer.enabled:
+            raise InvalidInputError("this store was opened with embedder=None; its searches use no vectors to index")
+        return self._db.vector_index
 
     def reembed(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Re-embed every episode and fact of every tenant with the current model; see :meth:`store.memory.MemoryStore.reembed`."""

@@ -39,6 +39,7 @@ from . import ddl, engine as pg_engine, erasure, locks, partitions
 from .changes import ChangeCounter
 from .errors import LOCK_TIMEOUT_S, translate
 from .keyword import PostgresKeywordIndex
+from .vectors import PgvectorIndex
 
 # The width a store gets when it is created with no embedder (keyword recall only): the packaged
 # model's, so the default model can embed into it later.
@@ -81,6 +82,7 @@ class PostgresBackend:
         self._changes: ChangeCounter | None = None
         self._changes_lock = threading.Lock()
         self.engine = pg_engine.create(self.url.render_as_string(hide_password=False), pool_size=8, max_overflow=8, pool_pre_ping=True)
+        self.vector_index = PgvectorIndex(self.engine, self.path, read_only, self.prepare)
         try:
             self._open(create, vector_dim)
         except BaseException:

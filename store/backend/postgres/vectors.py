@@ -16,14 +16,19 @@ so a deleted (erased) row is never returned even before VACUUM removes it from t
 
 from __future__ import annotations
 
-from typing import Sequence
+from contextlib import contextmanager
+from typing import Callable, Iterator, Sequence
 
+import numpy as np
 from pgvector.sqlalchemy import Vector
-from sqlalchemy import Connection, Engine, bindparam, literal_column, text
+from sqlalchemy import BigInteger, Connection, Engine, any_, bindparam, exc, func, literal_column, text
+from sqlalchemy.dialects.postgresql import ARRAY
 
+from ...errors import ReadOnlyStoreError
 from ...schema import vectors_t
 from ...tenancy import Tenant
 from . import partitions
+from .errors import translate
 
 # Settings chosen with bench/pg_ann_bench.py: 100k real MiniLM vectors, "big" 80k episodes and
 # 10k facts in one partition beside "small" (10k), 200 queries, machine at load 7-12. With
@@ -50,11 +55,12 @@ def _best_first(rows) -> list[tuple[int, float]]:
 
 
 def nearest(conn: Connection, tenant: Tenant, kind: str, query: Sequence[float], k: int, *, approximate: bool = False,
-            ef_search: int = EF_SEARCH, candidates: int = 0) -> list[tuple[int, float]]:
+            ef_search: int = EF_SEARCH, candidates: int = 0, allowed: Sequence[int] | None = None) -> list[tuple[int, float]]:
     """The tenant's ``k`` items of ``kind`` closest to ``query``: (item key, cosine similarity),
     best first. ``approximate`` uses the tenant's HNSW index if it has one (see :func:`build_index`),
     asking it for ``max(k, candidates)`` rows with ``ef_search`` and keeping the best ``k``
-    (a tenant without the index is sorted exactly, whatever is asked)."""
+    (a tenant without the index is sorted exactly, whatever is asked). ``allowed``: only these
+    item keys (a session or time filter); the iterative scan goes on until it has ``k`` of them."""
     distance = _distance(query)
     # Exact: "+ 0" makes the sort key an expression no index matches, so an HNSW index built for
     # the approximate mode never answers an exact query (enable_indexscan = off did not stop
@@ -67,6 +73,8 @@ def nearest(conn: Connection, tenant: Tenant, kind: str, query: Sequence[float],
         .order_by(key)
         .limit(wanted)
     )
+    if allowed is not None:
+        stmt = stmt.where(vectors_t.c.item_pk == any_(bindparam("allowed", [int(pk) for pk in allowed], type_=ARRAY(BigInteger))))
     if not approximate:
         return _best_first(conn.execute(stmt))
     # ef_search below the rows asked for would cap what one pass of the index can return.
@@ -114,3 +122,75 @@ def measured_recall(conn: Connection, tenant: Tenant, kind: str, queries: list[S
         approx = {pk for pk, _ in nearest(conn, tenant, kind, query, k, approximate=True)}
         found, total = found + len(exact & approx), total + len(exact)
     return found / total if total else 1.0
+
+
+def similarities(conn: Connection, tenant: Tenant, kind: str, query: Sequence[float], pks: Sequence[int]) -> dict[int, float]:
+    """The cosine similarity to ``query`` of each of the tenant's items ``pks`` that has a vector
+    (hybrid fusion judges keyword-only candidates by their meaning too)."""
+    if not pks:
+        return {}
+    stmt = tenant.select(vectors_t, vectors_t.c.item_pk, (1 - _distance(query)).label("similarity")).where(
+        vectors_t.c.kind == kind, vectors_t.c.item_pk == any_(bindparam("pks", [int(pk) for pk in pks], type_=ARRAY(BigInteger))))
+    return {pk: float(similarity) for pk, similarity in conn.execute(stmt)}
+
+
+def has_index(conn: Connection, tenant: Tenant) -> bool:
+    """Whether the tenant's vectors have an HNSW index (built by :func:`build_index`, by any
+    process). Asked on every search: one catalog lookup, so a build or drop elsewhere counts at once."""
+    return conn.execute(text("SELECT to_regclass(:name) IS NOT NULL"), {"name": index_name(tenant)}).scalar_one()
+
+
+def sampled_recall(conn: Connection, tenant: Tenant, kind: str, sample: int, k: int = 10, seed: int = 0) -> tuple[float, int]:
+    """Recall@``k`` of the approximate search against exact, with up to ``sample`` of the
+    tenant's own vectors as queries (each query's own item left out of both answers, so finding
+    itself does not count). Returns (recall, queries used)."""
+    v = vectors_t
+    conn.execute(text("SELECT setseed(:seed)"), {"seed": (seed % 1000) / 1000})
+    rows = conn.execute(tenant.select(v, v.c.item_pk, v.c.vector).where(v.c.kind == kind).order_by(func.random()).limit(sample)).all()
+    found = total = 0
+    for pk, vector in rows:
+        query = np.frombuffer(vector, dtype=np.float32).tolist()
+        exact = {p for p, _ in nearest(conn, tenant, kind, query, k + 1) if p != pk}
+        approx = {p for p, _ in nearest(conn, tenant, kind, query, k + 1, approximate=True) if p != pk}
+        found, total = found + len(exact & approx), total + len(exact)
+    return (found / total if total else 1.0), len(rows)
+
+
+class PgvectorIndex:
+    """The :class:`store.backend.interface.ServerVectorIndex` of a PostgreSQL store: one HNSW
+    index per tenant partition, built on request. A tenant with one is searched by the server
+    (its vectors are never loaded into the searching process); the rest stay exact."""
+
+    def __init__(self, engine: Engine, address: str, read_only: bool, prepare: Callable[[Tenant], None]):
+        self._engine, self._address, self._read_only, self._prepare = engine, address, read_only, prepare
+
+    has_index = staticmethod(has_index)
+    similarities = staticmethod(similarities)
+    sampled_recall = staticmethod(sampled_recall)
+
+    @staticmethod
+    def nearest(conn: Connection, tenant: Tenant, kind: str, query: Sequence[float], k: int,
+                allowed: Sequence[int] | None = None) -> list[tuple[int, float]]:
+        return nearest(conn, tenant, kind, query, k, approximate=True, allowed=allowed)
+
+    def build(self, tenant: Tenant) -> None:
+        self._refuse_if_read_only()
+        self._prepare(tenant)  # the index is on the tenant's partition, which must exist
+        with self._translated():
+            build_index(self._engine, tenant)
+
+    def drop(self, tenant: Tenant) -> None:
+        self._refuse_if_read_only()
+        with self._translated():
+            drop_index(self._engine, tenant)
+
+    def _refuse_if_read_only(self) -> None:
+        if self._read_only:
+            raise ReadOnlyStoreError(f"{self._address} is open read-only; reopen it with read_only=False to change its indexes")
+
+    @contextmanager
+    def _translated(self) -> Iterator[None]:
+        try:
+            yield
+        except exc.DBAPIError as error:
+            raise translate(error, self._address) from error
