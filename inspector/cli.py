@@ -9,7 +9,7 @@ import signal
 import sys
 
 from .cli_app import cmd_open
-from .cli_parser import DEFAULT_DEMO_PATH, Parser, build_parser
+from .cli_parser import COMMANDS, DEFAULT_DEMO_PATH, Parser, build_parser
 from .cli_store import (
     CommandLineError,
     cmd_audit,
@@ -48,11 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     (a message says why), 128 + n stopped by signal n."""
     from store.errors import MemlensError
 
-    parser = build_parser()
     argv = sys.argv[1:] if argv is None else argv
-    if argv and not argv[0].startswith("-") and argv[0] not in parser.commands:
+    if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
         argv = ["open", *argv]  # `memlens PATH` opens PATH
-    args = parser.parse_args(argv)
+    args = build_parser(only=argv[0] if argv and argv[0] in COMMANDS else None).parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 0

@@ -35,6 +35,17 @@ def test_every_command_is_documented_in_the_readme():
     assert missing == []
 
 
+def test_a_command_line_builds_only_its_sub_command_and_parses_it_as_the_whole_parser_does():
+    from inspector.cli import COMMANDS, build_parser
+
+    whole = build_parser().commands
+    assert tuple(whole) == COMMANDS  # main() picks the sub-command by this list before building
+    for name in COMMANDS:
+        alone = build_parser(only=name).commands
+        assert list(alone) == [name]
+        assert alone[name].format_help() == whole[name].format_help()
+
+
 def run(*args):
     return subprocess.run([sys.executable, "-m", "inspector.cli", *args], capture_output=True, text=True)
 
