@@ -38,7 +38,7 @@ from ...tenancy import Tenant
 from . import ddl, engine as pg_engine, erasure, locks, partitions
 from .changes import ChangeCounter
 from .errors import LOCK_TIMEOUT_S, translate
-from .keyword import PostgresKeywordIndex
+from .keyword import SNAPSHOT_VERSION, PostgresKeywordIndex
 from .vectors import PgvectorIndex
 
 # The width a store gets when it is created with no embedder (keyword recall only): the packaged
@@ -70,7 +70,6 @@ class PostgresBackend:
 
     after_write: Callable[[], None] | None = None
     schema_version = ddl.CURRENT_VERSION
-    keyword = PostgresKeywordIndex()
     out_of_reach = erasure.OUT_OF_REACH
 
     def __init__(self, url: str | Path, *, read_only: bool = False, create: bool = True, vector_dim: int | None = None):
@@ -83,6 +82,7 @@ class PostgresBackend:
         self._changes_lock = threading.Lock()
         self.engine = pg_engine.create(self.url.render_as_string(hide_password=False), pool_size=8, max_overflow=8, pool_pre_ping=True)
         self.vector_index = PgvectorIndex(self.engine, self.path, read_only, self.prepare)
+        self.keyword = PostgresKeywordIndex()
         try:
             self._open(create, vector_dim)
         except BaseException:
@@ -140,10 +140,18 @@ class PostgresBackend:
     @contextmanager
     def read(self) -> Iterator[Connection]:
         """A REPEATABLE READ, READ ONLY transaction: one snapshot for everything read inside."""
-        with self._guard(), self.engine.connect() as conn:
-            conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
-            with conn.begin():
-                yield conn
+        with self._guard():
+            # Read before the snapshot is taken, so the snapshot holds every commit it counts
+            # (the keyword statistics cache relies on it: keyword.StatisticsCache).
+            version = self.data_version()
+            with self.engine.connect() as conn:
+                conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
+                conn.info[SNAPSHOT_VERSION] = version
+                try:
+                    with conn.begin():
+                        yield conn
+                finally:
+                    conn.info.pop(SNAPSHOT_VERSION, None)
 
     def prepare(self, tenant: Tenant) -> None:
         """Make the tenant's partitions exist (ATTACH, in its own short transaction), once per
