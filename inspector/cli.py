@@ -51,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
         argv = ["open", *argv]  # `memlens PATH` opens PATH
-    args = build_parser(only=argv[0] if argv and argv[0] in COMMANDS else None).parse_args(argv)
+    parser = build_parser(only=argv[0] if argv and argv[0] in COMMANDS else None)
+    args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 0

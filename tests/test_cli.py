@@ -46,6 +46,14 @@ def test_a_command_line_builds_only_its_sub_command_and_parses_it_as_the_whole_p
         assert alone[name].format_help() == whole[name].format_help()
 
 
+def test_memlens_with_no_command_prints_the_help_listing_every_command(capsys):
+    from inspector.cli import COMMANDS, main
+
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: memlens") and all(name in out for name in COMMANDS)
+
+
 def run(*args):
     return subprocess.run([sys.executable, "-m", "inspector.cli", *args], capture_output=True, text=True)
 
