@@ -37,7 +37,7 @@ from ...errors import (
 from ...tenancy import Tenant
 from . import ddl, engine as pg_engine, erasure, locks, partitions
 from .changes import ChangeCounter
-from .errors import LOCK_TIMEOUT_S, translate
+from .errors import LOCK_TIMEOUT_S, translate, translated
 from .keyword import SNAPSHOT_VERSION, PostgresKeywordIndex
 from .vectors import PgvectorIndex
 
@@ -131,16 +131,9 @@ class PostgresBackend:
     # --- transactions ----------------------------------------------------------------------
 
     @contextmanager
-    def _guard(self) -> Iterator[None]:
-        try:
-            yield
-        except exc.DBAPIError as error:
-            raise translate(error, self.path) from error
-
-    @contextmanager
     def read(self) -> Iterator[Connection]:
         """A REPEATABLE READ, READ ONLY transaction: one snapshot for everything read inside."""
-        with self._guard():
+        with translated(self.path):
             # Read before the snapshot is taken, so the snapshot holds every commit it counts
             # (the keyword statistics cache relies on it: keyword.StatisticsCache).
             version = self.data_version()
@@ -158,7 +151,7 @@ class PostgresBackend:
         process: a row cannot be inserted before its partition exists."""
         if tenant.key in self._prepared:
             return
-        with self._prepared_lock, self._guard():
+        with self._prepared_lock, translated(self.path):
             if tenant.key not in self._prepared:
                 partitions.ensure(self.engine, tenant)
                 self._prepared.add(tenant.key)
@@ -174,7 +167,7 @@ class PostgresBackend:
             if inserting:
                 for tenant in tenants:
                     self.prepare(tenant)
-            with self._guard(), self.engine.connect() as conn:
+            with translated(self.path), self.engine.connect() as conn:
                 transaction = conn.begin()
                 try:
                     conn.execute(text(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT_S}s'"))

@@ -6,6 +6,11 @@ failed; a raw psycopg or SQLAlchemy error never reaches a caller.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from typing import Iterator
+
+from sqlalchemy import exc
+
 from ...errors import (
     MemlensError,
     ModelMismatchError,
@@ -76,3 +81,12 @@ def translate(error: BaseException, address: str, *, connecting: bool = False) -
         return StoreUnavailableError(f"lost the connection to the PostgreSQL server of {address} ({text}); "
                                      "if this was a write, it may or may not have committed: read before retrying")
     return StoreDatabaseError(f"{address}: the server refused a statement ({state}: {text}); nothing was changed")
+
+
+@contextmanager
+def translated(address: str) -> Iterator[None]:
+    """Driver errors raised inside, re-raised as the typed error :func:`translate` gives."""
+    try:
+        yield
+    except exc.DBAPIError as error:
+        raise translate(error, address) from error

@@ -16,19 +16,18 @@ so a deleted (erased) row is never returned even before VACUUM removes it from t
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 from pgvector.sqlalchemy import Vector
-from sqlalchemy import BigInteger, Connection, Engine, any_, bindparam, exc, func, literal_column, text
+from sqlalchemy import BigInteger, Connection, Engine, any_, bindparam, func, literal_column, text
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from ...errors import ReadOnlyStoreError
 from ...schema import vectors_t
 from ...tenancy import Tenant
 from . import partitions
-from .errors import translate
+from .errors import translated
 
 # Settings chosen with bench/pg_ann_bench.py: 100k real MiniLM vectors, "big" 80k episodes and
 # 10k facts in one partition beside "small" (10k), 200 queries, machine at load 7-12. With
@@ -176,21 +175,14 @@ class PgvectorIndex:
     def build(self, tenant: Tenant) -> None:
         self._refuse_if_read_only()
         self._prepare(tenant)  # the index is on the tenant's partition, which must exist
-        with self._translated():
+        with translated(self._address):
             build_index(self._engine, tenant)
 
     def drop(self, tenant: Tenant) -> None:
         self._refuse_if_read_only()
-        with self._translated():
+        with translated(self._address):
             drop_index(self._engine, tenant)
 
     def _refuse_if_read_only(self) -> None:
         if self._read_only:
             raise ReadOnlyStoreError(f"{self._address} is open read-only; reopen it with read_only=False to change its indexes")
-
-    @contextmanager
-    def _translated(self) -> Iterator[None]:
-        try:
-            yield
-        except exc.DBAPIError as error:
-            raise translate(error, self._address) from error
