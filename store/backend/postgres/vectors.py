@@ -49,6 +49,11 @@ def _distance(query: Sequence[float]):
     return literal_column("vectors.vector").op("<=>")(bindparam("query", list(map(float, query)), type_=Vector()))
 
 
+def _item_in(pks: Sequence[int]):
+    """The item key is one of ``pks``, sent as one array parameter."""
+    return vectors_t.c.item_pk == any_(bindparam("pks", [int(pk) for pk in pks], type_=ARRAY(BigInteger)))
+
+
 def _best_first(rows) -> list[tuple[int, float]]:
     return sorted(((pk, float(score)) for pk, score in rows), key=lambda row: (-row[1], row[0]))
 
@@ -73,7 +78,7 @@ def nearest(conn: Connection, tenant: Tenant, kind: str, query: Sequence[float],
         .limit(wanted)
     )
     if allowed is not None:
-        stmt = stmt.where(vectors_t.c.item_pk == any_(bindparam("allowed", [int(pk) for pk in allowed], type_=ARRAY(BigInteger))))
+        stmt = stmt.where(_item_in(allowed))
     if not approximate:
         return _best_first(conn.execute(stmt))
     # ef_search below the rows asked for would cap what one pass of the index can return.
@@ -115,10 +120,17 @@ def drop_index(engine: Engine, tenant: Tenant) -> None:
 
 def measured_recall(conn: Connection, tenant: Tenant, kind: str, queries: list[Sequence[float]], k: int = 10) -> float:
     """Of the exact top-``k`` for each query, the share the approximate search also returned."""
+    return _recall(conn, tenant, kind, [(query, None) for query in queries], k)
+
+
+def _recall(conn: Connection, tenant: Tenant, kind: str, queries: list[tuple[Sequence[float], int | None]], k: int) -> float:
+    """Of the exact top-``k`` for each (query, item left out of both answers), the share the
+    approximate search also returned."""
     found = total = 0
-    for query in queries:
-        exact = {pk for pk, _ in nearest(conn, tenant, kind, query, k)}
-        approx = {pk for pk, _ in nearest(conn, tenant, kind, query, k, approximate=True)}
+    for query, left_out in queries:
+        wanted = k if left_out is None else k + 1
+        exact = {p for p, _ in nearest(conn, tenant, kind, query, wanted) if p != left_out}
+        approx = {p for p, _ in nearest(conn, tenant, kind, query, wanted, approximate=True) if p != left_out}
         found, total = found + len(exact & approx), total + len(exact)
     return found / total if total else 1.0
 
@@ -129,7 +141,7 @@ def similarities(conn: Connection, tenant: Tenant, kind: str, query: Sequence[fl
     if not pks:
         return {}
     stmt = tenant.select(vectors_t, vectors_t.c.item_pk, (1 - _distance(query)).label("similarity")).where(
-        vectors_t.c.kind == kind, vectors_t.c.item_pk == any_(bindparam("pks", [int(pk) for pk in pks], type_=ARRAY(BigInteger))))
+        vectors_t.c.kind == kind, _item_in(pks))
     return {pk: float(similarity) for pk, similarity in conn.execute(stmt)}
 
 
@@ -146,13 +158,8 @@ def sampled_recall(conn: Connection, tenant: Tenant, kind: str, sample: int, k: 
     v = vectors_t
     conn.execute(text("SELECT setseed(:seed)"), {"seed": (seed % 1000) / 1000})
     rows = conn.execute(tenant.select(v, v.c.item_pk, v.c.vector).where(v.c.kind == kind).order_by(func.random()).limit(sample)).all()
-    found = total = 0
-    for pk, vector in rows:
-        query = np.frombuffer(vector, dtype=np.float32).tolist()
-        exact = {p for p, _ in nearest(conn, tenant, kind, query, k + 1) if p != pk}
-        approx = {p for p, _ in nearest(conn, tenant, kind, query, k + 1, approximate=True) if p != pk}
-        found, total = found + len(exact & approx), total + len(exact)
-    return (found / total if total else 1.0), len(rows)
+    queries = [(np.frombuffer(vector, dtype=np.float32).tolist(), pk) for pk, vector in rows]
+    return _recall(conn, tenant, kind, queries, k), len(rows)
 
 
 class PgvectorIndex:
