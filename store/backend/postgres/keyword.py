@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import re
 import threading
+from typing import Any, Callable
 
 from sqlalchemy import Connection, Table, bindparam, cast, func, literal_column, select, text
 from sqlalchemy.dialects.postgresql import TSQUERY, array
@@ -73,24 +74,21 @@ def _item_query(lexeme: str, prefix: bool):
     return cast(quoted.concat(":*") if prefix else quoted, TSQUERY)
 
 
+def _totals(conn: Connection, tenant: Tenant, table: Table, cache: "StatisticsCache") -> tuple[int, float]:
+    """The tenant's row count and average token count in ``table``."""
+    _, length = _search(table)
+    count, average = cache.kept(conn, (tenant.key, table.name),
+                                lambda: tuple(conn.execute(tenant.select(table, func.count(), func.avg(length))).one()))
+    return count, float(average or 0.0)
+
+
 def _statistics(conn: Connection, tenant: Tenant, table: Table, query_items: list[tuple[str, bool]],
                 cache: "StatisticsCache") -> tuple[int, float, list[int]]:
-    _, length = _search(table)
-    version = conn.info.get(SNAPSHOT_VERSION)
-    totals = cache.get(version, (tenant.key, table.name))
-    if totals is None:
-        totals = conn.execute(tenant.select(table, func.count(), func.avg(length))).one()
-        cache.put(version, (tenant.key, table.name), totals)
-    df = []
-    for lexeme, prefix in query_items:
-        key = (tenant.key, table.name, lexeme, prefix)
-        n = cache.get(version, key)
-        if n is None:
-            n = conn.execute(tenant.select(table, func.count()).where(_matches(table, _item_query(lexeme, prefix)))).scalar()
-            cache.put(version, key, n)
-        df.append(n)
-    count, average = totals
-    return count, float(average or 0.0), df
+    count, average = _totals(conn, tenant, table, cache)
+    df = [cache.kept(conn, (tenant.key, table.name, lexeme, prefix), lambda lexeme=lexeme, prefix=prefix: conn.execute(
+              tenant.select(table, func.count()).where(_matches(table, _item_query(lexeme, prefix)))).scalar())
+          for lexeme, prefix in query_items]
+    return count, average, df
 
 
 def _term_counts(table: Table, query_items: list[tuple[str, bool]]) -> list:
@@ -150,23 +148,28 @@ class StatisticsCache:
     MAX_ENTRIES = 50_000
 
     def __init__(self) -> None:
-        self._version: int | None = None
-        self._entries: dict = {}
+        # One (version, entries) pair, replaced whole: a reader never pairs one version's
+        # entries with another's number while a writer moves on.
+        self._kept: tuple[int | None, dict] = (None, {})
         self._lock = threading.Lock()
 
-    def get(self, version: int | None, key):
-        if version is None or version != self._version:
-            return None
-        return self._entries.get(key)
-
-    def put(self, version: int | None, key, value) -> None:
-        if version is None:
-            return
-        with self._lock:
-            if self._version is None or version > self._version:
-                self._version, self._entries = version, {}
-            if version == self._version and len(self._entries) < self.MAX_ENTRIES:
-                self._entries[key] = value
+    def kept(self, conn: Connection, key, compute: Callable[[], Any]) -> Any:
+        """The value kept for ``key`` at the version ``conn``'s read transaction was opened at, or
+        ``compute()``'s, kept for the next search (only a read transaction has a version)."""
+        version = conn.info.get(SNAPSHOT_VERSION)
+        kept_version, entries = self._kept
+        if version is not None and version == kept_version and key in entries:
+            return entries[key]
+        value = compute()
+        if version is not None:
+            with self._lock:
+                kept_version, entries = self._kept
+                if kept_version is None or version > kept_version:
+                    kept_version, entries = version, {}
+                    self._kept = (kept_version, entries)
+                if version == kept_version and len(entries) < self.MAX_ENTRIES:
+                    entries[key] = value
+        return value
 
 
 class PostgresKeywordIndex:
@@ -191,25 +194,17 @@ class PostgresKeywordIndex:
     def _common(self, conn: Connection, tenant: Tenant, terms: list[str]) -> set[str]:
         """Words in more than COMMON_SHARE of the tenant's episodes (ranking them costs more than
         they tell). Each count stops as soon as the share is passed."""
-        version, cache = conn.info.get(SNAPSHOT_VERSION), self.statistics
-        total = cache.get(version, (tenant.key, "episodes count"))
-        if total is None:
-            total = conn.execute(tenant.select(episodes_t, func.count())).scalar()
-            cache.put(version, (tenant.key, "episodes count"), total)
+        total, _ = _totals(conn, tenant, episodes_t, self.statistics)  # the counts BM25 uses next
         if total < MIN_EPISODES_FOR_CUT:
             return set()
         cap = int(COMMON_SHARE * total) + 1
-        common = set()
-        for term in terms:
-            is_common = cache.get(version, (tenant.key, "common", term))
-            if is_common is None:
-                query = func.plainto_tsquery(literal_column("'memlens'"), func.memlens_fold(term))
-                hits = tenant.select(episodes_t, episodes_t.c.pk).where(_matches(episodes_t, query)).limit(cap)
-                is_common = conn.execute(select(func.count()).select_from(hits.subquery())).scalar() >= cap
-                cache.put(version, (tenant.key, "common", term), is_common)
-            if is_common:
-                common.add(term)
-        return common
+
+        def is_common(term: str) -> bool:
+            query = func.plainto_tsquery(literal_column("'memlens'"), func.memlens_fold(term))
+            hits = tenant.select(episodes_t, episodes_t.c.pk).where(_matches(episodes_t, query)).limit(cap)
+            return conn.execute(select(func.count()).select_from(hits.subquery())).scalar() >= cap
+
+        return {term for term in terms if self.statistics.kept(conn, (tenant.key, "common", term), lambda term=term: is_common(term))}
 
     def episodes(self, conn, tenant, expression, limit, session_id, since, until):
         e = episodes_t
