@@ -11,7 +11,7 @@ from typing import Callable, Literal
 import numpy as np
 from sqlalchemy import Connection, Integer, Row, type_coerce
 
-from ..backend import KeywordIndex, ServerVectorIndex
+from ..backend import Backend, KeywordIndex, ServerVectorIndex
 from ..models import Episode, RecallHit, ScoreBreakdown
 from ..schema import blocks_t, episodes_t, facts_t, from_micros, scratch_t, sessions_t
 from ..tenancy import Tenant
@@ -32,6 +32,12 @@ _ENCODER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlens-query-e
 # What a server's index searches; blocks and notes are few, ranked in memory after the read
 # transaction has ended (see Recall.blocks), so they keep their in-process matrices.
 SERVER_KINDS = ("episode", "fact")
+
+
+def server_index_of(backend: Backend, conn: Connection, tenant: Tenant) -> ServerVectorIndex | None:
+    """The database's approximate vector index, if the tenant has one (PostgreSQL, built on request)."""
+    index = backend.vector_index
+    return index if index is not None and index.has_index(conn, tenant) else None
 
 
 def candidate_depth(limit: int) -> int:
@@ -96,10 +102,9 @@ class Recall:
 
     @cached_property
     def server_index(self) -> ServerVectorIndex | None:
-        """The database's approximate index, when the tenant has one (PostgreSQL, built on request):
-        its episodes and facts are then searched by the server and never loaded here."""
-        index = self.indexer.backend.vector_index
-        return index if index is not None and self.use_vectors and index.has_index(self.conn, self.tenant) else None
+        """The database's approximate index, when the tenant has one: its episodes and facts are
+        then searched by the server and never loaded here."""
+        return server_index_of(self.indexer.backend, self.conn, self.tenant) if self.use_vectors else None
 
     def vector_job(self, kind: str, limit: int, allowed: np.ndarray | None):
         """Start the scan of ``kind`` on the encoder thread, queued behind the query's encoding

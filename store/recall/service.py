@@ -151,7 +151,7 @@ class RecallService:
         if not self._indexer.enabled:
             return 0
         with self._db.read() as conn:
-            if self._db.vector_index is not None and self._db.vector_index.has_index(conn, tenant):
+            if recall.server_index_of(self._db, conn, tenant) is not None:
                 return 0  # the server searches them
             pks, _ = self._indexer.cache.get(conn, tenant, "episode", self._indexer.embedder.dim)
         return len(pks)
