@@ -44,7 +44,9 @@ def vocabulary(rng) -> list[str]:
 def ingest(s: MemoryStore, user: str, n: int, words: list[str], rng) -> float:
     started = time.perf_counter()
     for start in range(0, n, BATCH):
-        rows = [{"input": " ".join(rng.choice(words, 30)), "output": "ok", "id": f"{user}-{i}"} for i in range(start, min(n, start + BATCH))]
+        rows = [
+            {"input": " ".join(rng.choice(words, 30)), "output": "ok", "id": f"{user}-{i}"} for i in range(start, min(n, start + BATCH))
+        ]
         s.remember_many(rows, user_id=user)
     return n / (time.perf_counter() - started)
 
@@ -165,7 +167,9 @@ def main() -> None:
 
             pg_support.stop(*server)
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
-    print(f"\n{args.episodes:,} episodes (big {args.episodes - args.episodes // 10:,}, small {args.episodes // 10:,}), 384-d, top-10, {QUERIES} queries\n")
+    print(
+        f"\n{args.episodes:,} episodes (big {args.episodes - args.episodes // 10:,}, small {args.episodes // 10:,}), 384-d, top-10, {QUERIES} queries\n"
+    )
     print("| measure | SQLite | PostgreSQL | PostgreSQL / SQLite |")
     print("| --- | ---: | ---: | ---: |")
     for key, value in postgres.items():
@@ -176,8 +180,10 @@ def main() -> None:
     for name, result in (("SQLite", sqlite), ("PostgreSQL", postgres)):
         longest, before = result["other tenant's longest read during the forget ms"], result["other tenant's read p99 before the forget ms"]
         during = result["other tenant's read p99 during the forget ms"]
-        print(f"- {name}: longest {longest:.1f} ms ({longest / before:.1f}x the p99 before), "
-              f"p99 {during:.1f} ms; {'met' if longest <= 100 else 'MISSED'}")
+        print(
+            f"- {name}: longest {longest:.1f} ms ({longest / before:.1f}x the p99 before), "
+            f"p99 {during:.1f} ms; {'met' if longest <= 100 else 'MISSED'}"
+        )
 
 
 if __name__ == "__main__":

@@ -11,21 +11,45 @@ import numpy as np
 
 SUBJECTS = ["I", "my sister", "my manager", "our team", "my landlord", "the customer", "my doctor", "my son", "my partner", "the client"]
 ACTIONS = [
-    "wants to book", "is worried about", "asked me to compare", "keeps forgetting", "needs help with", "complained about",
-    "is excited about", "wants a refund for", "is planning", "cannot find",
+    "wants to book",
+    "is worried about",
+    "asked me to compare",
+    "keeps forgetting",
+    "needs help with",
+    "complained about",
+    "is excited about",
+    "wants a refund for",
+    "is planning",
+    "cannot find",
 ]
 OBJECTS = [
-    "a hotel in {city}", "the train to {city}", "flights to {city}", "a vegetarian restaurant in {city}", "the {thing} invoice",
-    "the broken {thing}", "a birthday gift for {name}", "the {thing} subscription", "a dentist appointment", "the quarterly report",
-    "the database migration", "a running plan for {month}", "the lease renewal", "the {thing} warranty", "a dinner with {name}",
+    "a hotel in {city}",
+    "the train to {city}",
+    "flights to {city}",
+    "a vegetarian restaurant in {city}",
+    "the {thing} invoice",
+    "the broken {thing}",
+    "a birthday gift for {name}",
+    "the {thing} subscription",
+    "a dentist appointment",
+    "the quarterly report",
+    "the database migration",
+    "a running plan for {month}",
+    "the lease renewal",
+    "the {thing} warranty",
+    "a dinner with {name}",
 ]
 CITIES = ["Lisbon", "Porto", "Berlin", "Paris", "Madrid", "Rome", "Oslo", "Vienna", "Prague", "Dublin", "Athens", "Warsaw"]
 THINGS = ["laptop", "phone", "car", "heating", "printer", "internet", "gym", "insurance", "bike", "washing machine"]
 NAMES = ["Maria", "Tom", "Aisha", "Kenji", "Lena", "Omar", "Priya", "Lucas", "Sofia", "Ivan"]
 MONTHS = ["January", "March", "May", "July", "September", "November"]
 REPLIES = [
-    "I found three options and saved them.", "I set a reminder for next week.", "Here is a short comparison.",
-    "I drafted an email for you.", "I checked the prices and they went up slightly.", "Done, it is booked.",
+    "I found three options and saved them.",
+    "I set a reminder for next week.",
+    "Here is a short comparison.",
+    "I drafted an email for you.",
+    "I checked the prices and they went up slightly.",
+    "Done, it is booked.",
 ]
 
 
@@ -65,7 +89,7 @@ class PrecomputedEmbedder:
 
     def __init__(self, real, texts: list[str], vectors: np.ndarray):
         self.real, self.name = real, real.name
-        self._known = {t: v for t, v in zip(texts, vectors)}
+        self._known = {t: v for t, v in zip(texts, vectors, strict=True)}
 
     @property
     def dim(self) -> int:
@@ -81,5 +105,5 @@ class PrecomputedEmbedder:
     def embed(self, texts):
         missing = [t for t in texts if t not in self._known]
         if missing:
-            self._known.update(zip(missing, self.real.embed(missing)))
+            self._known.update(zip(missing, self.real.embed(missing), strict=True))
         return np.vstack([self._known[t] for t in texts])

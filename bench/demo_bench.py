@@ -71,12 +71,16 @@ def main() -> None:
     rows.append(("load the model, embed the demo's texts (baseline)", floor))
     rows.append(("`memlens demo --no-open`, first build (no demo vectors kept yet)", first))
     rows.append(("`memlens demo --no-open`, a later build (vectors kept)", later))
-    print(f"| what | median | min | max | ratio |\n|---|---|---|---|---|")
+    print("| what | median | min | max | ratio |\n|---|---|---|---|---|")
     for what, times in rows:
-        print(f"| {what} | {statistics.median(times):.1f} s | {min(times):.1f} s | {max(times):.1f} s | "
-              f"{statistics.median(times) / base:.2f}x |")
-    print(f"\ntarget: the full demo in under 10 s; load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after, "
-          f"on {os.cpu_count()} cores")
+        print(
+            f"| {what} | {statistics.median(times):.1f} s | {min(times):.1f} s | {max(times):.1f} s | "
+            f"{statistics.median(times) / base:.2f}x |"
+        )
+    print(
+        f"\ntarget: the full demo in under 10 s; load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after, "
+        f"on {os.cpu_count()} cores"
+    )
 
 
 if __name__ == "__main__":

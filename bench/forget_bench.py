@@ -53,8 +53,14 @@ def build(path: Path, total: int, victim: int) -> MemoryStore:
         for start in range(0, count, 10_000):
             n = min(10_000, count - start)
             store.remember_many(
-                [{"input": f"{user} asked about item {start + i} and the weather", "output": f"reply {start + i} with some detail",
-                  "session_id": f"s{i % 50}"} for i in range(n)],
+                [
+                    {
+                        "input": f"{user} asked about item {start + i} and the weather",
+                        "output": f"reply {start + i} with some detail",
+                        "session_id": f"s{i % 50}",
+                    }
+                    for i in range(n)
+                ],
                 user_id=user,
             )
     store.scrub()
@@ -101,8 +107,8 @@ def keyword_tables() -> None:
 
     from corpus import memories
 
-    from store.schema import scratch_t
     from store.recall.keyword import _TOKEN, bm25_small
+    from store.schema import scratch_t
     from store.tiers.common import ensure_session
 
     rng = random.Random(5)
@@ -143,7 +149,7 @@ def keyword_tables() -> None:
     for label, what, (p50, p95), base in rows:
         print(f"| {label} | {what} | {p50:.1f} ms | {p95:.1f} ms | {p50 / base:.2f}x |")
     print()
-    for label, ((p50, p95), target) in results.items():
+    for label, ((p50, _p95), target) in results.items():
         print(f"target: {label} in < {target} ms (recall p50): {p50:.1f} ms, {'met' if p50 < target else 'MISSED'}")
 
 
@@ -225,16 +231,21 @@ def writer_wait(path: Path, total: int, victims: list[str]) -> tuple[dict, list[
         start = time.monotonic()
         receipt = store.forget(user_id=victim, actor="bench")
         windows["forget"].append((start, time.monotonic()))
-        notes.append(f"forget {victim} ({receipt.counts['episodes']:,} episodes): {time.monotonic() - start:.2f} s, "
-                     f"disk_scrubbed={receipt.disk_scrubbed}")
+        notes.append(
+            f"forget {victim} ({receipt.counts['episodes']:,} episodes): {time.monotonic() - start:.2f} s, "
+            f"disk_scrubbed={receipt.disk_scrubbed}"
+        )
         time.sleep(0.5)
     release.set()
     start = time.monotonic()
     reader.join(30)
     while store.pending_scrub() is not None and time.monotonic() - start < 30:
         time.sleep(0.05)
-    notes.append(f"pending scrub finished {time.monotonic() - start:.2f} s after the reader ended, by the agent's next write"
-                 if store.pending_scrub() is None else "pending scrub NOT finished 30 s after the reader ended")
+    notes.append(
+        f"pending scrub finished {time.monotonic() - start:.2f} s after the reader ended, by the agent's next write"
+        if store.pending_scrub() is None
+        else "pending scrub NOT finished 30 s after the reader ended"
+    )
     # The old way, once: TRUNCATE with the 10 s busy handler while a reader holds a snapshot.
     ready, release = ctx.Event(), ctx.Event()
     reader = ctx.Process(target=_reader, args=(str(path), ready, release))
@@ -261,24 +272,33 @@ def print_writer_wait(quick: bool) -> None:
         for total, victims in sizes[:1] if quick else sizes:
             results[total] = writer_wait(Path(tmp) / f"wait-{total}.db", total, victims)
     print("\n## Writer wait while a reader in another process holds an old snapshot\n")
-    print(f"An agent process writes an episode every {WRITE_EVERY * 1000:.0f} ms; a third process holds one read transaction "
-          "open from before the forgets until after them. Waits in ms; ratio: p99 against the baseline.\n")
+    print(
+        f"An agent process writes an episode every {WRITE_EVERY * 1000:.0f} ms; a third process holds one read transaction "
+        "open from before the forgets until after them. Waits in ms; ratio: p99 against the baseline.\n"
+    )
     print("| store | phase | writes | p50 | p99 | max | errors | ratio |")
     print("|---|---|---|---|---|---|---|---|")
-    labels = {"baseline": "baseline: reader holds a snapshot, no forget", "forget": "during 3 forgets (each erases a tenant)",
-              "old": "during one checkpoint as forget ran it before (busy handler on)"}
+    labels = {
+        "baseline": "baseline: reader holds a snapshot, no forget",
+        "forget": "during 3 forgets (each erases a tenant)",
+        "old": "during one checkpoint as forget ran it before (busy handler on)",
+    }
     for total, (stats, _notes) in results.items():
         base = stats["baseline"]["p99"]
         for name in ("baseline", "forget", "old"):
             r = stats[name]
-            print(f"| {total:,} episodes | {labels[name]} | {r['writes']} | {r['p50']:.1f} | {r['p99']:.1f} | {r['max']:.1f} | "
-                  f"{len(r['errors'])} | {r['p99'] / base:.1f}x |")
+            print(
+                f"| {total:,} episodes | {labels[name]} | {r['writes']} | {r['p50']:.1f} | {r['p99']:.1f} | {r['max']:.1f} | "
+                f"{len(r['errors'])} | {r['p99'] / base:.1f}x |"
+            )
     print()
     for total, (stats, notes) in results.items():
         r = stats["forget"]
         verdict = "met" if r["p99"] < TARGET_P99 * 1000 and not r["errors"] else "MISSED"
-        print(f"- {total:,} episodes: target writer p99 < {TARGET_P99 * 1000:.0f} ms and no errors during a forget: "
-              f"{r['p99']:.0f} ms, {len(r['errors'])} errors, {verdict}")
+        print(
+            f"- {total:,} episodes: target writer p99 < {TARGET_P99 * 1000:.0f} ms and no errors during a forget: "
+            f"{r['p99']:.0f} ms, {len(r['errors'])} errors, {verdict}"
+        )
         for note in notes:
             print(f"  - {note}")
         for name in ("forget", "old"):
@@ -316,7 +336,9 @@ def main() -> None:
         print(f"| {step} | " + " | ".join(f"{r[step]:.3f} s" for _, r in results.values()) + " |")
     target = results.get(100_000)
     if target:
-        print(f"\ntarget: erase 10k episodes in a 100k store in < 2 s: {target[1]['total']:.2f} s, {'met' if target[1]['total'] < 2 else 'MISSED'}")
+        print(
+            f"\ntarget: erase 10k episodes in a 100k store in < 2 s: {target[1]['total']:.2f} s, {'met' if target[1]['total'] < 2 else 'MISSED'}"
+        )
     print_writer_wait(args.quick)
     keyword_tables()
 

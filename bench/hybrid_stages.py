@@ -41,7 +41,7 @@ THREAD = dict(ORDER)
 
 
 class _TimedFuture:
-    def __init__(self, future, stages: "Stages"):
+    def __init__(self, future, stages: Stages):
         self._future, self._stages = future, stages
 
     def done(self) -> bool:
@@ -65,8 +65,12 @@ class Stages:
         self._undo: list = []
         self.call_cpu = self.before_wait = 0.0
         index = store._db.keyword
-        for name, label in (("expression", "keyword query built (common words)"), ("episodes", "keyword search (FTS5)"),
-                            ("phrase_episodes", "exact-identifier candidates"), ("episode_highlights", "matched words marked (highlight)")):
+        for name, label in (
+            ("expression", "keyword query built (common words)"),
+            ("episodes", "keyword search (FTS5)"),
+            ("phrase_episodes", "exact-identifier candidates"),
+            ("episode_highlights", "matched words marked (highlight)"),
+        ):
             self._wrap(index, name, label, instance=True)
         self._wrap(store._indexer, "encode_query", "query encoded (onnx)", instance=True)
         self._wrap(Vectors, "top_k", "vector search (approximate + exact re-rank)")
@@ -145,7 +149,9 @@ def print_stages(stages: Stages) -> None:
         wall = "-" if label == OTHER else f"{_pct(walls, 50) * 1e3:.2f} | {_pct(walls, 95) * 1e3:.2f}"
         wall = "- | -" if label == OTHER else wall
         print(f"| {label} | {thread} | {wall} | {_pct(cpus, 50) * 1e3:.2f} | {_pct(cpus, 95) * 1e3:.2f} | {sum(cpus) / n * 1e3:.2f} |")
-    print(f"| recall(), whole call | caller | {_pct(stages.wall, 50) * 1e3:.2f} | {_pct(stages.wall, 95) * 1e3:.2f} | "
-          f"{_pct(stages.quiet, 50) * 1e3:.2f} | {_pct(stages.quiet, 95) * 1e3:.2f} | {sum(stages.quiet) / n * 1e3:.2f} |")
+    print(
+        f"| recall(), whole call | caller | {_pct(stages.wall, 50) * 1e3:.2f} | {_pct(stages.wall, 95) * 1e3:.2f} | "
+        f"{_pct(stages.quiet, 50) * 1e3:.2f} | {_pct(stages.quiet, 95) * 1e3:.2f} | {sum(stages.quiet) / n * 1e3:.2f} |"
+    )
     print("\n(The whole call's CPU columns are the quiet-machine estimate: the caller's CPU time plus what the")
     print("encoder thread's exceeded the caller's own up to its wait.)")

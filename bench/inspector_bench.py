@@ -167,8 +167,16 @@ def searches_alone(db: Path) -> tuple[list[float], list[float]]:
                 time.sleep(TYPING_GAP)
                 start, used = time.perf_counter(), time.process_time()
                 # As inspector.searching.SearchMixin.run_search: the search view's defaults.
-                store.recall(typed, user_id=TENANT, limit=SEARCH_LIMIT, kind="all", session_id=None, time_range=(None, None),
-                             mode="hybrid", prefix=True)
+                store.recall(
+                    typed,
+                    user_id=TENANT,
+                    limit=SEARCH_LIMIT,
+                    kind="all",
+                    session_id=None,
+                    time_range=(None, None),
+                    mode="hybrid",
+                    prefix=True,
+                )
                 wall.append(time.perf_counter() - start)
                 cpu.append(time.process_time() - used)
     return wall, cpu
@@ -205,14 +213,20 @@ def main() -> None:
         times = time_to_names(stores, args.runs)
         bare = [t[0] for t in times["bare"]]
         print(f"## Time to tenant names on screen ({args.runs} rounds of one fresh process each, in a pty)\n")
-        print("| app | names on screen, median | min | ratio to the bare app (median of rounds) | ratio spread: min / q1 / q3 / max "
-              "| counts on screen |\n|---|---|---|---|---|---|")
-        print(f"| bare Textual app, one line (baseline) | {statistics.median(bare) * 1000:.0f} ms | {min(bare) * 1000:.0f} ms | 1.00x | | |")
+        print(
+            "| app | names on screen, median | min | ratio to the bare app (median of rounds) | ratio spread: min / q1 / q3 / max "
+            "| counts on screen |\n|---|---|---|---|---|---|"
+        )
+        print(
+            f"| bare Textual app, one line (baseline) | {statistics.median(bare) * 1000:.0f} ms | {min(bare) * 1000:.0f} ms | 1.00x | | |"
+        )
         for n in SIZES:
             names, counts = [t[0] for t in times[str(n)]], [t[1] for t in times[str(n)]]
-            ratios = [name / base for name, base in zip(names, bare)]
-            print(f"| memlens inspector, {n:,} episodes | {statistics.median(names) * 1000:.0f} ms | {min(names) * 1000:.0f} ms "
-                  f"| {statistics.median(ratios):.2f}x (target <= 1.5x) | {spread(ratios)} | {statistics.median(counts) * 1000:.0f} ms |")
+            ratios = [name / base for name, base in zip(names, bare, strict=True)]
+            print(
+                f"| memlens inspector, {n:,} episodes | {statistics.median(names) * 1000:.0f} ms | {min(names) * 1000:.0f} ms "
+                f"| {statistics.median(ratios):.2f}x (target <= 1.5x) | {spread(ratios)} | {statistics.median(counts) * 1000:.0f} ms |"
+            )
 
         if args.names_only:
             return
@@ -220,16 +234,22 @@ def main() -> None:
         alone, alone_cpu = searches_alone(stores[max(SIZES)])
         print(f"\n## Keystroke to results on screen, {max(SIZES):,} episodes, model warm ({len(latencies)} keystrokes)\n")
         print("| what | p50 | p95 | max | target |\n|---|---|---|---|---|")
-        print(f"| the store's search alone, same prefixes and arguments (baseline) | {pct(alone, 50) * 1000:.1f} ms "
-              f"| {pct(alone, 95) * 1000:.1f} ms | {max(alone) * 1000:.1f} ms | |")
-        print(f"| keystroke to results on screen | {pct(latencies, 50) * 1000:.1f} ms | {pct(latencies, 95) * 1000:.1f} ms "
-              f"| {max(latencies) * 1000:.1f} ms | p95 <= 50 ms |")
+        print(
+            f"| the store's search alone, same prefixes and arguments (baseline) | {pct(alone, 50) * 1000:.1f} ms "
+            f"| {pct(alone, 95) * 1000:.1f} ms | {max(alone) * 1000:.1f} ms | |"
+        )
+        print(
+            f"| keystroke to results on screen | {pct(latencies, 50) * 1000:.1f} ms | {pct(latencies, 95) * 1000:.1f} ms "
+            f"| {max(latencies) * 1000:.1f} ms | p95 <= 50 ms |"
+        )
         print(f"| ratio | {pct(latencies, 50) / pct(alone, 50):.2f}x | {pct(latencies, 95) / pct(alone, 95):.2f}x | | |")
         # Means, not medians: /proc counts CPU in ticks of 10 ms, which only a sum over the run resolves.
         own = statistics.mean(inspector_cpu) - statistics.mean(alone_cpu)
-        print(f"\nCPU per keystroke (mean, key to frame): the inspector process {statistics.mean(inspector_cpu) * 1000:.1f} ms "
-              f"(all its threads), the search alone {statistics.mean(alone_cpu) * 1000:.1f} ms: the inspector's own part "
-              f"~{own * 1000:.1f} ms.")
+        print(
+            f"\nCPU per keystroke (mean, key to frame): the inspector process {statistics.mean(inspector_cpu) * 1000:.1f} ms "
+            f"(all its threads), the search alone {statistics.mean(alone_cpu) * 1000:.1f} ms: the inspector's own part "
+            f"~{own * 1000:.1f} ms."
+        )
 
         top, deep = pages(stores[max(SIZES)])
         print("\n## One page of 100 episodes\n")

@@ -31,7 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corpus import embeddings, memories, queries  # noqa: E402
 
-from store.backend.postgres import ddl, engine as pg_engine, partitions, vectors  # noqa: E402
+from store.backend.postgres import ddl, partitions, vectors  # noqa: E402
+from store.backend.postgres import engine as pg_engine
 from store.embedding import LocalModelEmbedder, cache_dir  # noqa: E402
 from store.tenancy import Tenant  # noqa: E402
 
@@ -67,7 +68,7 @@ def timed(fn, items) -> tuple[list[float], list]:
 
 def tie_aware_recall(found: list[list[tuple[int, float]]], exact: list[list[tuple[int, float]]]) -> float:
     scores = []
-    for got, want in zip(found, exact):
+    for got, want in zip(found, exact, strict=True):
         floor = want[-1][1] - 1e-6
         truth = {pk for pk, _ in want}
         scores.append(sum(1 for pk, s in got[:K] if pk in truth or s >= floor) / len(want))
@@ -99,10 +100,14 @@ def search(engine, tenant: Tenant, kind: str, query_vectors, options: dict):
             return timed(lambda q: vectors.nearest(conn, tenant, kind, q, K, approximate=True, **opts), query_vectors)
         # The same query without the iterative scan: what one pass of the index returns once the
         # kind filter has dropped the other kinds' rows.
-        conn.execute(text("SELECT set_config('hnsw.ef_search', :ef, true), set_config('hnsw.iterative_scan', 'off', true)"),
-                     {"ef": str(opts["ef_search"])})
-        sql = text("SELECT item_pk, 1 - (vector <=> CAST(:q AS vector)) FROM vectors WHERE user_id = :u AND kind = :k "
-                   "ORDER BY vector <=> CAST(:q AS vector) LIMIT :n")
+        conn.execute(
+            text("SELECT set_config('hnsw.ef_search', :ef, true), set_config('hnsw.iterative_scan', 'off', true)"),
+            {"ef": str(opts["ef_search"])},
+        )
+        sql = text(
+            "SELECT item_pk, 1 - (vector <=> CAST(:q AS vector)) FROM vectors WHERE user_id = :u AND kind = :k "
+            "ORDER BY vector <=> CAST(:q AS vector) LIMIT :n"
+        )
 
         def one(q):
             rows = conn.execute(sql, {"q": "[" + ",".join(map(repr, q.tolist())) + "]", "u": tenant.key, "k": kind, "n": K})
@@ -146,13 +151,23 @@ def run(url: str, matrix: np.ndarray, query_vectors: np.ndarray, quick: bool) ->
     table = partitions.names(BIG)["vectors"]
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         started = time.perf_counter()
-        conn.exec_driver_sql(f'CREATE INDEX "{vectors.index_name(BIG)}" ON "{table}" USING hnsw (vector vector_cosine_ops) '
-                             f"WITH (m = {vectors.M}, ef_construction = {vectors.EF_CONSTRUCTION})")
+        conn.exec_driver_sql(
+            f'CREATE INDEX "{vectors.index_name(BIG)}" ON "{table}" USING hnsw (vector vector_cosine_ops) '
+            f"WITH (m = {vectors.M}, ef_construction = {vectors.EF_CONSTRUCTION})"
+        )
         default_build = time.perf_counter() - started
         memory = conn.exec_driver_sql("SHOW maintenance_work_mem").scalar()
     print(f"built with maintenance_work_mem {memory} in {default_build:.1f} s", flush=True)
-    rows.append((f"HNSW m={vectors.M}, ef_construction={vectors.EF_CONSTRUCTION} built with maintenance_work_mem {memory} "
-                 "(PostgreSQL's default; build only)", f"{default_build:.0f}", float("nan"), float("nan"), float("nan")))
+    rows.append(
+        (
+            f"HNSW m={vectors.M}, ef_construction={vectors.EF_CONSTRUCTION} built with maintenance_work_mem {memory} "
+            "(PostgreSQL's default; build only)",
+            f"{default_build:.0f}",
+            float("nan"),
+            float("nan"),
+            float("nan"),
+        )
+    )
     for (m, efc), searches in settings(quick):
         vectors.drop_index(engine, BIG)
         started = time.perf_counter()
@@ -177,7 +192,14 @@ def run(url: str, matrix: np.ndarray, query_vectors: np.ndarray, quick: bool) ->
     vectors.build_index(engine, SMALL)
     build = time.perf_counter() - started
     t, found = search(engine, SMALL, "episode", qs, {})
-    rows.append((f'"small" ({small:,} episodes), its own index, memlens defaults', f"{build:.0f}", *percentiles(t), tie_aware_recall(found, small_exact)))
+    rows.append(
+        (
+            f'"small" ({small:,} episodes), its own index, memlens defaults',
+            f"{build:.0f}",
+            *percentiles(t),
+            tie_aware_recall(found, small_exact),
+        )
+    )
     engine.dispose()
     return [(label, build, p50, p95, recall, p50 / base) for label, build, p50, p95, recall in rows]
 
@@ -205,9 +227,11 @@ def main() -> None:
         pg_support.stop(server, handle)
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
     n = len(matrix)
-    print(f"\n{n:,} real MiniLM vectors (384-d): \"big\" {int(n * 0.8):,} episodes + {int(n * 0.1):,} facts, "
-          f"\"small\" {n - int(n * 0.9):,} episodes; {len(query_vectors)} queries, top {K}; "
-          f"indexes built with maintenance_work_mem {vectors.BUILD_MEMORY} unless said\n")
+    print(
+        f'\n{n:,} real MiniLM vectors (384-d): "big" {int(n * 0.8):,} episodes + {int(n * 0.1):,} facts, '
+        f'"small" {n - int(n * 0.9):,} episodes; {len(query_vectors)} queries, top {K}; '
+        f"indexes built with maintenance_work_mem {vectors.BUILD_MEMORY} unless said\n"
+    )
     print("| search | build s | p50 ms | p95 ms | recall@10 | p50 / pgvector exact |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for label, build, p50, p95, recall, ratio in rows:

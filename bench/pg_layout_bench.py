@@ -26,10 +26,26 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from store.backend.postgres import ddl, engine as pg_engine, erasure, partitions  # noqa: E402
+from store.backend.postgres import ddl, erasure, partitions  # noqa: E402
+from store.backend.postgres import engine as pg_engine
 from store.tenancy import Tenant  # noqa: E402
 
-WORDS = "memory agent tool answer question plan user coffee travel budget meeting report code review".split()
+WORDS = [
+    "memory",
+    "agent",
+    "tool",
+    "answer",
+    "question",
+    "plan",
+    "user",
+    "coffee",
+    "travel",
+    "budget",
+    "meeting",
+    "report",
+    "code",
+    "review",
+]
 SHARED_DDL = """
 CREATE TABLE shared_episodes (LIKE episodes INCLUDING DEFAULTS INCLUDING GENERATED);
 ALTER TABLE shared_episodes ADD PRIMARY KEY (user_id, pk);
@@ -44,7 +60,9 @@ def load(conn, table: str, vectors: str, tenants: list[Tenant], per_tenant: int,
     raw = conn.connection.driver_connection
     pk = 0
     for t in tenants:
-        with raw.cursor().copy(f"COPY {table} (pk, id, user_id, occurred_at, input, output, tool_calls, metadata, content_hash) FROM STDIN") as cp:
+        with raw.cursor().copy(
+            f"COPY {table} (pk, id, user_id, occurred_at, input, output, tool_calls, metadata, content_hash) FROM STDIN"
+        ) as cp:
             for i in range(per_tenant):
                 words = " ".join(rng.choice(WORDS, 40))
                 rare = f" rare{t.key}{i}" if i % 1000 == 0 else ""

@@ -25,20 +25,38 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from store.backend.postgres import ddl, engine as pg_engine, partitions, vectors  # noqa: E402
+from store.backend.postgres import ddl, partitions, vectors  # noqa: E402
+from store.backend.postgres import engine as pg_engine
 from store.backend.postgres.keyword import PostgresKeywordIndex  # noqa: E402
 from store.tenancy import Tenant  # noqa: E402
 
 DIM = 384
 QUERIES = 50
-WORDS = "memory agent tool answer question plan user coffee travel budget meeting report code review".split()
+WORDS = [
+    "memory",
+    "agent",
+    "tool",
+    "answer",
+    "question",
+    "plan",
+    "user",
+    "coffee",
+    "travel",
+    "budget",
+    "meeting",
+    "report",
+    "code",
+    "review",
+]
 
 
 def load(engine, tenant: Tenant, n: int, offset: int, rng) -> np.ndarray:
     matrix = rng.standard_normal((n, DIM)).astype(np.float32)
     with engine.begin() as conn:
         raw = conn.connection.driver_connection
-        with raw.cursor().copy("COPY episodes (pk, id, user_id, occurred_at, input, output, tool_calls, metadata, content_hash) FROM STDIN") as cp:
+        with raw.cursor().copy(
+            "COPY episodes (pk, id, user_id, occurred_at, input, output, tool_calls, metadata, content_hash) FROM STDIN"
+        ) as cp:
             for i in range(n):
                 rare = f" zebra{i}" if i % 997 == 0 else ""
                 cp.write_row((offset + i, f"e{i}", tenant.key, i, " ".join(rng.choice(WORDS, 30)) + rare, "ok", "[]", "{}", "h"))
@@ -90,20 +108,26 @@ def run(uri: str, sizes: list[int]) -> None:
         rows.append((n, "numpy float32 scan (SQLite backend's ranking)", base[0], base[1], 1.0, 1.0))
         with engine.begin() as conn:
             exact = timed(lambda i: {pk for pk, _ in vectors.nearest(conn, me, "episode", queries[i], 10)}, QUERIES)
-        recall = np.mean([len(a & b) / 10 for a, b in zip(exact[2], base[2])])
+        recall = np.mean([len(a & b) / 10 for a, b in zip(exact[2], base[2], strict=True)])
         rows.append((n, "pgvector exact, tenant partition", exact[0], exact[1], recall, exact[0] / base[0]))
         started = time.perf_counter()
         vectors.build_index(engine, me)
         build = time.perf_counter() - started
         with engine.begin() as conn:
             approx = timed(lambda i: {pk for pk, _ in vectors.nearest(conn, me, "episode", queries[i], 10, approximate=True)}, QUERIES)
-        recall = np.mean([len(a & b) / 10 for a, b in zip(approx[2], exact[2])])
+        recall = np.mean([len(a & b) / 10 for a, b in zip(approx[2], exact[2], strict=True)])
         rows.append((n, f"HNSW on the partition (build {build:.0f} s)", approx[0], approx[1], recall, approx[0] / base[0]))
-        for label, words in (("rare word (1 in 997)", ["zebra0"]), ("common word (~90%)", ["coffee"]), ("two words", ["coffee", "zebra997"])):
+        for label, words in (
+            ("rare word (1 in 997)", ["zebra0"]),
+            ("common word (~90%)", ["coffee"]),
+            ("two words", ["coffee", "zebra997"]),
+        ):
             with engine.begin() as conn:
+
                 def keyword(_):
                     expression = index.expression(conn, me, words, min_prefix=None, cut_common=True)
                     return index.episodes(conn, me, expression, 10, None, None, None)
+
                 result = timed(keyword, 30)
             keyword_rows.append((n, label, result[0], result[1]))
     print("\nVector search, top-10, one query (recall@10 against exact; ratio: p50 against the numpy scan)")

@@ -64,7 +64,7 @@ def p50_p95(times: list[float]) -> tuple[float, float]:
 
 def recall_at_10(found: list, exact: list) -> float:
     hits = total = 0
-    for got, want in zip(found, exact):
+    for got, want in zip(found, exact, strict=True):
         if not want:
             continue
         floor = want[-1].scores.vector - 1e-4
@@ -128,17 +128,36 @@ def main() -> None:
         base = p50_p95(memory_runs[mode][0])
         rows.append((f"SQLite, recall(), {mode} (reference)", p50_p95(sqlite_runs[mode][0]), None, None, base))
         got = p50_p95(server_runs[mode][0])
-        rows.append((f"PostgreSQL, recall(), {mode}, in-process search (the default; the baseline)", base, None, memory_rss if mode == "vector" else None, base))
-        rows.append((f"PostgreSQL, recall(), {mode}, server-side index", got, recall_at_10(server_runs[mode][1], exact) if mode == "vector" else None,
-                     server_rss if mode == "vector" else None, base))
+        rows.append(
+            (
+                f"PostgreSQL, recall(), {mode}, in-process search (the default; the baseline)",
+                base,
+                None,
+                memory_rss if mode == "vector" else None,
+                base,
+            )
+        )
+        rows.append(
+            (
+                f"PostgreSQL, recall(), {mode}, server-side index",
+                got,
+                recall_at_10(server_runs[mode][1], exact) if mode == "vector" else None,
+                server_rss if mode == "vector" else None,
+                base,
+            )
+        )
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
     print(f"\n{args.episodes:,} episodes in one tenant, real MiniLM vectors, {len(query_texts)} queries encoded inside each call, limit 10")
-    print(f"index built and measured in {report.seconds:.1f} s; its own recall@10 on {report.queries} of the tenant's vectors: {report.recall_at_10:.3f}\n")
+    print(
+        f"index built and measured in {report.seconds:.1f} s; its own recall@10 on {report.queries} of the tenant's vectors: {report.recall_at_10:.3f}\n"
+    )
     print("| search | p50 ms | p95 ms | recall@10 against in-process | process memory added MB | p50 / baseline |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for name, (p50, p95), recall, memory, (base50, _) in rows:
-        print(f"| {name} | {p50:.2f} | {p95:.2f} | {'' if recall is None else f'{recall:.3f}'} | "
-              f"{'' if memory is None else f'{memory:.0f}'} | {p50 / base50:.2f}x |")
+        print(
+            f"| {name} | {p50:.2f} | {p95:.2f} | {'' if recall is None else f'{recall:.3f}'} | "
+            f"{'' if memory is None else f'{memory:.0f}'} | {p50 / base50:.2f}x |"
+        )
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ class Lookup:
     name, dim, is_warm = MODEL, 384, True
 
     def __init__(self, texts, vectors):
-        self._known = dict(zip(texts, vectors))
+        self._known = dict(zip(texts, vectors, strict=True))
 
     def warm(self) -> None:
         pass
@@ -122,8 +122,13 @@ def ingest(args, trees: dict[str, Path], work: Path) -> None:
     for r in range(args.rounds):
         for v in args.versions:
             db = work / f"ingest-{r}-{v}.db"
-            run = subprocess.run([sys.executable, "-c", INGEST_CHILD, str(trees[v]), str(Path(__file__).parent), str(db)],
-                                 capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": str(trees[v])})
+            run = subprocess.run(
+                [sys.executable, "-c", INGEST_CHILD, str(trees[v]), str(Path(__file__).parent), str(db)],
+                capture_output=True,
+                text=True,
+                check=True,
+                env={**os.environ, "PYTHONPATH": str(trees[v])},
+            )
             rates[v].append(json.loads(run.stdout.strip().splitlines()[-1]))
             for side in db.parent.glob(db.name + "*"):
                 side.unlink()
@@ -152,10 +157,12 @@ def main() -> None:
     vectors = embeddings(texts, Lookup([], []), cache)
     query_texts = queries(QUERIES)
     query_vectors = embeddings(query_texts, Lookup([], []), cache)
-    print(f"# recall A/B\n\nmachine: {os.cpu_count()} cores, load at start {os.getloadavg()[0]:.1f}; {QUERIES} queries, top 10, {args.rounds} rounds")
+    print(
+        f"# recall A/B\n\nmachine: {os.cpu_count()} cores, load at start {os.getloadavg()[0]:.1f}; {QUERIES} queries, top 10, {args.rounds} rounds"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        json.dump(query_texts, open(work / "queries.json", "w"))
+        (work / "queries.json").write_text(json.dumps(query_texts))
         np.save(work / "queries.npy", query_vectors)
         trees = {v: checkout(v, work / "trees") for v in args.versions}
         try:
@@ -171,9 +178,20 @@ def main() -> None:
                 for r in range(args.rounds):
                     for v in args.versions:
                         run = subprocess.run(
-                            [sys.executable, "-c", CHILD, str(trees[v]), str(Path(__file__).parent), str(db),
-                             str(work / "queries.json"), str(work / "queries.npy")],
-                            capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": str(trees[v])},
+                            [
+                                sys.executable,
+                                "-c",
+                                CHILD,
+                                str(trees[v]),
+                                str(Path(__file__).parent),
+                                str(db),
+                                str(work / "queries.json"),
+                                str(work / "queries.npy"),
+                            ],
+                            capture_output=True,
+                            text=True,
+                            check=True,
+                            env={**os.environ, "PYTHONPATH": str(trees[v])},
                         )
                         for m, t in json.loads(run.stdout.strip().splitlines()[-1]).items():
                             times[(v, m)] += t
@@ -187,8 +205,10 @@ def main() -> None:
                     for v in args.versions:
                         t, b = times[(v, m)], times[(base, m)]
                         rounds = " / ".join(f"{x * 1000:.1f}" for x in p50s[(v, m)])
-                        print(f"| {m} | {v} | {rounds} | {pct(t, 50) * 1000:.2f} | {pct(t, 95) * 1000:.2f} | "
-                              f"{pct(t, 50) / pct(b, 50):.2f}x | {pct(t, 95) / pct(b, 95):.2f}x |")
+                        print(
+                            f"| {m} | {v} | {rounds} | {pct(t, 50) * 1000:.2f} | {pct(t, 95) * 1000:.2f} | "
+                            f"{pct(t, 50) / pct(b, 50):.2f}x | {pct(t, 95) / pct(b, 95):.2f}x |"
+                        )
         finally:
             for tree in trees.values():
                 subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)

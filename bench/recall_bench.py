@@ -27,8 +27,8 @@ from corpus import PrecomputedEmbedder, embeddings, memories, queries  # noqa: E
 
 from store import MemoryStore  # noqa: E402
 from store.embedding import LocalModelEmbedder, cache_dir  # noqa: E402
-from store.tenancy import Tenant  # noqa: E402
 from store.recall.vectors import top_k  # noqa: E402
+from store.tenancy import Tenant  # noqa: E402
 
 CACHE = cache_dir() / "bench"
 QUERIES = 200
@@ -44,12 +44,12 @@ def ms(seconds: float) -> str:
 
 
 def table(title: str, header: list[str], rows: list[list[str]]) -> None:
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
     print(f"\n## {title}\n")
-    print("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |")
+    print("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |")
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for row in rows:
-        print("| " + " | ".join(str(c).ljust(w) for c, w in zip(row, widths)) + " |")
+        print("| " + " | ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)) + " |")
 
 
 def timed(fn, repeat: int) -> list[float]:
@@ -82,7 +82,12 @@ def bench_ingest(real, workdir: Path) -> list[list[str]]:
             store.remember_many([{"input": t} for t in plain[i : i + 10_000]], user_id="bench")
         without = len(plain) / (time.perf_counter() - start)
     return [
-        ["with embeddings (2k episodes, batches of 500)", f"{with_embeddings:,.0f}/s", ">= 200/s", "yes" if with_embeddings >= 200 else "NO"],
+        [
+            "with embeddings (2k episodes, batches of 500)",
+            f"{with_embeddings:,.0f}/s",
+            ">= 200/s",
+            "yes" if with_embeddings >= 200 else "NO",
+        ],
         ["without embeddings (100k episodes, batches of 10k)", f"{without:,.0f}/s", ">= 20,000/s", "yes" if without >= 20_000 else "NO"],
     ]
 
@@ -111,7 +116,7 @@ def bench_size(n: int, texts, vectors, query_texts, query_vectors, real, workdir
     t_ours = [t for q in query_vectors for t in timed(lambda: ours(q), 1)]
     t_numpy = [t for q in query_vectors for t in timed(lambda: numpy_scan(q), 1)]
     pk_to_row = {int(pk): i for i, pk in enumerate(pks)}
-    our_recall = statistics.mean(len({pk_to_row[int(p)] for p in ours(q)} & e) / 10 for q, e in zip(query_vectors, exact))
+    our_recall = statistics.mean(len({pk_to_row[int(p)] for p in ours(q)} & e) / 10 for q, e in zip(query_vectors, exact, strict=True))
 
     for q in query_texts[:10]:
         store.recall(q, user_id="bench", limit=10)
@@ -121,7 +126,14 @@ def bench_size(n: int, texts, vectors, query_texts, query_vectors, real, workdir
 
     rows = [
         [f"{n:,}", "numpy float32 scan (baseline)", ms(pct(t_numpy, 50)), ms(pct(t_numpy, 95)), "1.000", "1.00x"],
-        [f"{n:,}", "memlens vector search", ms(pct(t_ours, 50)), ms(pct(t_ours, 95)), f"{our_recall:.3f}", f"{pct(t_ours, 50) / pct(t_numpy, 50):.2f}x"],
+        [
+            f"{n:,}",
+            "memlens vector search",
+            ms(pct(t_ours, 50)),
+            ms(pct(t_ours, 95)),
+            f"{our_recall:.3f}",
+            f"{pct(t_ours, 50) / pct(t_numpy, 50):.2f}x",
+        ],
     ]
     if chroma:
         rows.append(bench_chroma(n, baseline, query_vectors, exact, pct(t_numpy, 50)))
@@ -154,21 +166,28 @@ def bench_chroma(n, vectors, query_vectors, exact, numpy_p50):
         ids = collection.query(query_embeddings=[q.tolist()], n_results=10)["ids"][0]
         times.append(time.perf_counter() - start)
         answers.append({int(i) for i in ids})
-    recall = statistics.mean(len(a & e) / 10 for a, e in zip(answers, exact))
+    recall = statistics.mean(len(a & e) / 10 for a, e in zip(answers, exact, strict=True))
     client.delete_collection(f"bench{n}")
-    return [f"{n:,}", f"chromadb HNSW (ingest {ingest:.0f} s)", ms(pct(times, 50)), ms(pct(times, 95)), f"{recall:.3f}", f"{pct(times, 50) / numpy_p50:.2f}x"]
+    return [
+        f"{n:,}",
+        f"chromadb HNSW (ingest {ingest:.0f} s)",
+        ms(pct(times, 50)),
+        ms(pct(times, 95)),
+        f"{recall:.3f}",
+        f"{pct(times, 50) / numpy_p50:.2f}x",
+    ]
 
 
 def rss_probe(db: str, load: bool) -> int:
     """Resident size of a fresh process with the model warm, with or without the vectors loaded."""
     code = (
-        "import sys; sys.path.insert(0, %r)\n"
+        "import sys; sys.path.insert(0, {!r})\n"
         "from store import MemoryStore\n"
-        "s = MemoryStore.open(%r)\n"
+        "s = MemoryStore.open({!r})\n"
         "s.warm_model(); s.recall('warm up the model', user_id='nobody')\n"
-        "%s\n"
+        "{}\n"
         "print(int(open('/proc/self/status').read().split('VmRSS:')[1].split()[0]) * 1024)\n"
-    ) % (str(Path(__file__).resolve().parent.parent), db, "s.recall('hotel in Lisbon', user_id='bench')" if load else "")
+    ).format(str(Path(__file__).resolve().parent.parent), db, "s.recall('hotel in Lisbon', user_id='bench')" if load else "")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return int(out.stdout.strip().splitlines()[-1])
 
@@ -197,8 +216,11 @@ def main() -> None:
             search_rows += rows
             e2e_rows += e2e
             gc.collect()
-        table("Vector search, top-10, one query (ratio: p50 against the numpy scan)",
-              ["episodes", "method", "p50", "p95", "recall@10", "ratio"], search_rows)
+        table(
+            "Vector search, top-10, one query (ratio: p50 against the numpy scan)",
+            ["episodes", "method", "p50", "p95", "recall@10", "ratio"],
+            search_rows,
+        )
         table("End to end, model warm (target at 100k: hybrid p95 <= 25 ms)", ["episodes", "what", "p50", "p95"], e2e_rows)
         n = max(sizes)
         db = str(workdir / f"recall-{n}.db")
@@ -211,7 +233,10 @@ def main() -> None:
                 ["raw vector bytes", f"{raw / 2**20:.0f}"],
                 ["process, model warm, no vectors loaded", f"{model_only / 2**20:.0f}"],
                 ["process, model warm, vectors loaded", f"{with_vectors / 2**20:.0f}"],
-                ["growth from loading the vectors", f"{(with_vectors - model_only) / 2**20:.0f} ({(with_vectors - model_only) / raw:.2f}x raw; target < 2x)"],
+                [
+                    "growth from loading the vectors",
+                    f"{(with_vectors - model_only) / 2**20:.0f} ({(with_vectors - model_only) / raw:.2f}x raw; target < 2x)",
+                ],
             ],
         )
 

@@ -45,8 +45,14 @@ def build_store(data: dict, path: Path) -> MemoryStore:
     store = MemoryStore.open(path)
     by_tenant: dict[str, list[dict]] = defaultdict(list)
     for m in data["memories"]:
-        by_tenant[m["tenant"]].append({"id": m["id"], "input": m["input"], "output": m["output"],
-                                       "occurred_at": datetime.fromisoformat(m["occurred_at"].replace("Z", "+00:00"))})
+        by_tenant[m["tenant"]].append(
+            {
+                "id": m["id"],
+                "input": m["input"],
+                "output": m["output"],
+                "occurred_at": datetime.fromisoformat(m["occurred_at"].replace("Z", "+00:00")),
+            }
+        )
     for tenant, items in by_tenant.items():
         store.remember_many(items, user_id=tenant)
     return store
@@ -61,11 +67,19 @@ def run_queries(store: MemoryStore, data: dict) -> list[dict]:
             keys = [(h.episode.user_id, h.id) for h in hits]
             rank = next((i for i, key in enumerate(keys, start=1) if key == (query["tenant"], query["expected"][0])), None)
             # Fusion's two constants were fitted on the even-numbered queries; the odd ones are held out.
-            rows.append({"query": query["id"], "class": query["class"], "kind": query.get("kind"), "mode": mode, "rank": rank,
-                         "half": "fitted" if index % 2 == 0 else "held_out",
-                         "top": keys[0][1] if keys else None,
-                         "leaks": [f"{user}/{mid}" for user, mid in keys if user != query["tenant"]],
-                         "near_miss_first": bool(keys) and keys[0][1] in query.get("near_misses", ())})
+            rows.append(
+                {
+                    "query": query["id"],
+                    "class": query["class"],
+                    "kind": query.get("kind"),
+                    "mode": mode,
+                    "rank": rank,
+                    "half": "fitted" if index % 2 == 0 else "held_out",
+                    "top": keys[0][1] if keys else None,
+                    "leaks": [f"{user}/{mid}" for user, mid in keys if user != query["tenant"]],
+                    "near_miss_first": bool(keys) and keys[0][1] in query.get("near_misses", ()),
+                }
+            )
     return rows
 
 
@@ -93,15 +107,24 @@ def summarise(rows: list[dict], group: str = "class") -> dict:
 def evaluate(store: MemoryStore, data: dict) -> dict:
     rows = run_queries(store, data)
     halves = {half: summarise([r for r in rows if r["half"] == half]) for half in HALVES}
-    return {"classes": summarise(rows), "halves": halves, "identifier_kinds": summarise(rows, "kind"), "all": summarise([{**r, "all": "all"} for r in rows], "all")["all"],
-            "leaks": sum(len(r["leaks"]) for r in rows), "rows": rows}
+    return {
+        "classes": summarise(rows),
+        "halves": halves,
+        "identifier_kinds": summarise(rows, "kind"),
+        "all": summarise([{**r, "all": "all"} for r in rows], "all")["all"],
+        "leaks": sum(len(r["leaks"]) for r in rows),
+        "rows": rows,
+    }
 
 
 def table(title: str, header: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
-    lines = [f"\n## {title}\n", "| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |",
-             "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
-    lines += ["| " + " | ".join(str(c).ljust(w) for c, w in zip(row, widths)) + " |" for row in rows]
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
+    lines = [
+        f"\n## {title}\n",
+        "| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |",
+        "|" + "|".join("-" * (w + 2) for w in widths) + "|",
+    ]
+    lines += ["| " + " | ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)) + " |" for row in rows]
     return "\n".join(lines)
 
 
@@ -112,9 +135,23 @@ def report(result: dict, data: dict) -> str:
         for mode in MODES:
             f = per_mode[mode]
             near = str(f["near_miss_first"]) if cls == "identifier" else ""
-            rows.append([cls if mode == MODES[0] else "", mode, f["n"], f"{f['recall@5']:.3f}", f"{f['mrr@10']:.3f}", f"{f['@1']:.3f}", near, f["leaks"]])
-    kinds = [[kind if mode == MODES[0] else "", mode, f["n"], f"{f['@1']:.3f}", f["near_miss_first"]]
-             for kind, per_mode in result["identifier_kinds"].items() for mode, f in per_mode.items()]
+            rows.append(
+                [
+                    cls if mode == MODES[0] else "",
+                    mode,
+                    f["n"],
+                    f"{f['recall@5']:.3f}",
+                    f"{f['mrr@10']:.3f}",
+                    f"{f['@1']:.3f}",
+                    near,
+                    f["leaks"],
+                ]
+            )
+    kinds = [
+        [kind if mode == MODES[0] else "", mode, f["n"], f"{f['@1']:.3f}", f["near_miss_first"]]
+        for kind, per_mode in result["identifier_kinds"].items()
+        for mode, f in per_mode.items()
+    ]
     halves = []
     for cls in CLASSES:
         cells = [cls]
@@ -125,15 +162,23 @@ def report(result: dict, data: dict) -> str:
             cells += [f"{f['hybrid']['n']}", f"{f['hybrid']['recall@5']:.3f} / {better:.3f}", met]
         halves.append(cells)
     tenants = len({m["tenant"] for m in data["memories"]})
-    return "\n".join([
-        f"{len(data['queries'])} queries over {len(data['memories'])} memories in {tenants} tenants; limit={DEPTH}.",
-        table("Recall quality by class and mode (@1 of identifier = identifier@1)",
-              ["class", "mode", "queries", "recall@5", "MRR@10", "@1", "near miss first", "cross-tenant leaks"], rows),
-        table("Hybrid recall@5 against the better half, on the queries fusion was fitted on (even) and the held-out ones (odd)",
-              ["class", "fitted n", "hybrid / better", "met", "held-out n", "hybrid / better", "met"], halves),
-        table("Identifiers by kind", ["kind", "mode", "queries", "identifier@1", "near miss first"], kinds),
-        f"\ncross-tenant leaks, all classes and modes: {result['leaks']}",
-    ])
+    return "\n".join(
+        [
+            f"{len(data['queries'])} queries over {len(data['memories'])} memories in {tenants} tenants; limit={DEPTH}.",
+            table(
+                "Recall quality by class and mode (@1 of identifier = identifier@1)",
+                ["class", "mode", "queries", "recall@5", "MRR@10", "@1", "near miss first", "cross-tenant leaks"],
+                rows,
+            ),
+            table(
+                "Hybrid recall@5 against the better half, on the queries fusion was fitted on (even) and the held-out ones (odd)",
+                ["class", "fitted n", "hybrid / better", "met", "held-out n", "hybrid / better", "met"],
+                halves,
+            ),
+            table("Identifiers by kind", ["kind", "mode", "queries", "identifier@1", "near miss first"], kinds),
+            f"\ncross-tenant leaks, all classes and modes: {result['leaks']}",
+        ]
+    )
 
 
 def misses(result: dict, data: dict) -> str:

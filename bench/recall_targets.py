@@ -58,8 +58,7 @@ def timed(calls) -> list[float]:
     return out
 
 
-INSERT_EPISODE = ("INSERT INTO episodes (id, user_id, session_id, occurred_at, input, output, tool_calls, metadata, "
-                  "content_hash) VALUES ")
+INSERT_EPISODE = "INSERT INTO episodes (id, user_id, session_id, occurred_at, input, output, tool_calls, metadata, content_hash) VALUES "
 
 
 def raw_ingest(path: Path, plain: list[str], rows_per_statement: int) -> tuple[float, float]:
@@ -69,8 +68,10 @@ def raw_ingest(path: Path, plain: list[str], rows_per_statement: int) -> tuple[f
     con.execute("PRAGMA synchronous = NORMAL")
     start, cpu = time.perf_counter(), time.process_time()
     for i in range(0, len(plain), 10_000):
-        rows = [(uuid.uuid4().hex, "bench", None, 1_700_000_000_000_000 + i + j, t, "", "[]", "{}", hashlib.sha256(t.encode()).hexdigest())
-                for j, t in enumerate(plain[i : i + 10_000])]
+        rows = [
+            (uuid.uuid4().hex, "bench", None, 1_700_000_000_000_000 + i + j, t, "", "[]", "{}", hashlib.sha256(t.encode()).hexdigest())
+            for j, t in enumerate(plain[i : i + 10_000])
+        ]
         con.execute("BEGIN IMMEDIATE")
         if rows_per_statement == 1:
             con.executemany(INSERT_EPISODE + "(?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
@@ -189,13 +190,19 @@ def main() -> None:
     for what, t, target in rows:
         p95 = pct(t, 95) * 1000
         met = "-" if target is None else ("yes" if p95 <= target else f"NO ({p95 / target:.2f}x)")
-        print(f"| {what} | {len(t)} | {pct(t, 50) * 1000:.2f} ms | {p95:.2f} ms | {'-' if target is None else f'p95 <= {target} ms'} | {met} |")
+        print(
+            f"| {what} | {len(t)} | {pct(t, 50) * 1000:.2f} ms | {p95:.2f} ms | {'-' if target is None else f'p95 <= {target} ms'} | {met} |"
+        )
     print("\n| keyword, prefix, every keystroke, CPU time of the searching thread | calls | p50 | p95 | ratio (p95) |")
     print("|---|---|---|---|---|")
-    print(f"| FTS5 statement alone, raw sqlite3, same expressions (floor) | {len(keys_floor)} | {pct(keys_floor, 50) * 1000:.2f} ms "
-          f"| {pct(keys_floor, 95) * 1000:.2f} ms | 1.00x |")
-    print(f"| recall(), keyword, prefix | {len(keys_cpu)} | {pct(keys_cpu, 50) * 1000:.2f} ms | {pct(keys_cpu, 95) * 1000:.2f} ms "
-          f"| {pct(keys_cpu, 95) / pct(keys_floor, 95):.2f}x |")
+    print(
+        f"| FTS5 statement alone, raw sqlite3, same expressions (floor) | {len(keys_floor)} | {pct(keys_floor, 50) * 1000:.2f} ms "
+        f"| {pct(keys_floor, 95) * 1000:.2f} ms | 1.00x |"
+    )
+    print(
+        f"| recall(), keyword, prefix | {len(keys_cpu)} | {pct(keys_cpu, 50) * 1000:.2f} ms | {pct(keys_cpu, 95) * 1000:.2f} ms "
+        f"| {pct(keys_cpu, 95) / pct(keys_floor, 95):.2f}x |"
+    )
     print(f"\nThe approximate index was built before the timing ({built:.0f} s on one thread).\n")
     print_stages(stages)
     if ingest is None:
@@ -207,6 +214,7 @@ def main() -> None:
         target = ">= 20,000/s" if name == "remember_many()" else "-"
         met = ("yes" if wall >= 20_000 else "NO") if name == "remember_many()" else "-"
         print(f"| {name} | {wall:,.0f}/s | {cpu:,.0f}/s | {wall / base:.2f}x | {target} | {met} |")
+
 
 if __name__ == "__main__":
     main()

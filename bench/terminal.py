@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pty
 import select
@@ -10,8 +11,8 @@ import struct
 import subprocess
 import termios
 import time
+from pathlib import Path
 
-import fcntl
 import pyte
 
 # Textual asks whether the terminal supports synchronized output and, when it does (tmux,
@@ -28,8 +29,9 @@ class Terminal:
         self.master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", lines, columns, 0, 0))
         self.started = time.perf_counter()
-        self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env={**env, "TERM": "xterm-256color"},
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            argv, stdin=slave, stdout=slave, stderr=slave, env={**env, "TERM": "xterm-256color"}, start_new_session=True
+        )
         os.close(slave)
         self.pending = b""  # read but not yet fed to the screen
         self._tail = b""
@@ -44,7 +46,7 @@ class Terminal:
             return b""
         if SYNC_QUERY in self._tail + chunk:
             os.write(self.master, SYNC_SUPPORTED)
-        self._tail = chunk[1 - len(SYNC_QUERY):]  # a query cut in two by the read
+        self._tail = chunk[1 - len(SYNC_QUERY) :]  # a query cut in two by the read
         return chunk
 
     def text(self) -> str:
@@ -100,7 +102,7 @@ class Terminal:
 
     def cpu_seconds(self) -> float:
         """CPU time the program has used so far, all its threads (Linux: /proc/PID/stat)."""
-        fields = open(f"/proc/{self.proc.pid}/stat").read().rsplit(")", 1)[1].split()
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def type(self, text: str) -> None:

@@ -20,8 +20,14 @@ from .loading import NO_TENANT
 
 # The dialogs (inspector.screens) and the views are imported where used: after the first frame (app.py).
 
-MAIN_TABLE = {"search": "#results", "blocks": "#blocks-table", "episodes": "#episodes-table", "facts": "#facts-table",
-              "sessions": "#sessions-table", "audit": "#audit-table"}
+MAIN_TABLE = {
+    "search": "#results",
+    "blocks": "#blocks-table",
+    "episodes": "#episodes-table",
+    "facts": "#facts-table",
+    "sessions": "#sessions-table",
+    "audit": "#audit-table",
+}
 
 
 class ActionsMixin:
@@ -225,7 +231,9 @@ class ActionsMixin:
         store, user = self.store, self.user_id
 
         def restored(_: None) -> None:
-            self.call_from_thread(self.notify, f"restored session {checkpoint.session_id} to “{checkpoint.description or checkpoint.id[:12]}”")
+            self.call_from_thread(
+                self.notify, f"restored session {checkpoint.session_id} to “{checkpoint.description or checkpoint.id[:12]}”"
+            )
             self.call_from_thread(self.load_session, checkpoint.session_id)
 
         def confirmed(yes: bool) -> None:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import gc
 import os
 import sys
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from textual import on
 from textual.app import App, ComposeResult
@@ -17,7 +18,8 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Header, Input, OptionList
 from textual.worker import get_current_worker
 
-from . import config, messages as msg
+from . import config
+from . import messages as msg
 from .actions import ActionsMixin
 from .commands import system_commands
 from .failures import is_damage
@@ -39,7 +41,7 @@ VIEWS = ["search", "blocks", "episodes", "facts", "sessions", "audit"]
 LONG_LIVED = ("poll", "search", "vectors")  # worker groups that are not one-off loads
 
 
-def is_idle(app: "MemlensApp") -> bool:
+def is_idle(app: MemlensApp) -> bool:
     """No view load, action or search is under way (for tests, screenshots and benchmarks).
 
     The model thread counts once the model is warm: what it still does (load the tenant's
@@ -108,8 +110,9 @@ class MemlensApp(StoreLifecycleMixin, TenantListMixin, SearchMixin, ActionsMixin
         *[Binding(str(i + 1), f"show_view('{name}')", name.title(), show=False) for i, name in enumerate(VIEWS)],
     ]
 
-    def __init__(self, path: str | Path, *, embedder: Any = "default", warm_model: bool = True, poll_seconds: float = 1.0,
-                 show_timings: bool = True):
+    def __init__(
+        self, path: str | Path, *, embedder: Any = "default", warm_model: bool = True, poll_seconds: float = 1.0, show_timings: bool = True
+    ):
         super().__init__()
         self.path = path if is_server_url(path) else Path(path)
         self.embedder_spec = embedder
@@ -138,11 +141,10 @@ class MemlensApp(StoreLifecycleMixin, TenantListMixin, SearchMixin, ActionsMixin
 
     def compose(self) -> ComposeResult:
         yield Header()
-        with Horizontal(id="main"):
-            with Sidebar(id="sidebar"):
-                yield Input(placeholder="filter tenants", id="tenant-filter")
-                yield OptionList(id="tenants")
-                yield Button("Audit log (all tenants)", id="store-audit", compact=True)
+        with Horizontal(id="main"), Sidebar(id="sidebar"):
+            yield Input(placeholder="filter tenants", id="tenant-filter")
+            yield OptionList(id="tenants")
+            yield Button("Audit log (all tenants)", id="store-audit", compact=True)
             # The tier views join here after the first frame (on_mount says why).
         yield KeysFooter()
 
@@ -187,8 +189,16 @@ class MemlensApp(StoreLifecycleMixin, TenantListMixin, SearchMixin, ActionsMixin
 
     # --- generic loading -------------------------------------------------------------------------
 
-    def call_store(self, what: str, call: Callable[[], Any], then: Callable[[Any], Any], *, group: str,
-                   exclusive: bool = False, errors: tuple[type[BaseException], ...] = ()) -> None:
+    def call_store(
+        self,
+        what: str,
+        call: Callable[[], Any],
+        then: Callable[[Any], Any],
+        *,
+        group: str,
+        exclusive: bool = False,
+        errors: tuple[type[BaseException], ...] = (),
+    ) -> None:
         """Run ``call`` in a thread worker, then ``then(result)`` there too; a message it returns
         is posted back. A store error (or one of ``errors``) becomes an ActionFailed notification,
         a damaged store the message that stays; anything else fails the worker, which

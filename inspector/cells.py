@@ -75,8 +75,9 @@ class CachedCells(DataTable):
         super().notify_style_update()  # a theme or style change: the cursor's colours may differ too
         self._content_cache.clear()
 
-    def _render_cell(self, row_index: int, column_index: int, base_style: Style, width: int, cursor: bool = False,
-                     hover: bool = False) -> list[list[Segment]]:
+    def _render_cell(
+        self, row_index: int, column_index: int, base_style: Style, width: int, cursor: bool = False, hover: bool = False
+    ) -> list[list[Segment]]:
         if row_index < self.fixed_rows or column_index < self.fixed_columns:  # headers, labels, fixed cells
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         row_key = self._row_locations.get_key(row_index)
@@ -84,19 +85,39 @@ class CachedCells(DataTable):
         key = content_key(self._data.get(row_key, {}).get(column_key))
         if key is None or self.rows[row_key].height != 1:
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        key = (key, width, base_style, cursor, hover, self.show_cursor, self._show_hover_cursor, self.cursor_foreground_priority,
-               self.cursor_background_priority, self._pseudo_class_state, self.cell_padding)
+        key = (
+            key,
+            width,
+            base_style,
+            cursor,
+            hover,
+            self.show_cursor,
+            self._show_hover_cursor,
+            self.cursor_foreground_priority,
+            self.cursor_background_priority,
+            self._pseudo_class_state,
+            self.cell_padding,
+        )
         lines = self._content_cache.get(key)
         if lines is None:
             # As DataTable._render_cell renders a one-line data cell, less the mouse metadata.
             _, cells = self._get_row_renderables(row_index)
             component_style, post_style = self._get_styles_to_render_cell(
-                False, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor,
-                self.cursor_foreground_priority == "css", self.cursor_background_priority == "css")
+                False,
+                False,
+                False,
+                hover,
+                cursor,
+                self.show_cursor,
+                self._show_hover_cursor,
+                self.cursor_foreground_priority == "css",
+                self.cursor_background_priority == "css",
+            )
             options = self.app.console_options.update_dimensions(width, 1).update(no_wrap=True)
             lines = self.app.console.render_lines(
-                Styled(Padding(cells[column_index], (0, self.cell_padding)), pre_style=base_style + component_style,
-                       post_style=post_style), options)
+                Styled(Padding(cells[column_index], (0, self.cell_padding)), pre_style=base_style + component_style, post_style=post_style),
+                options,
+            )
             self._content_cache[key] = lines
         meta = Style.from_meta({"row": row_index, "column": column_index})
         return [list(Segment.apply_style(line, post_style=meta)) for line in lines]

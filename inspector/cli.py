@@ -34,9 +34,19 @@ class Stopped(BaseException):
 
 def _handlers() -> dict:
     # Looked up when called, not bound at import, so a test can replace one command.
-    return {"open": cmd_open, "demo": cmd_demo, "stats": cmd_stats, "export": cmd_export, "import": cmd_import,
-            "forget": cmd_forget, "audit": cmd_audit, "reembed": cmd_reembed, "migrate": cmd_migrate,
-            "scrub": cmd_scrub, "index": cmd_index}
+    return {
+        "open": cmd_open,
+        "demo": cmd_demo,
+        "stats": cmd_stats,
+        "export": cmd_export,
+        "import": cmd_import,
+        "forget": cmd_forget,
+        "audit": cmd_audit,
+        "reembed": cmd_reembed,
+        "migrate": cmd_migrate,
+        "scrub": cmd_scrub,
+        "index": cmd_index,
+    }
 
 
 def _stop(signum: int, _frame) -> None:

@@ -4,7 +4,7 @@ commands themselves are in :mod:`.cli_store` (no UI) and :mod:`.cli_app` (the in
 from __future__ import annotations
 
 import argparse
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from .locations import is_server_url
@@ -29,8 +29,10 @@ def aware(text: str) -> datetime:
     try:
         value = datetime.fromisoformat(text)
     except ValueError as error:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO date or time such as 2026-01-31 or 2026-01-31T09:00+02:00 ({error})") from None
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an ISO date or time such as 2026-01-31 or 2026-01-31T09:00+02:00 ({error})"
+        ) from None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def _tenant_options(parser: argparse.ArgumentParser, *, required: bool, every: str | None = None) -> None:
@@ -61,7 +63,7 @@ class _NotParsed:
     def add_argument(self, *args, **kwargs) -> None:
         return None
 
-    def add_mutually_exclusive_group(self, *args, **kwargs) -> "_NotParsed":
+    def add_mutually_exclusive_group(self, *args, **kwargs) -> _NotParsed:
         return self
 
 
@@ -119,14 +121,28 @@ def build_parser(only: str | None = None) -> Parser:
     reembed.add_argument("--model", help="a local sentence-transformers model directory (default: the packaged all-MiniLM-L6-v2)")
 
     migrate = command("migrate", "copy a whole store to another (SQLite file <-> PostgreSQL), verified, in one transaction")
-    migrate.add_argument("--from", dest="source", required=True, metavar="URL_OR_PATH",
-                         help="the store to copy (only read): a file, sqlite:///PATH or postgresql+psycopg://...")
-    migrate.add_argument("--to", dest="target", required=True, metavar="URL_OR_PATH",
-                         help="where to copy it (created if missing; must hold no tenant unless --into-existing)")
-    migrate.add_argument("--into-existing", action="store_true",
-                         help="add the source's tenants to a store that holds others (a tenant on both sides is still refused)")
-    migrate.add_argument("--reembed", action="store_true",
-                         help="embed everything again with the destination's model instead of refusing a model change")
+    migrate.add_argument(
+        "--from",
+        dest="source",
+        required=True,
+        metavar="URL_OR_PATH",
+        help="the store to copy (only read): a file, sqlite:///PATH or postgresql+psycopg://...",
+    )
+    migrate.add_argument(
+        "--to",
+        dest="target",
+        required=True,
+        metavar="URL_OR_PATH",
+        help="where to copy it (created if missing; must hold no tenant unless --into-existing)",
+    )
+    migrate.add_argument(
+        "--into-existing",
+        action="store_true",
+        help="add the source's tenants to a store that holds others (a tenant on both sides is still refused)",
+    )
+    migrate.add_argument(
+        "--reembed", action="store_true", help="embed everything again with the destination's model instead of refusing a model change"
+    )
     migrate.add_argument("--model", help="the destination's model directory (default: the packaged all-MiniLM-L6-v2)")
     _actor(migrate)
 
@@ -147,7 +163,11 @@ def add_import_options(imp: argparse.ArgumentParser) -> None:
     imp.add_argument("--db", type=location, required=True, help="the store: a file, or a postgresql:// URL")
     imp.add_argument("--create", action="store_true", help="create the store if it does not exist")
     imp.add_argument("file", type=Path, help="a file written by `memlens export` (or the database --from names)")
-    imp.add_argument("--from", dest="source", choices=["loomflow-sqlite"],
-                     help="read another library's memory instead: loomflow-sqlite is a loomflow SqliteMemory database (never changed)")
+    imp.add_argument(
+        "--from",
+        dest="source",
+        choices=["loomflow-sqlite"],
+        help="read another library's memory instead: loomflow-sqlite is a loomflow SqliteMemory database (never changed)",
+    )
     _actor(imp)
     imp.add_argument("--as-user", metavar="NAME", help="import a one-tenant export under this user id instead of its own")

@@ -27,8 +27,7 @@ def summary(store):
     from rich.table import Table
 
     tenants, columns = store.tenants(), tiers()
-    table = Table(title=f"memlens store {store.path}", box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False,
-                  title_justify="left")
+    table = Table(title=f"memlens store {store.path}", box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False, title_justify="left")
     table.add_column("tenant", overflow="fold", min_width=11)
     for header, _ in columns:
         table.add_column(header, justify="right", no_wrap=True)
@@ -41,8 +40,7 @@ def summary(store):
         )
     totals = {header: sum(getattr(t.counts, field) for t in tenants) for header, field in columns}
     largest = max(totals.values(), default=0) or 1
-    bars = Table(title="tier sizes, all tenants", box=None, show_header=False,
-                 title_justify="left", pad_edge=False)
+    bars = Table(title="tier sizes, all tenants", box=None, show_header=False, title_justify="left", pad_edge=False)
     bars.add_column("tier", no_wrap=True)
     bars.add_column("records", justify="right", no_wrap=True)
     bars.add_column("bar", width=BAR_WIDTH, no_wrap=True)
@@ -64,5 +62,7 @@ def print_summary(store) -> None:
 
 
 def pending_line(pending) -> str:
-    return (f"scrub pending: {pending.erasures} erasure(s) since {pending.since.isoformat(timespec='seconds')} may still "
-            "have bytes in the files; it runs on the next read-write open, or run `memlens scrub`")
+    return (
+        f"scrub pending: {pending.erasures} erasure(s) since {pending.since.isoformat(timespec='seconds')} may still "
+        "have bytes in the files; it runs on the next read-write open, or run `memlens scrub`"
+    )

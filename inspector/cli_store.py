@@ -8,7 +8,6 @@ import argparse
 import sys
 from pathlib import Path
 
-
 from .locations import is_server_url
 
 
@@ -63,8 +62,14 @@ def _progress(label: str):
     """A rich progress bar on stderr, fed with (done, total); a no-op when not a terminal."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-    progress = Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                        transient=True, disable=not sys.stderr.isatty())
+    progress = Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        transient=True,
+        disable=not sys.stderr.isatty(),
+    )
     task = progress.add_task(label, total=None)
 
     def update(done: int, total: int) -> None:
@@ -83,8 +88,15 @@ def cmd_export(args: argparse.Namespace) -> int:
     with open_existing(args.db, embedder=None, check_model=False) as store:
         progress, update = _progress("exporting")
         with progress:
-            manifest = store.export_to(args.output, user_ids=users, fmt=fmt, include_embeddings=args.embeddings, actor=args.actor,
-                                       progress=update, overwrite=args.force)
+            manifest = store.export_to(
+                args.output,
+                user_ids=users,
+                fmt=fmt,
+                include_embeddings=args.embeddings,
+                actor=args.actor,
+                progress=update,
+                overwrite=args.force,
+            )
     counts = ", ".join(f"{v} {k}" for k, v in manifest["counts"].items() if v)
     print(f"exported {counts or 'nothing'} to {args.output}")
     return 0
@@ -114,8 +126,10 @@ def cmd_import(args: argparse.Namespace) -> int:
         return ", ".join(f"{v} {k}" for k, v in counts.items() if v)
 
     into = ", ".join("(anonymous)" if t is None else t for t in report.tenants) or "no tenant"
-    print(f"imported {listed(report.counts) or 'nothing new'} from {args.file} into {into}"
-          + (f" (re-embedded {report.reembedded})" if report.reembedded else ""))
+    print(
+        f"imported {listed(report.counts) or 'nothing new'} from {args.file} into {into}"
+        + (f" (re-embedded {report.reembedded})" if report.reembedded else "")
+    )
     if any(report.kept_existing.values()):
         print(f"kept what the store holds, newer or different, for {listed(report.kept_existing)}")
     return 0
@@ -143,7 +157,12 @@ def cmd_forget(args: argparse.Namespace) -> int:
         receipt = store.forget(user_id=user, session_id=args.session, before=before, dry_run=args.dry_run, actor=args.actor)
     who = "(anonymous)" if user is None else user
     verb = "would erase" if receipt.dry_run else "erased"
-    print(f"{verb} for {who}" + (f", session {args.session}" if args.session else "") + (f", before {before.isoformat()}" if before else "") + ":")
+    print(
+        f"{verb} for {who}"
+        + (f", session {args.session}" if args.session else "")
+        + (f", before {before.isoformat()}" if before else "")
+        + ":"
+    )
     for tier, count in receipt.counts.items():
         print(f"  {tier:<20} {count}")
     if not receipt.dry_run:
@@ -163,7 +182,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
         who = "(anonymous)" if e.user_id is None else e.user_id
         total = sum(v for k, v in e.counts.items() if k != "vectors")
         imported = "  (imported history, not done in this store)" if e.origin == "imported" else ""
-        print(f"{e.at.isoformat(timespec='seconds')}  {e.action:<7} {who:<20} by {e.actor:<20} {total:>7} records  {e.digest[:16]}{imported}")
+        print(
+            f"{e.at.isoformat(timespec='seconds')}  {e.action:<7} {who:<20} by {e.actor:<20} {total:>7} records  {e.digest[:16]}{imported}"
+        )
     return 0
 
 
@@ -184,11 +205,15 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         with MemoryStore.open(args.target, embedder=args.model or "default") as target:
             progress, update = _progress("migrating tenants")
             with progress:
-                report = target.migrate_from(source, into_existing=args.into_existing, reembed=args.reembed,
-                                             actor=args.actor, progress=update)
+                report = target.migrate_from(
+                    source, into_existing=args.into_existing, reembed=args.reembed, actor=args.actor, progress=update
+                )
     listed = ", ".join(f"{v} {k}" for k, v in report.counts.items() if v) or "nothing"
-    vectors = {"copied": "vectors copied as they were", "embedded": f"{report.embedded} vectors embedded by the destination's model",
-               "none": "no vectors (the destination has no model)"}[report.vectors]
+    vectors = {
+        "copied": "vectors copied as they were",
+        "embedded": f"{report.embedded} vectors embedded by the destination's model",
+        "none": "no vectors (the destination has no model)",
+    }[report.vectors]
     print(f"migrated {len(report.tenants)} tenant(s) from {report.source} to {report.destination}: {listed}; {vectors}")
     print("verified: every tenant's counts and content digests match the source")
     return 0
@@ -213,9 +238,13 @@ def cmd_index(args: argparse.Namespace) -> int:
     with open_existing(args.db) as store:
         if args.drop:
             had = store.drop_vector_index(user_id=_user(args))
-            print("dropped: the tenant's searches are exact again" if had else "the tenant had no server-side vector index; nothing changed")
+            print(
+                "dropped: the tenant's searches are exact again" if had else "the tenant had no server-side vector index; nothing changed"
+            )
             return 0
         report = store.build_vector_index(user_id=_user(args), sample=args.sample)
-    print(f"indexed {report.vectors:,} episode vectors in {report.seconds:.1f} s; recall@10 against exact search: "
-          f"{report.recall_at_10:.3f} over {report.queries} of the tenant's own vectors as queries")
+    print(
+        f"indexed {report.vectors:,} episode vectors in {report.seconds:.1f} s; recall@10 against exact search: "
+        f"{report.recall_at_10:.3f} over {report.queries} of the tenant's own vectors as queries"
+    )
     return 0

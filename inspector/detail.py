@@ -46,9 +46,15 @@ def fact(f) -> Group:
     status = Text("current", style="green") if f.valid_until is None else Text(f"superseded {when(f.valid_until)}", style="yellow")
     return Group(
         _fields(
-            ("subject", f.subject), ("predicate", f.predicate), ("object", f.object), ("confidence", f"{f.confidence:.2f}"),
-            ("valid from", when(f.valid_from)), ("valid until", when(f.valid_until)), ("status", status),
-            ("recorded", when(f.recorded_at)), ("id", f.id),
+            ("subject", f.subject),
+            ("predicate", f.predicate),
+            ("object", f.object),
+            ("confidence", f"{f.confidence:.2f}"),
+            ("valid from", when(f.valid_from)),
+            ("valid until", when(f.valid_until)),
+            ("status", status),
+            ("recorded", when(f.recorded_at)),
+            ("id", f.id),
         ),
         Text("\nsource episodes", style="bold"),
         Text("\n".join(f.source_episode_ids) or "-"),
@@ -61,8 +67,12 @@ def block(b) -> Group:
 
 def kv(entry, now: datetime) -> Group:
     return Group(
-        _fields(("key", entry.key), ("expires", when(entry.expires_at)), ("remaining", remaining(entry.expires_at, now)),
-                ("updated", when(entry.updated_at))),
+        _fields(
+            ("key", entry.key),
+            ("expires", when(entry.expires_at)),
+            ("remaining", remaining(entry.expires_at, now)),
+            ("updated", when(entry.updated_at)),
+        ),
         Text("\nvalue", style="bold"),
         _json(entry.value),
     )
@@ -73,15 +83,25 @@ def note(n) -> Group:
 
 
 def checkpoint(c) -> Group:
-    return Group(_fields(("id", c.id), ("session", c.session_id), ("created", when(c.created_at)), ("description", c.description or "-")),
-                 Text("\nd: diff against the current state · r: restore", style="dim"))
+    return Group(
+        _fields(("id", c.id), ("session", c.session_id), ("created", when(c.created_at)), ("description", c.description or "-")),
+        Text("\nd: diff against the current state · r: restore", style="dim"),
+    )
 
 
 def audit_entry(a) -> Group:
     return Group(
-        _fields(("when", when(a.at)), ("action", a.action if a.origin == "local" else f"{a.action} (imported history, not done in this store)"),
-                ("tenant", tenant_label(a.user_id)), ("actor", a.actor), ("digest", a.digest)),
-        Text("\nscope", style="bold"), _json(a.scope), Text("\ncounts", style="bold"), _json(a.counts),
+        _fields(
+            ("when", when(a.at)),
+            ("action", a.action if a.origin == "local" else f"{a.action} (imported history, not done in this store)"),
+            ("tenant", tenant_label(a.user_id)),
+            ("actor", a.actor),
+            ("digest", a.digest),
+        ),
+        Text("\nscope", style="bold"),
+        _json(a.scope),
+        Text("\ncounts", style="bold"),
+        _json(a.counts),
     )
 
 
@@ -89,13 +109,21 @@ def hit(h) -> Group:
     s = h.scores
     why = _fields(
         # score is what ordered the results; the rest are the channels behind it.
-        ("kind", h.kind), ("score", score(s.score, 3)),
-        ("vector", f"{score(s.vector)} ({rank(s.vector_rank)})"), ("keyword", f"{score(s.keyword)} ({rank(s.keyword_rank)})"),
-        ("coverage", score(s.coverage)), ("exact id", s.exact or "-"), ("rank fusion", score(s.fused, 4)),
+        ("kind", h.kind),
+        ("score", score(s.score, 3)),
+        ("vector", f"{score(s.vector)} ({rank(s.vector_rank)})"),
+        ("keyword", f"{score(s.keyword)} ({rank(s.keyword_rank)})"),
+        ("coverage", score(s.coverage)),
+        ("exact id", s.exact or "-"),
+        ("rank fusion", score(s.fused, 4)),
         ("matched", ", ".join(h.matched_terms) or "-"),
     )
-    body = {"episode": lambda: episode(h.episode, h.matched_terms), "fact": lambda: fact(h.fact),
-            "block": lambda: block(h.block), "scratchpad": lambda: note(h.note)}[h.kind]()
+    body = {
+        "episode": lambda: episode(h.episode, h.matched_terms),
+        "fact": lambda: fact(h.fact),
+        "block": lambda: block(h.block),
+        "scratchpad": lambda: note(h.note),
+    }[h.kind]()
     return Group(Text("why it came back", style="bold underline"), why, Text(""), body)
 
 
@@ -110,8 +138,12 @@ def diff(d) -> Group:
     parts: list[Any] = [table if table.row_count else Text("key-value entries: no change", style="dim")]
     before, after = d.task_state_before, d.task_state_after
     if before != after:
+
         def describe(t):
-            return "none" if t is None else f"{t.task}: step {t.current_step}/{t.total_steps or '?'} ({t.progress_percent:.0f}%), {t.status}"
+            return (
+                "none" if t is None else f"{t.task}: step {t.current_step}/{t.total_steps or '?'} ({t.progress_percent:.0f}%), {t.status}"
+            )
+
         parts += [Text("\ntask state", style="bold"), Text(f"before: {describe(before)}\nafter:  {describe(after)}")]
     for label, notes, style in (("notes added", d.scratchpad_added, "green"), ("notes removed", d.scratchpad_removed, "red")):
         if notes:

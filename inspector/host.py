@@ -11,8 +11,9 @@ they use nothing else of the App and that the App provides all of it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 
 @runtime_checkable
@@ -31,8 +32,16 @@ class Host(Protocol):
     # The App's services.
     def now(self) -> datetime: ...
 
-    def call_store(self, what: str, call: Callable[[], Any], then: Callable[[Any], Any], *, group: str,
-                   exclusive: bool = False, errors: tuple[type[BaseException], ...] = ()) -> None: ...
+    def call_store(
+        self,
+        what: str,
+        call: Callable[[], Any],
+        then: Callable[[Any], Any],
+        *,
+        group: str,
+        exclusive: bool = False,
+        errors: tuple[type[BaseException], ...] = (),
+    ) -> None: ...
 
     def fetch(self, view: str, call: Callable[[], Any], make: Callable[[Any, Any], Any]) -> None: ...
 

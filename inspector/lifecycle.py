@@ -128,8 +128,11 @@ class StoreLifecycleMixin:
             return
         # The model's state, not a search mode: the search line names the mode searched, which
         # ``m`` changes (a header saying "semantic + keyword" over VECTOR results contradicted it).
-        model = "model ready" if self.store.model_ready else (
-            "model warming…" if self.store.embedder is not None else "no model: keyword search only")
+        model = (
+            "model ready"
+            if self.store.model_ready
+            else ("model warming…" if self.store.embedder is not None else "no model: keyword search only")
+        )
         access = " · read-only" if self.read_only_reason else ""
         self.sub_title = f"{shown(self.path)}{access} · {model}"
 

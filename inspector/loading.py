@@ -8,12 +8,17 @@ class body.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import events
 
 from . import messages as msg
 from .formatting import tenant_label
+
+if TYPE_CHECKING:  # annotations only: the modules themselves load after the first frame
+    from textual.widgets import TabbedContent
+
+    from .views import EpisodesView, FactsView, SessionsView, ShowDetail
 
 # inspector.views and inspector.overview (and the TabbedContent and Sparkline they use) are
 # imported inside the methods: they come after the first frame (see app.py). The detail pane is
@@ -33,6 +38,7 @@ class TenantViewsMixin:
     def clear_views(self) -> None:
         """Nothing of the previous tenant stays on screen while the next one loads (or when none is selected)."""
         from .views import TENANT_VIEWS
+
         if not self.views_mounted():
             return
         hint = "" if self.user_id is not NO_TENANT else "no tenant selected: pick one in the tenant list"
@@ -47,6 +53,7 @@ class TenantViewsMixin:
 
     def load_tenant_views(self) -> None:
         from .views import EpisodesView, FactsView, SearchView
+
         if self.store is None or self.user_id is NO_TENANT or self.failed:
             return
         if not self.views_mounted():
@@ -61,8 +68,11 @@ class TenantViewsMixin:
         self.fetch("blocks", lambda: store.working(user_id=user), msg.BlocksLoaded)
         self.fetch("sessions", lambda: store.sessions(user_id=user), msg.SessionsLoaded)
         self.fetch("audit", lambda: store.audit_log(user_id=user), msg.AuditLoaded)
-        self.fetch("overview", lambda: (store.profile(user_id=user).counts, store.activity(user_id=user, days=ACTIVITY_DAYS)),
-                   lambda t, parts: msg.OverviewLoaded(t, *parts))
+        self.fetch(
+            "overview",
+            lambda: (store.profile(user_id=user).counts, store.activity(user_id=user, days=ACTIVITY_DAYS)),
+            lambda t, parts: msg.OverviewLoaded(t, *parts),
+        )
         self.query_one(EpisodesView).request(None)
         self.query_one(FactsView).request()
         self.query_one(SearchView).request()
@@ -73,15 +83,21 @@ class TenantViewsMixin:
         if self.store is None or self.user_id is NO_TENANT:
             return
         user, store, append = self.user_id, self.store, m.cursor is not None
-        self.fetch("episodes", lambda: store.episodes(user_id=user, session_id=m.session_id, since=m.since, until=m.until,
-                                                      limit=100, cursor=m.cursor), lambda t, page: msg.EpisodesLoaded(t, page, append))
+        self.fetch(
+            "episodes",
+            lambda: store.episodes(user_id=user, session_id=m.session_id, since=m.since, until=m.until, limit=100, cursor=m.cursor),
+            lambda t, page: msg.EpisodesLoaded(t, page, append),
+        )
 
     def on_facts_view_wanted(self, m: FactsView.Wanted) -> None:
         if self.store is None or self.user_id is NO_TENANT:
             return
         user, store, history = self.user_id, self.store, m.history and m.valid_at is None
-        self.fetch("facts", lambda: store.facts(user_id=user, valid_at=m.valid_at, include_history=history),
-                   lambda t, facts: msg.FactsLoaded(t, facts, m.valid_at, history))
+        self.fetch(
+            "facts",
+            lambda: store.facts(user_id=user, valid_at=m.valid_at, include_history=history),
+            lambda t, facts: msg.FactsLoaded(t, facts, m.valid_at, history),
+        )
 
     def on_sessions_view_picked(self, m: SessionsView.Picked) -> None:
         self.load_session(m.session_id)
@@ -102,21 +118,25 @@ class TenantViewsMixin:
 
     def on_blocks_loaded(self, m: msg.BlocksLoaded) -> None:
         from .views import BlocksView
+
         if self.for_this_tenant(m):
             self.query_one(BlocksView).show(m.blocks)
 
     def on_episodes_loaded(self, m: msg.EpisodesLoaded) -> None:
         from .views import EpisodesView
+
         if self.for_this_tenant(m):
             self.query_one(EpisodesView).show(m.page, m.append)
 
     def on_facts_loaded(self, m: msg.FactsLoaded) -> None:
         from .views import FactsView
+
         if self.for_this_tenant(m):
             self.query_one(FactsView).show(m.facts, m.valid_at, m.history)
 
     def on_audit_loaded(self, m: msg.AuditLoaded) -> None:
         from .views import AuditView
+
         if self.for_this_tenant(m):
             self.query_one(AuditView).show(m.entries)
 
@@ -126,6 +146,7 @@ class TenantViewsMixin:
 
     def on_sessions_loaded(self, m: msg.SessionsLoaded) -> None:
         from .views import EpisodesView, SearchView, SessionsView
+
         if not self.for_this_tenant(m):
             return
         self.session_names = [s.session_id for s in m.sessions]
@@ -139,6 +160,7 @@ class TenantViewsMixin:
 
     def on_session_loaded(self, m: msg.SessionLoaded) -> None:
         from .views import SessionsView, session_rows
+
         if self.for_this_tenant(m):
             rows = session_rows(m.entries, m.notes, m.checkpoints, self.now())
             self.query_one(SessionsView).show_session(m.session_id, {"task": m.task, **rows})
@@ -158,6 +180,7 @@ class TenantViewsMixin:
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         """The detail pane belongs to the tab on screen: clear it, then show the focused record there, if any."""
         from .views import RecordTable
+
         self.clear_detail()
         self.refresh_bindings()
         focused: Any = self.focused
@@ -166,5 +189,6 @@ class TenantViewsMixin:
 
     def active_tables(self) -> set[str]:
         from .views import RecordTable
+
         pane = self.query_one("#tabs").active_pane
         return {table.id for table in pane.query(RecordTable)} if pane is not None else set()

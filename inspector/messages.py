@@ -28,7 +28,7 @@ class Carrier(Message):
     def __init__(self, *values: Any, **named: Any) -> None:
         if len(values) > len(self.fields):
             raise TypeError(f"{type(self).__name__} takes at most {len(self.fields)} values, got {len(values)}")
-        given = dict(zip(self.fields, values))
+        given = dict(zip(self.fields, values, strict=False))  # fewer values than fields: the rest are named or defaulted
         for name, value in named.items():
             if name not in self.fields or name in given:
                 raise TypeError(f"{type(self).__name__} got an unexpected or repeated field {name!r}")

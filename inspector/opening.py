@@ -13,7 +13,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .locations import is_server_url
 
 def open_for_inspection(path: Path, embedder: Any) -> tuple[Any, str | None]:
     """(store, why it is read-only or None). Raises the store's typed errors."""

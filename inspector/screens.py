@@ -36,8 +36,8 @@ def counts_table(counts: dict[str, int]) -> Table:
     items = list(counts.items())
     for row in range(0, len(items), COUNT_COLUMNS):
         cells: list[Any] = []
-        for tier, count in items[row:row + COUNT_COLUMNS]:
-            cells += [tier.replace("_", " "), Text(str(count), style="bold red" if count else "dim")]
+        for tier, number in items[row : row + COUNT_COLUMNS]:
+            cells += [tier.replace("_", " "), Text(str(number), style="bold red" if number else "dim")]
         table.add_row(*cells)
     return table
 
@@ -143,22 +143,30 @@ class InfoScreen(ModalScreen[None]):
 
 
 class ReceiptScreen(InfoScreen):
-
     def __init__(self, receipt: Any):
         super().__init__()
         self.receipt = receipt
 
     def compose(self) -> ComposeResult:
         r = self.receipt
-        scope = "whole tenant" if r.session_id is None and r.before is None else (
-            f"session {r.session_id}" if r.session_id else f"before {when(r.before)}")
+        scope = (
+            "whole tenant"
+            if r.session_id is None and r.before is None
+            else (f"session {r.session_id}" if r.session_id else f"before {when(r.before)}")
+        )
         with Vertical(classes="dialog"):
             yield from self.close_row()
             with VerticalScroll(classes="dialog-body"):
                 yield Label(Text.assemble("Erased ", (tenant_label(r.user_id), "bold"), f" · {scope}"), classes="title")
                 yield Static(counts_table(r.counts))
-                yield Static(Text.assemble("receipt digest ", (r.digest, "bold"), f"\nat {r.at.isoformat(timespec='seconds')} by {r.actor}"))
-                scrubbed = "deleted content is gone from the files" if r.disk_scrubbed else "another process holds the file: run `memlens scrub` later"
+                yield Static(
+                    Text.assemble("receipt digest ", (r.digest, "bold"), f"\nat {r.at.isoformat(timespec='seconds')} by {r.actor}")
+                )
+                scrubbed = (
+                    "deleted content is gone from the files"
+                    if r.disk_scrubbed
+                    else "another process holds the file: run `memlens scrub` later"
+                )
                 yield Static(scrubbed, classes="ok" if r.disk_scrubbed else "warning")
                 yield Static("The audit log of every tenant: press a in the tenant list.", classes="hint")
 
@@ -261,8 +269,16 @@ class StoreAuditScreen(ModalScreen[None]):
             yield buttons(Button("Close", id="close", variant="primary"))
             yield Label("Audit log · every tenant, erased ones included · newest first", classes="title")
             yield Static("loading…", id="store-audit-status")
-            yield RecordTable("when", "action", "tenant", "actor", "records", "digest", id="store-audit-table",
-                              render=lambda a: (f"{a.action} {tenant_label(a.user_id)} {when(a.at)}", detail.audit_entry(a)))
+            yield RecordTable(
+                "when",
+                "action",
+                "tenant",
+                "actor",
+                "records",
+                "digest",
+                id="store-audit-table",
+                render=lambda a: (f"{a.action} {tenant_label(a.user_id)} {when(a.at)}", detail.audit_entry(a)),
+            )
             with VerticalScroll(id="store-audit-detail"):
                 yield Static("", id="store-audit-body")
 

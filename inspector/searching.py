@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from textual.worker import Worker, get_current_worker
 
@@ -112,8 +113,16 @@ class SearchMixin:
         seq, user, mode, m = request
         start = time.perf_counter()
         try:
-            hits = self.store.recall(m.query, user_id=user, limit=SEARCH_LIMIT, kind=m.kind, session_id=m.session_id,
-                                     time_range=(m.since, m.until), mode=mode, prefix=True)
+            hits = self.store.recall(
+                m.query,
+                user_id=user,
+                limit=SEARCH_LIMIT,
+                kind=m.kind,
+                session_id=m.session_id,
+                time_range=(m.since, m.until),
+                mode=mode,
+                prefix=True,
+            )
         except MemlensError as error:
             self.search_failed(request, error)
             return

@@ -93,8 +93,11 @@ class TenantListMixin:
                 label.append("\ncounting…\n\n\n\n", style="dim")
             else:
                 # Lines of at most 23 characters: the width of the list at 80 columns.
-                label.append(f"\n{count(c.episodes, 'episodes')} · {count(c.facts, 'facts')}\n{count(c.sessions, 'sessions')} · "
-                             f"{count(c.blocks, 'blocks')}\n{count(c.kv_entries, 'keys')} · {count(c.checkpoints, 'checkpoints')}", style="dim")
+                label.append(
+                    f"\n{count(c.episodes, 'episodes')} · {count(c.facts, 'facts')}\n{count(c.sessions, 'sessions')} · "
+                    f"{count(c.blocks, 'blocks')}\n{count(c.kv_entries, 'keys')} · {count(c.checkpoints, 'checkpoints')}",
+                    style="dim",
+                )
                 label.append(f"\nactive {when(t.last_activity)}\n", style="dim italic")
             options.add_option(Option(label, id=self.tenant_option_id(t.user_id)))
         keys = [self.tenant_option_id(t.user_id) for t in shown]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from rich.markup import escape
@@ -40,7 +40,7 @@ def parse_day(text: str, *, end: bool = False) -> datetime | None:
         return None
     value = datetime.fromisoformat(text)
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
+        value = value.replace(tzinfo=UTC)
     if end and len(text) == 10:
         from datetime import timedelta
 
@@ -179,14 +179,29 @@ class SearchView(Vertical):
     def compose(self) -> ComposeResult:
         yield QueryInput(placeholder="search this tenant's memory…  (/ to focus)", id="query")
         with Horizontal(classes="filters"):
-            yield Select([(k, k) for k in ("episodic", "facts", "working", "scratchpad", "all")], value="all", allow_blank=False,
-                         id="search-kind", prompt="kind", compact=True)
+            yield Select(
+                [(k, k) for k in ("episodic", "facts", "working", "scratchpad", "all")],
+                value="all",
+                allow_blank=False,
+                id="search-kind",
+                prompt="kind",
+                compact=True,
+            )
             yield Select([], prompt="session", id="search-session", compact=True)
             yield Input(placeholder="since YYYY-MM-DD", id="search-since", classes="date", compact=True)
             yield Input(placeholder="until YYYY-MM-DD", id="search-until", classes="date", compact=True)
         yield Label("", id="search-status")
-        yield ResultsTable("kind", "vec  kw", "memory", "score", "vector", "keyword", "when", id="results",
-                          render=lambda h: (f"{h.kind} {h.id[:12]}", detail.hit(h)))
+        yield ResultsTable(
+            "kind",
+            "vec  kw",
+            "memory",
+            "score",
+            "vector",
+            "keyword",
+            "when",
+            id="results",
+            render=lambda h: (f"{h.kind} {h.id[:12]}", detail.hit(h)),
+        )
 
     def set_sessions(self, sessions: list[str]) -> None:
         self.query_one("#search-session", Select).set_options([(s, s) for s in sessions])
@@ -210,8 +225,14 @@ class SearchView(Vertical):
             self.query_one("#search-status", Label).update("dates look like 2026-03-01")
             return
         session = self.query_one("#search-session", Select).value
-        request = self.Changed(self.query_one("#query", Input).value, str(self.query_one("#search-kind", Select).value),
-                               None if session is Select.NULL else str(session), since, until, self.mode)
+        request = self.Changed(
+            self.query_one("#query", Input).value,
+            str(self.query_one("#search-kind", Select).value),
+            None if session is Select.NULL else str(session),
+            since,
+            until,
+            self.mode,
+        )
         if self.on_search is not None:
             # Handed over directly: as a message it waited ~7 ms in the App's queue behind the
             # redraw of every keystroke, before the search could even start.
@@ -229,10 +250,21 @@ class SearchView(Vertical):
         best_keyword = max((h.scores.keyword for h in hits if h.scores.keyword is not None), default=None)
         for h in hits:
             s = h.scores
-            rows.append((f"{h.kind}:{h.id}", h, (
-                h.kind, score_bars(s, best_keyword), highlighted(h.text, h.matched_terms, 52), score(s.score, 3),
-                f"{score(s.vector)} {rank(s.vector_rank)}", f"{score(s.keyword, 2)} {rank(s.keyword_rank)}", when(h.occurred_at),
-            )))
+            rows.append(
+                (
+                    f"{h.kind}:{h.id}",
+                    h,
+                    (
+                        h.kind,
+                        score_bars(s, best_keyword),
+                        highlighted(h.text, h.matched_terms, 52),
+                        score(s.score, 3),
+                        f"{score(s.vector)} {rank(s.vector_rank)}",
+                        f"{score(s.keyword, 2)} {rank(s.keyword_rank)}",
+                        when(h.occurred_at),
+                    ),
+                )
+            )
         shown = [(key, *(str(c) if isinstance(c, str) else c.markup for c in cells)) for key, _, cells in rows]
         table = self.query_one(RecordTable)
         # One keystroke in six here brings the very rows already on screen: repainting the table
@@ -293,8 +325,9 @@ class EpisodesView(Vertical):
             yield Input(placeholder="since YYYY-MM-DD", id="episodes-since", classes="date", compact=True)
             yield Input(placeholder="until YYYY-MM-DD", id="episodes-until", classes="date", compact=True)
         yield Label("", id="episodes-status")
-        yield RecordTable("when", "session", "input", "output", id="episodes-table",
-                          render=lambda e: (f"episode {e.id[:12]}", detail.episode(e)))
+        yield RecordTable(
+            "when", "session", "input", "output", id="episodes-table", render=lambda e: (f"episode {e.id[:12]}", detail.episode(e))
+        )
 
     def filters(self) -> tuple[str | None, datetime | None, datetime | None]:
         session = self.query_one("#episodes-session", Select).value
@@ -356,8 +389,17 @@ class FactsView(Vertical):
             yield Input(placeholder="as of YYYY-MM-DD (empty: now)", id="facts-as-of", classes="date", compact=True)
             yield Checkbox("history", value=False, id="facts-history", compact=True)
         yield Label("", id="facts-status")
-        yield RecordTable("subject", "predicate", "object", "conf.", "valid from", "valid until", "status", id="facts-table",
-                          render=lambda f: (f"fact {f.subject} {f.predicate}", detail.fact(f)))
+        yield RecordTable(
+            "subject",
+            "predicate",
+            "object",
+            "conf.",
+            "valid from",
+            "valid until",
+            "status",
+            id="facts-table",
+            render=lambda f: (f"fact {f.subject} {f.predicate}", detail.fact(f)),
+        )
 
     @on(Input.Changed)
     @on(Checkbox.Changed)
@@ -381,8 +423,15 @@ class FactsView(Vertical):
             status = Text("current", style="green") if f.valid_until is None else Text("superseded", style="dim yellow")
             style = "" if f.valid_until is None else "dim"
             table.add_record(
-                f.id, f, Text(f.subject, style=style), Text(f.predicate, style=style), Text(f.object, style=style),
-                f"{f.confidence:.2f}", when(f.valid_from), when(f.valid_until), status,
+                f.id,
+                f,
+                Text(f.subject, style=style),
+                Text(f.predicate, style=style),
+                Text(f.object, style=style),
+                f"{f.confidence:.2f}",
+                when(f.valid_from),
+                when(f.valid_until),
+                status,
             )
         self.query_one("#facts-status", Label).update(facts_headline(facts, valid_at, history))
         table.select_key(keep)
@@ -419,7 +468,9 @@ class SessionsView(Horizontal):
             yield Label("scratchpad", classes="section")
             yield RecordTable("written", "note", id="notes-table", render=lambda n: ("note", detail.note(n)))
             yield Label("checkpoints  (d diff with now · m then d diff two · r restore)", classes="section")
-            yield CheckpointsTable("created", "description", "id", id="checkpoints-table", render=lambda c: (f"checkpoint {c.id[:12]}", detail.checkpoint(c)))
+            yield CheckpointsTable(
+                "created", "description", "id", id="checkpoints-table", render=lambda c: (f"checkpoint {c.id[:12]}", detail.checkpoint(c))
+            )
 
     def _kv_detail(self, entry):
         return f"key {entry.key}", detail.kv(entry, self.app.now())
@@ -478,8 +529,15 @@ def session_rows(entries, notes, checkpoints, now: datetime) -> dict[str, Any]:
 
 class AuditView(Vertical):
     def compose(self) -> ComposeResult:
-        yield RecordTable("when", "action", "actor", "records", "digest", id="audit-table",
-                          render=lambda a: (f"{a.action} {when(a.at)}", detail.audit_entry(a)))
+        yield RecordTable(
+            "when",
+            "action",
+            "actor",
+            "records",
+            "digest",
+            id="audit-table",
+            render=lambda a: (f"{a.action} {when(a.at)}", detail.audit_entry(a)),
+        )
 
     def show(self, entries: list[Any]) -> None:
         table = self.query_one(RecordTable)

@@ -44,7 +44,7 @@ class AsyncMemoryStore:
         self._sync = sync
 
     @classmethod
-    async def open(cls, path_or_url: str | Path, **options: Any) -> "AsyncMemoryStore":
+    async def open(cls, path_or_url: str | Path, **options: Any) -> AsyncMemoryStore:
         return cls(await asyncio.to_thread(MemoryStore.open, path_or_url, **options))
 
     @property
@@ -63,7 +63,7 @@ class AsyncMemoryStore:
     async def close(self) -> None:
         await asyncio.to_thread(self._sync.close)
 
-    async def __aenter__(self) -> "AsyncMemoryStore":
+    async def __aenter__(self) -> AsyncMemoryStore:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from .memory import MemoryStore
 from .recall import embeddings as indexing
 from .schema import meta_t
 
-DEMO_NOW = datetime(2026, 11, 20, 17, 30, tzinfo=timezone.utc)
+DEMO_NOW = datetime(2026, 11, 20, 17, 30, tzinfo=UTC)
 DEMO_MARK = "demo_store"  # a memlens_meta key: only files carrying it are replaced without force
 
 
@@ -60,8 +60,15 @@ def check_demo_target(path: str | Path, *, force: bool = False) -> None:
 DEMO_SIZES = {"full": full.fill, "compact": compact.fill}
 
 
-def build_demo_store(path: str | Path, *, size: str = "full", now: datetime = DEMO_NOW, force: bool = False,
-                     vector_cache: str | Path | None = None, **open_options: Any) -> MemoryStore:
+def build_demo_store(
+    path: str | Path,
+    *,
+    size: str = "full",
+    now: datetime = DEMO_NOW,
+    force: bool = False,
+    vector_cache: str | Path | None = None,
+    **open_options: Any,
+) -> MemoryStore:
     """Create a fresh demo store of ``size`` ("full" or "compact") at ``path`` and return it open.
     A demo store already there is replaced; any other file only with ``force=True`` (else
     OutputExistsError, nothing changed). With ``vector_cache`` (a folder), the texts' vectors

@@ -20,8 +20,9 @@ import os
 import re
 import tempfile
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 PROBE = "memlens demo vectors: the probe sentence that identifies a model by what it computes"
 
@@ -61,14 +62,14 @@ class ReusedVectors:
     def warm(self) -> None:
         self.inner.warm()
 
-    def embed(self, texts: Sequence[str]) -> "Any":
+    def embed(self, texts: Sequence[str]) -> Any:
         import numpy as np
 
         known = self._load()
         keys = [text_key(t) for t in texts]
-        missing = list(dict.fromkeys(t for t, k in zip(texts, keys) if k not in known))
+        missing = list(dict.fromkeys(t for t, k in zip(texts, keys, strict=True) if k not in known))
         if missing:
-            for text, vector in zip(missing, self.inner.embed(missing)):
+            for text, vector in zip(missing, self.inner.embed(missing), strict=True):
                 known[text_key(text)] = np.asarray(vector, dtype=np.float32)
             self.embedded += len(missing)
             self._added = True
@@ -106,7 +107,6 @@ class ReusedVectors:
     def _load(self) -> dict[bytes, Any]:
         if self._known is not None:
             return self._known
-        import numpy as np
 
         name = f"{self._identity()}.npz"
         self._path = self.folder / name
@@ -122,9 +122,14 @@ class ReusedVectors:
         try:
             with np.load(path, allow_pickle=False) as data:
                 keys, vectors = data["keys"], data["vectors"]
-                if (keys.dtype == np.uint8 and keys.ndim == 2 and keys.shape[1] == 32
-                        and vectors.dtype == np.float32 and vectors.shape == (len(keys), self.dim)):
-                    return {k.tobytes(): v for k, v in zip(keys, vectors)}
+                if (
+                    keys.dtype == np.uint8
+                    and keys.ndim == 2
+                    and keys.shape[1] == 32
+                    and vectors.dtype == np.float32
+                    and vectors.shape == (len(keys), self.dim)
+                ):
+                    return {k.tobytes(): v for k, v in zip(keys, vectors, strict=True)}
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
             pass  # none yet, or unreadable: embed, and replace it on save
         return {}

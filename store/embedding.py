@@ -17,8 +17,9 @@ import os
 import re
 import threading
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from .errors import ModelNotAvailableError
 
@@ -37,7 +38,7 @@ class Embedder(Protocol):
     @property
     def dim(self) -> int: ...
 
-    def embed(self, texts: Sequence[str]) -> "np.ndarray": ...
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
 
     def warm(self) -> None: ...
 
@@ -112,7 +113,7 @@ class LocalModelEmbedder:
             if self._encode is None:
                 self._encode = self._load()
 
-    def embed(self, texts: Sequence[str]) -> "np.ndarray":
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
         if self._encode is None:
             self.warm()
         return self._encode(list(texts))
@@ -315,7 +316,7 @@ class FakeEmbedder:
     def warm(self) -> None:
         pass
 
-    def embed(self, texts: Sequence[str]) -> "np.ndarray":
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
         import numpy as np
 
         self.calls += 1

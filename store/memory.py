@@ -8,10 +8,11 @@ from __future__ import annotations
 import json
 import warnings
 from collections import Counter
-from datetime import datetime, timedelta, timezone
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
-from typing import IO, Any, Callable, Iterable, Mapping
+from typing import IO, Any
 
 from sqlalchemy import func
 
@@ -45,12 +46,12 @@ from .recall.hits import Mode
 from .recall.service import RecallScope, RecallService
 from .rights.forget import erasure_count, erasures_after
 from .rights.service import DataRights
-from .tiers.registry import COUNTED
-from .tiers.sessions import SessionMemory
 from .tenancy import UNSET, Tenant, count_by_tenant, named_tenants_exist, user_id_of
 from .tenancy import all_tenants as list_tenants
 from .tiers import blocks, episodes, facts
 from .tiers.common import content_hash, ensure_session, ids_present, touch_tenant
+from .tiers.registry import COUNTED
+from .tiers.sessions import SessionMemory
 from .validation import (
     DEFAULT_MAX_CONTENT_BYTES,
     check_datetime,
@@ -62,7 +63,6 @@ from .validation import (
     check_text,
     utcnow,
 )
-
 
 # What overviews count per tenant, by TierCounts field.
 TIER_TABLES = {tier.name: tier.table for tier in COUNTED}
@@ -97,7 +97,7 @@ class MemoryStore:
         scratchpad_limit: int = 100,
         embedder: Any = "default",
         check_model: bool = True,
-    ) -> "MemoryStore":
+    ) -> MemoryStore:
         """Open (or create) the store at ``path_or_url``, a file path or an ``sqlite:///`` URL.
 
         A file that is not a memlens store is refused without being changed; an older
@@ -147,7 +147,7 @@ class MemoryStore:
         self._indexer.cache.close()
         self._db.close()
 
-    def __enter__(self) -> "MemoryStore":
+    def __enter__(self) -> MemoryStore:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -161,8 +161,7 @@ class MemoryStore:
             with self._db.read() as conn:
                 if named_tenants_exist(conn, schema.tenants_t):
                     warnings.warn(
-                        "no user_id given: using the anonymous bucket of a store that holds named users; "
-                        "pass user_id=None to mean it",
+                        "no user_id given: using the anonymous bucket of a store that holds named users; pass user_id=None to mean it",
                         IsolationWarning,
                         stacklevel=stacklevel,
                     )
@@ -238,8 +237,16 @@ class MemoryStore:
         (``{"role": "assistant" | "tool", "content", "name"?, "tool_call_id"?, "tool_calls"?}``);
         kept in ``metadata["tool_transcript"]`` and replayed by :meth:`session_messages`.
         """
-        item = {"input": input, "output": output, "session_id": session_id, "occurred_at": occurred_at,
-                "tool_calls": tool_calls, "metadata": metadata, "id": id, "tool_transcript": tool_transcript}
+        item = {
+            "input": input,
+            "output": output,
+            "session_id": session_id,
+            "occurred_at": occurred_at,
+            "tool_calls": tool_calls,
+            "metadata": metadata,
+            "id": id,
+            "tool_transcript": tool_transcript,
+        }
         return self.remember_many([item], user_id=user_id, on_duplicate=on_duplicate)[0]
 
     def remember_many(
@@ -310,9 +317,7 @@ class MemoryStore:
         if cursor is not None and not isinstance(cursor, str):
             raise InvalidInputError("cursor must be the next_cursor text of a page episodes() returned")
         with self._db.read() as conn:
-            return episodes.page_episodes(
-                conn, tenant, session_id=session_id, since=since, until=until, limit=limit, cursor=cursor
-            )
+            return episodes.page_episodes(conn, tenant, session_id=session_id, since=since, until=until, limit=limit, cursor=cursor)
 
     def session_messages(self, session_id: str, *, user_id: str | None = UNSET, limit: int | None = None) -> list[Message]:
         """The session's conversation as user/assistant messages, oldest first."""
@@ -358,8 +363,15 @@ class MemoryStore:
             valid_from = now if given is None else given
             touch_tenant(conn, tenant, now)
             fact, pk = facts.add_fact(
-                conn, tenant, subject=subject, predicate=predicate, object=object, confidence=float(confidence),
-                valid_from=valid_from, recorded_at=now, source_episode_ids=sources,
+                conn,
+                tenant,
+                subject=subject,
+                predicate=predicate,
+                object=object,
+                confidence=float(confidence),
+                valid_from=valid_from,
+                recorded_at=now,
+                source_episode_ids=sources,
             )
             self._indexer.save(conn, tenant, "fact", [pk], [digest], vectors)
         return fact
@@ -383,8 +395,9 @@ class MemoryStore:
                 check_text(value, field, limit=self.max_content_bytes)
         check_flag(include_history, "include_history")
         with self._db.read() as conn:
-            return facts.list_facts(conn, tenant, valid_at=valid_at, subject=subject, include_history=include_history,
-                                    predicate=predicate, object=object)
+            return facts.list_facts(
+                conn, tenant, valid_at=valid_at, subject=subject, include_history=include_history, predicate=predicate, object=object
+            )
 
     def consolidate(
         self,
@@ -417,8 +430,7 @@ class MemoryStore:
                 raise InvalidInputError("pass user_id or all_tenants=True, not both")
             with self._db.read() as conn:
                 tenant_ids = [t.user_id for t in list_tenants(conn, schema.tenants_t)]
-            return [fact for uid in tenant_ids for fact in
-                    self.consolidate(extract, user_id=uid, session_id=session_id, limit=limit)]
+            return [fact for uid in tenant_ids for fact in self.consolidate(extract, user_id=uid, session_id=session_id, limit=limit)]
         tenant = self._tenant(user_id)
         check_optional_name(session_id, "session_id")
         if not callable(extract):
@@ -451,8 +463,15 @@ class MemoryStore:
                 if episode.id not in still:
                     continue
                 fact, pk = facts.add_fact(
-                    conn, tenant, subject=subject, predicate=predicate, object=obj, confidence=confidence,
-                    valid_from=episode.occurred_at, recorded_at=now, source_episode_ids=[episode.id],
+                    conn,
+                    tenant,
+                    subject=subject,
+                    predicate=predicate,
+                    object=obj,
+                    confidence=confidence,
+                    valid_from=episode.occurred_at,
+                    recorded_at=now,
+                    source_episode_ids=[episode.id],
                 )
                 added.append(fact)
                 new_pks.append(pk)
@@ -472,8 +491,7 @@ class MemoryStore:
         (schema 4), or given as sources by hand."""
         e, f = schema.episodes_t, schema.facts_t
         with self._db.read() as conn:
-            cited = {source for (sources,) in conn.execute(tenant.select(f, f.c.source_episode_ids))
-                     for source in json.loads(sources)}
+            cited = {source for (sources,) in conn.execute(tenant.select(f, f.c.source_episode_ids)) for source in json.loads(sources)}
             stmt = episodes.filtered(tenant.select(e), session_id=session_id, since=None, until=None)
             stmt = stmt.where(e.c.consolidated_at.is_(None)).order_by(e.c.occurred_at, e.c.pk)
             found: list[Episode] = []
@@ -511,8 +529,13 @@ class MemoryStore:
         :class:`~store.errors.UnknownSessionError`."""
         tenant = self._tenant(user_id)
         check_flag(create, "create")
-        memory = SessionMemory(self._db, tenant, check_name(session_id, "session_id"),
-                               max_content_bytes=self.max_content_bytes, scratchpad_limit=self.scratchpad_limit)
+        memory = SessionMemory(
+            self._db,
+            tenant,
+            check_name(session_id, "session_id"),
+            max_content_bytes=self.max_content_bytes,
+            scratchpad_limit=self.scratchpad_limit,
+        )
         return memory if create else memory.require_exists()
 
     def sessions(self, *, user_id: str | None = UNSET) -> list[SessionInfo]:
@@ -558,8 +581,9 @@ class MemoryStore:
         hybrid is keyword-only. ``prefix=True`` treats the last word as a prefix, for
         search as you type. An empty query returns the most recent episodes.
         """
-        return self._recall.recall(query, user_id=user_id, limit=limit, session_id=session_id, time_range=time_range,
-                                   kind=kind, mode=mode, prefix=prefix)
+        return self._recall.recall(
+            query, user_id=user_id, limit=limit, session_id=session_id, time_range=time_range, kind=kind, mode=mode, prefix=prefix
+        )
 
     def recall_facts(
         self, query: str, *, user_id: str | None = UNSET, limit: int = 5, valid_at: datetime | None = None, mode: Mode = "hybrid"
@@ -619,8 +643,9 @@ class MemoryStore:
         raises UnknownTenantError naming close matches (``Alice`` for ``alice``)."""
         return self._rights.require_tenant(user_id=user_id, missing_ok=missing_ok)
 
-    def export(self, *, user_id: Any = UNSET, include_embeddings: bool = False, actor: str = "api",
-               missing_ok: bool = False) -> dict[str, Any]:
+    def export(
+        self, *, user_id: Any = UNSET, include_embeddings: bool = False, actor: str = "api", missing_ok: bool = False
+    ) -> dict[str, Any]:
         """Everything the store holds for one tenant, grouped by section, with a manifest
         (format version, counts and sha256 per section, when, from which store). A tenant the
         store does not hold raises UnknownTenantError unless ``missing_ok``."""
@@ -648,11 +673,25 @@ class MemoryStore:
         half file (see :mod:`store.export_file`). Each exported tenant gets an audit entry.
         Returns the manifest.
         """
-        return self._rights.export_to(target, user_ids=user_ids, fmt=fmt, include_embeddings=include_embeddings, actor=actor,
-                                      progress=progress, overwrite=overwrite, missing_ok=missing_ok)
+        return self._rights.export_to(
+            target,
+            user_ids=user_ids,
+            fmt=fmt,
+            include_embeddings=include_embeddings,
+            actor=actor,
+            progress=progress,
+            overwrite=overwrite,
+            missing_ok=missing_ok,
+        )
 
-    def import_(self, source: str | Path | dict[str, Any], *, actor: str = "api", as_user: Any = UNSET,
-                expect_counts: Mapping[str, int] | None = None) -> ImportReport:
+    def import_(
+        self,
+        source: str | Path | dict[str, Any],
+        *,
+        actor: str = "api",
+        as_user: Any = UNSET,
+        expect_counts: Mapping[str, int] | None = None,
+    ) -> ImportReport:
         """Import an export (a path to JSON or JSONL, or the dict :meth:`export` returns).
 
         Records may only belong to the tenants the manifest declares; ``as_user`` imports a
@@ -673,8 +712,15 @@ class MemoryStore:
         """
         return self._rights.import_(source, actor=actor, as_user=as_user, expect_counts=expect_counts)
 
-    def migrate_from(self, source: "MemoryStore", *, into_existing: bool = False, reembed: bool = False, actor: str = "api",
-                     progress: Callable[[int, int], None] | None = None) -> MigrationReport:
+    def migrate_from(
+        self,
+        source: MemoryStore,
+        *,
+        into_existing: bool = False,
+        reembed: bool = False,
+        actor: str = "api",
+        progress: Callable[[int, int], None] | None = None,
+    ) -> MigrationReport:
         """Copy everything ``source`` holds into this store: every tenant and tier, facts' full
         history, sessions with their expiry times, checkpoints, the audit log (including the
         entries of erased tenants, with their origin), and the vectors.
@@ -715,8 +761,9 @@ class MemoryStore:
         if the bytes cannot be scrubbed at once, the receipt says why and the scrub is finished
         later (next write, next open, or :meth:`scrub`).
         """
-        return self._rights.forget(user_id=user_id, session_id=session_id, before=before, dry_run=dry_run, actor=actor,
-                                   missing_ok=missing_ok)
+        return self._rights.forget(
+            user_id=user_id, session_id=session_id, before=before, dry_run=dry_run, actor=actor, missing_ok=missing_ok
+        )
 
     def scrub(self) -> bool:
         """Make deleted content unrecoverable from the files: delete expired key-value entries,
@@ -728,7 +775,9 @@ class MemoryStore:
         """Erasures whose rows are gone but whose bytes may still be in the files, if any."""
         return self._rights.pending_scrub()
 
-    def audit_log(self, *, user_id: Any = UNSET, all_tenants: bool = False, limit: int = 1000, origin: str | None = None) -> list[AuditEntry]:
+    def audit_log(
+        self, *, user_id: Any = UNSET, all_tenants: bool = False, limit: int = 1000, origin: str | None = None
+    ) -> list[AuditEntry]:
         """Audit entries, newest first: one tenant's, or with ``all_tenants=True`` the whole store's.
 
         ``origin="local"`` keeps what happened in this store, ``origin="imported"`` the history
@@ -760,12 +809,7 @@ class MemoryStore:
         with self._db.read() as conn:
             block_list = blocks.list_blocks(conn, tenant)
             current = facts.list_facts(conn, tenant, valid_at=None, subject=None, include_history=False)
-            counts = TierCounts(
-                **{
-                    name: conn.execute(tenant.select(table, func.count())).scalar()
-                    for name, table in TIER_TABLES.items()
-                }
-            )
+            counts = TierCounts(**{name: conn.execute(tenant.select(table, func.count())).scalar() for name, table in TIER_TABLES.items()})
             activity = conn.execute(tenant.select(schema.tenants_t)).first()
         return Profile(
             user_id=tenant.user_id,
@@ -781,7 +825,7 @@ class MemoryStore:
         day (default: today), oldest first, days without episodes as zeros."""
         tenant = self._tenant(user_id)
         check_int(days, "days", minimum=1, maximum=3660)
-        last = (check_optional_datetime(until, "until") or utcnow()).astimezone(timezone.utc).date()
+        last = (check_optional_datetime(until, "until") or utcnow()).astimezone(UTC).date()
         try:
             first = last - timedelta(days=days - 1)
         except OverflowError:

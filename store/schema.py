@@ -8,7 +8,7 @@ JSON columns hold text serialised by :func:`store.validation.check_json`.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from sqlalchemy import BigInteger, ForeignKey, Index, Integer, LargeBinary, MetaData, String, Text, TypeDecorator, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -21,7 +21,7 @@ NAMING = {
     "pk": "pk_%(table_name)s",
 }
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 # Microsecond timestamps (today: 1.8e15) and row keys need 64 bits: PostgreSQL's INTEGER is 32-bit
 # ("integer out of range" on the first write). SQLite's INTEGER is 64-bit already, and only a
@@ -70,7 +70,7 @@ def to_micros(value: datetime) -> int:
 
 def from_micros(value: int) -> datetime:
     seconds, micros = divmod(value, 1_000_000)
-    return datetime.fromtimestamp(seconds, timezone.utc).replace(microsecond=micros)
+    return datetime.fromtimestamp(seconds, UTC).replace(microsecond=micros)
 
 
 class UtcMicros(TypeDecorator):

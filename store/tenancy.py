@@ -36,15 +36,14 @@ class Tenant:
     key: str
 
     @classmethod
-    def of(cls, user_id: str | None) -> "Tenant":
+    def of(cls, user_id: str | None) -> Tenant:
         if user_id is None:
             return cls(ANONYMOUS_KEY)
         if not isinstance(user_id, str):
             raise InvalidInputError(f"user_id must be a string or None, not {type(user_id).__name__}")
         if not user_id or user_id.strip() != user_id or "\x00" in user_id or len(user_id) > 256:
             raise InvalidInputError(
-                "user_id must be 1-256 characters without surrounding spaces or NULs; "
-                "use None for the anonymous bucket"
+                "user_id must be 1-256 characters without surrounding spaces or NULs; use None for the anonymous bucket"
             )
         try:
             user_id.encode("utf-8")
@@ -101,7 +100,7 @@ def count_by_tenant(conn, table: Table) -> dict[str, int]:
     return {key: count for key, count in rows}
 
 
-def tenants_having(conn, table: Table, *conditions: Any) -> list["Tenant"]:
+def tenants_having(conn, table: Table, *conditions: Any) -> list[Tenant]:
     """The tenants, in key order, with a row of ``table`` meeting ``conditions``: for store-wide
     maintenance that then works tenant by tenant (purging expired keys)."""
     stmt = select(table.c.user_id).where(*conditions).distinct()

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime, timedelta, timezone
-from typing import Any, Callable
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from .errors import ContentTooLargeError, InvalidInputError, InvalidTextError, NaiveDatetimeError
 
@@ -23,9 +24,7 @@ def check_text(value: Any, field: str, *, limit: int, allow_empty: bool = True) 
     try:
         size = len(value.encode("utf-8"))
     except UnicodeEncodeError as exc:
-        raise InvalidTextError(
-            f"{field} contains a lone surrogate at position {exc.start}; it is not valid UTF-8"
-        ) from None
+        raise InvalidTextError(f"{field} contains a lone surrogate at position {exc.start}; it is not valid UTF-8") from None
     if size > limit:
         raise ContentTooLargeError(
             f"{field} is {size:,} bytes, over the store's limit of {limit:,} bytes "
@@ -56,11 +55,9 @@ def check_datetime(value: Any, field: str) -> datetime:
     except (ValueError, TypeError) as exc:  # a tzinfo whose offset is not a valid one
         raise InvalidInputError(f"{field} has a timezone memlens cannot use: {exc}") from None
     if offset is None:
-        raise NaiveDatetimeError(
-            f"{field} is a naive datetime; pass a timezone-aware one, e.g. datetime.now(timezone.utc)"
-        )
+        raise NaiveDatetimeError(f"{field} is a naive datetime; pass a timezone-aware one, e.g. datetime.now(timezone.utc)")
     try:
-        return value.astimezone(timezone.utc)
+        return value.astimezone(UTC)
     except (OverflowError, ValueError):
         raise InvalidInputError(
             f"{field} {value.isoformat()} falls outside the years 1 to 9999 in UTC, where memlens keeps its times"
@@ -171,13 +168,11 @@ def check_ttl(ttl: Any, now: datetime) -> datetime | None:
     try:
         return now + timedelta(seconds=seconds)
     except (OverflowError, ValueError):
-        raise InvalidInputError(
-            f"ttl {ttl!r} would expire after the year 9999; pass ttl=None for an entry that never expires"
-        ) from None
+        raise InvalidInputError(f"ttl {ttl!r} would expire after the year 9999; pass ttl=None for an entry that never expires") from None
 
 
 def _system_clock() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 _clock: Callable[[], datetime] = _system_clock
@@ -195,6 +190,7 @@ def set_clock(clock: Callable[[], datetime] | None) -> None:
 
 
 # --- rules that imports apply too (a record in a file meets the same rules as an API call) ----
+
 
 def check_vector(data: bytes, dim: int | None, field: str) -> bytes:
     """float32 bytes of one embedding: ``dim`` values (any count when None), all finite."""

@@ -3,14 +3,14 @@ from __future__ import annotations
 import sqlite3
 import sys
 import warnings
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from store import MemoryStore
 
-T0 = datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -61,6 +61,14 @@ def inspector_config_dir(tmp_path, monkeypatch):
     """The inspector keeps settings (the theme) in the user's config directory: tests never read
     or write the real one, and none sees another's."""
     monkeypatch.setenv("MEMLENS_CONFIG_DIR", str(tmp_path / "memlens-config"))
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> Path:
+    """The compact demo store the inspector's tests and snapshots are built on, on the fake embedder."""
+    from .inspector_support import make_demo
+
+    return make_demo(tmp_path / "demo.db")
 
 
 @pytest.fixture

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -33,11 +33,6 @@ def frozen():
     set_clock(frozen_clock)
     yield
     set_clock(None)
-
-
-@pytest.fixture
-def demo(tmp_path):
-    return make_demo(tmp_path / "demo.db")
 
 
 def app_for(path, **options):
@@ -192,5 +187,19 @@ def read_only_probe() -> None:
     print("PROBE " + json.dumps(asyncio.run(_read_only_probe(sys.argv[1]))))
 
 
-__all__ = ["FROZEN", "GatedEmbedder", "counting_ids", "frozen_clock", "make_demo", "notes", "open_session", "open_tenant",
-           "painted", "read_only_probe", "screen_text", "settle", "showing", "wait_for"]
+__all__ = [
+    "FROZEN",
+    "GatedEmbedder",
+    "counting_ids",
+    "frozen_clock",
+    "make_demo",
+    "notes",
+    "open_session",
+    "open_tenant",
+    "painted",
+    "read_only_probe",
+    "screen_text",
+    "settle",
+    "showing",
+    "wait_for",
+]

@@ -20,9 +20,21 @@ def fill(s: MemoryStore, clock, user: str | None) -> None:
     s.update_block("persona", f"persona of {name}", user_id=user)
     s.update_block("goals", f"goals of {name}", user_id=user)
     s.append_block("persona", "likes tea", user_id=user)
-    s.remember_many([{"id": f"e{i}", "input": f"question {i} of {name} about café {i % 3}", "output": f"answer {i}",
-                      "session_id": f"s{i % 2}", "occurred_at": T0 + timedelta(hours=i), "metadata": {"i": i, "nested": [1, {"a": None}]},
-                      "tool_calls": [{"name": "search", "arguments": {"q": i}}]} for i in range(12)], user_id=user)
+    s.remember_many(
+        [
+            {
+                "id": f"e{i}",
+                "input": f"question {i} of {name} about café {i % 3}",
+                "output": f"answer {i}",
+                "session_id": f"s{i % 2}",
+                "occurred_at": T0 + timedelta(hours=i),
+                "metadata": {"i": i, "nested": [1, {"a": None}]},
+                "tool_calls": [{"name": "search", "arguments": {"q": i}}],
+            }
+            for i in range(12)
+        ],
+        user_id=user,
+    )
     s.add_fact(name, "lives_in", "Porto", user_id=user, valid_from=T0, source_episode_ids=["e1"], confidence=0.7)
     clock[0] = T0 + timedelta(days=1)
     s.add_fact(name, "lives_in", "Lisbon", user_id=user, valid_from=T0 + timedelta(days=1), source_episode_ids=["e2", "e3"])
@@ -59,7 +71,8 @@ def audit_entries(s: MemoryStore) -> list[tuple]:
     """The audit log without this test's own exports and the migrations' entries."""
     return sorted(
         (e.at, e.actor, e.action, e.user_id, json.dumps(e.scope, sort_keys=True), json.dumps(e.counts, sort_keys=True), e.digest, e.origin)
-        for e in s.audit_log(all_tenants=True, limit=100_000) if e.action not in ("migrate",) and e.actor != "compare"
+        for e in s.audit_log(all_tenants=True, limit=100_000)
+        if e.action not in ("migrate",) and e.actor != "compare"
     )
 
 

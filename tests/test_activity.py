@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 
@@ -10,7 +10,7 @@ from store.errors import InvalidInputError, NaiveDatetimeError
 
 from .conftest import T0, dump
 
-UTC = timezone.utc
+UTC = UTC
 PLUS_TWO = timezone(timedelta(hours=2))
 
 
@@ -64,16 +64,19 @@ def test_until_defaults_to_the_stores_clock(store, clock):
     assert got.days[-1] == date(2026, 3, 10) and got.episodes == [0, 1]
 
 
-@pytest.mark.parametrize("kwargs, error", [
-    ({"days": 0}, InvalidInputError),
-    ({"days": -3}, InvalidInputError),
-    ({"days": "7"}, InvalidInputError),
-    ({"days": 100_000}, InvalidInputError),
-    ({"until": datetime(2026, 3, 3)}, NaiveDatetimeError),
-    ({"until": "2026-03-03"}, InvalidInputError),
-    ({"until": datetime(1, 1, 5, tzinfo=UTC), "days": 30}, InvalidInputError),
-    ({"user_id": ""}, InvalidInputError),
-])
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [
+        ({"days": 0}, InvalidInputError),
+        ({"days": -3}, InvalidInputError),
+        ({"days": "7"}, InvalidInputError),
+        ({"days": 100_000}, InvalidInputError),
+        ({"until": datetime(2026, 3, 3)}, NaiveDatetimeError),
+        ({"until": "2026-03-03"}, InvalidInputError),
+        ({"until": datetime(1, 1, 5, tzinfo=UTC), "days": 30}, InvalidInputError),
+        ({"user_id": ""}, InvalidInputError),
+    ],
+)
 def test_bad_input_raises_a_typed_error_and_changes_nothing(store, db_path, kwargs, error):
     store.remember("x", user_id="alice", occurred_at=T0)
     before = dump(db_path)

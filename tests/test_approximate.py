@@ -141,10 +141,13 @@ def test_vectors_erased_by_another_process_never_come_back_from_a_warm_index(db_
         warm_index(s, "alice")
         assert vector_hits(s, query, "alice")[0][0].startswith("zebra giraffe okapi secret")
         target, refill = ('session_id="s2"', 50) if erase == "session" else ("", ROWS + 50)
-        in_another_process(db_path, f"""
+        in_another_process(
+            db_path,
+            f"""
             s.forget(user_id="alice", {target})
             s.remember_many([{{"input": f"plain words {{i}}", "session_id": "s3"}} for i in range({refill})], user_id="alice")
-        """)
+        """,
+        )
         right_after = vector_hits(s, query, "alice")
         rebuilt = warm_index(s, "alice")  # the next index is built from what the table holds now
         assert rebuilt.covered == ROWS + 50
@@ -203,11 +206,13 @@ def test_a_build_that_fails_leaves_the_tenant_searched_exactly_and_says_why(db_p
 def test_the_query_encoder_can_still_load_after_an_index_was_built():
     """A large tenant's index can be built before the model is first used (a search in keyword
     mode, an inspector opening on it): the encoder's runtime must still import afterwards."""
-    code = (f"import sys; sys.path.insert(0, {ROOT!r})\n"
-            "from store.recall.approximate import ApproximateIndex\n"
-            "ApproximateIndex(8)\n"
-            "import onnxruntime\n"
-            "print('loaded')\n")
+    code = (
+        f"import sys; sys.path.insert(0, {ROOT!r})\n"
+        "from store.recall.approximate import ApproximateIndex\n"
+        "ApproximateIndex(8)\n"
+        "import onnxruntime\n"
+        "print('loaded')\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip() == "loaded", done.stderr[-2000:]
 
@@ -245,8 +250,9 @@ def test_an_erasure_keeps_other_tenants_indexes_and_never_returns_what_it_erased
         bob_before = vector_hits(s, query, "bob")
         assert vector_hits(s, query, "alice")[0][0].startswith("zebra giraffe okapi secret")
         if where == "another process":
-            in_another_process(db_path, f"from tests.test_approximate import erase_alices_secrets_and_refill\n"
-                                        f"erase_alices_secrets_and_refill(s)")
+            in_another_process(
+                db_path, "from tests.test_approximate import erase_alices_secrets_and_refill\nerase_alices_secrets_and_refill(s)"
+            )
         else:
             erase_alices_secrets_and_refill(s)
         right_after = vector_hits(s, query, "alice")

@@ -101,8 +101,7 @@ def test_the_contract_catches_a_back_import_hidden_behind_type_checking(tmp_path
     (tmp_path / "store" / "memory.py").write_text("from .recall import hits\n")
     (tmp_path / "store" / "recall" / "__init__.py").write_text("")
     (tmp_path / "store" / "recall" / "hits.py").write_text(
-        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..memory import MemoryStore\n"
-        "def f():\n    import textual\n"
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..memory import MemoryStore\ndef f():\n    import textual\n"
     )
     found = violations(tmp_path)
     assert any("hits.py:3 imports store.memory: an upward import" in v for v in found)
@@ -164,8 +163,16 @@ def test_only_the_sqlite_backend_knows_it_is_sqlite():
     assert found == []
 
 
-@pytest.mark.parametrize("line", ["import sqlite3", "conn.exec_driver_sql('PRAGMA wal_checkpoint')", "x = 'episodes_fts5'",
-                                  "literal_column('vectors.rowid')", "from sqlalchemy.dialects.sqlite import insert"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "import sqlite3",
+        "conn.exec_driver_sql('PRAGMA wal_checkpoint')",
+        "x = 'episodes_fts5'",
+        "literal_column('vectors.rowid')",
+        "from sqlalchemy.dialects.sqlite import insert",
+    ],
+)
 def test_the_engine_check_sees_each_form(tmp_path, line):
     path = tmp_path / "m.py"
     path.write_text(f'"""Docstrings may say SQLite."""\n# comments too: PRAGMA\n{line}\n')

@@ -9,13 +9,12 @@ from __future__ import annotations
 import io
 import json
 import math
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
-from store import MemoryStore
-from store import errors
+from store import MemoryStore, errors
 from store.errors import (
     ContentTooLargeError,
     InvalidInputError,
@@ -28,7 +27,7 @@ from store.errors import (
 
 from .conftest import T0, dump
 
-UTC = timezone.utc
+UTC = UTC
 EAST = timezone(timedelta(hours=5))
 WEST = timezone(timedelta(hours=-5))
 # In range as written, out of range once converted to UTC (year 0 and year 10000).
@@ -141,7 +140,10 @@ CALLS = {
     # --- datetimes: overflow on the way to UTC, or arithmetic past year 9999 ----------------------
     "remember occurred_at min east": (lambda s, t: s.remember("q", user_id="u", occurred_at=MIN_EAST), InvalidInputError),
     "remember occurred_at max west": (lambda s, t: s.remember("q", user_id="u", occurred_at=MAX_WEST), InvalidInputError),
-    "remember_many one max west": (lambda s, t: s.remember_many([{"input": "a"}, {"input": "b", "occurred_at": MAX_WEST}], user_id="u"), InvalidInputError),
+    "remember_many one max west": (
+        lambda s, t: s.remember_many([{"input": "a"}, {"input": "b", "occurred_at": MAX_WEST}], user_id="u"),
+        InvalidInputError,
+    ),
     "add_fact valid_from min east": (lambda s, t: s.add_fact("a", "b", "c", user_id="u", valid_from=MIN_EAST), InvalidInputError),
     "add_fact valid_from max west": (lambda s, t: s.add_fact("a", "b", "c", user_id="u", valid_from=MAX_WEST), InvalidInputError),
     "episodes since min east": (lambda s, t: s.episodes(user_id="u", since=MIN_EAST), InvalidInputError),
@@ -271,9 +273,18 @@ CALLS = {
     "import kv value NaN": (lambda s, t: s.import_(crafted(t, s, first("kv", "value", NAN))), InvalidInputError),
     "import metadata -Infinity": (lambda s, t: s.import_(crafted(t, s, first("episode", "metadata", {"x": -INF}))), InvalidInputError),
     "import kv value nested 150 deep": (lambda s, t: s.import_(crafted(t, s, first("kv", "value", nested(150)))), InvalidInputError),
-    "import block pinned_order beyond 64 bits": (lambda s, t: s.import_(crafted(t, s, first("block", "pinned_order", HUGE))), InvalidInputError),
-    "import episode time min east": (lambda s, t: s.import_(crafted(t, s, first("episode", "occurred_at", "0001-01-01T00:00:00+05:00"))), InvalidInputError),
-    "import fact time max west": (lambda s, t: s.import_(crafted(t, s, first("fact", "recorded_at", "9999-12-31T23:59:59-05:00"))), InvalidInputError),
+    "import block pinned_order beyond 64 bits": (
+        lambda s, t: s.import_(crafted(t, s, first("block", "pinned_order", HUGE))),
+        InvalidInputError,
+    ),
+    "import episode time min east": (
+        lambda s, t: s.import_(crafted(t, s, first("episode", "occurred_at", "0001-01-01T00:00:00+05:00"))),
+        InvalidInputError,
+    ),
+    "import fact time max west": (
+        lambda s, t: s.import_(crafted(t, s, first("fact", "recorded_at", "9999-12-31T23:59:59-05:00"))),
+        InvalidInputError,
+    ),
     "import manifest counts not an object": (lambda s, t: s.import_(crafted_manifest(t, s, counts=[1])), InvalidInputError),
 }
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.padding import Padding
 from rich.text import Text
-from textual.renderables.styled import Styled
 from textual.app import App
+from textual.renderables.styled import Styled
 from textual.widgets import DataTable
 
 from inspector.views import RecordTable
@@ -125,8 +125,10 @@ async def test_columns_are_as_wide_as_datatable_makes_them_and_a_seen_cell_is_no
     app = TwoTables()
     async with app.run_test(size=(120, 20)) as pilot:
         ours, theirs = app.query_one("#ours", RecordTable), app.query_one("#theirs", DataTable)
-        wider = [("episode", "a much longer memory than any before it, to widen the column", "0.1", "0.2 #1", "x"),
-                 ("working-block", Text("bold", style="bold"), "1.00001", "-", "2026-03-01 10:00:00")]
+        wider = [
+            ("episode", "a much longer memory than any before it, to widen the column", "0.1", "0.2 #1", "x"),
+            ("working-block", Text("bold", style="bold"), "1.00001", "-", "2026-03-01 10:00:00"),
+        ]
         for rows in (ROWS, wider, ROWS[:2]):
             ours.reset()
             theirs.clear(columns=True)

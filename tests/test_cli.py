@@ -11,7 +11,9 @@ def test_demo_command_builds_a_store_with_every_tier(tmp_path):
     path = tmp_path / "demo.db"
     out = subprocess.run(
         [sys.executable, "-m", "inspector.cli", "demo", "--db", str(path), "--no-open"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     assert "alice" in out and "(anonymous)" in out
     with MemoryStore.open(path, read_only=True) as s:

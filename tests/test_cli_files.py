@@ -24,7 +24,6 @@ import pytest
 from store import MemoryStore
 from store.embedding import FakeEmbedder
 from store.errors import (
-    NotADatabaseError,
     OutputExistsError,
     OutputPathError,
     StoreNotFoundError,
@@ -39,8 +38,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def run(*args: str, cwd: Path | None = None, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([*prefix, sys.executable, "-m", "inspector.cli", *map(str, args)],
-                          capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
+    return subprocess.run(
+        [*prefix, sys.executable, "-m", "inspector.cli", *map(str, args)], capture_output=True, text=True, cwd=cwd, env=env, timeout=300
+    )
 
 
 def failure(result: subprocess.CompletedProcess) -> str:
@@ -120,11 +120,11 @@ def test_export_never_writes_over_the_store_it_reads(tmp_path):
         (tmp_path / "wal-link").symlink_to(f"{db}-wal")
         aliases["a symlink to its -wal"] = tmp_path / "wal-link"
         before = dump(db)
-        for what, target in aliases.items():
+        for target in aliases.values():
             for overwrite in (False, True):
                 with pytest.raises(OutputPathError, match="store being exported"):
                     s.export_to(target, user_ids=["alice"], overwrite=overwrite)
-        assert dump(db) == before and len(s.audit_log(all_tenants=True)) == 0, what
+        assert dump(db) == before and len(s.audit_log(all_tenants=True)) == 0, sorted(aliases)
 
 
 def test_cli_export_onto_the_store_is_refused_even_with_force(tmp_path):
@@ -160,9 +160,8 @@ def test_a_file_that_appears_during_the_export_is_not_replaced(tmp_path):
         if not target.exists():
             target.write_text("written meanwhile")
 
-    with MemoryStore.open(db, embedder=None, check_model=False) as s:
-        with pytest.raises(OutputExistsError, match="appeared"):
-            s.export_to(target, user_ids=["alice"], progress=someone_writes)
+    with MemoryStore.open(db, embedder=None, check_model=False) as s, pytest.raises(OutputExistsError, match="appeared"):
+        s.export_to(target, user_ids=["alice"], progress=someone_writes)
     assert target.read_text() == "written meanwhile"
     assert listing(tmp_path) == ["alice.jsonl", "memory.db"]  # and no partial left
 
@@ -317,9 +316,13 @@ def test_a_signal_stops_a_cli_export_and_removes_its_partial(tmp_path, signum, m
     # The signal goes the moment the partial appears; on a loaded machine the export can still
     # finish first (exit 0, nothing to stop). That is a lost race, not a failure: run it again.
     for _attempt in range(5):
-        child = subprocess.Popen([sys.executable, "-m", "inspector.cli", "export", "--db", str(db), "--user", "alice",
-                                  "-o", str(out / "alice.jsonl")], stderr=subprocess.PIPE, text=True, env=env,
-                                 preexec_fn=_as_in_a_terminal)
+        child = subprocess.Popen(
+            [sys.executable, "-m", "inspector.cli", "export", "--db", str(db), "--user", "alice", "-o", str(out / "alice.jsonl")],
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            preexec_fn=_as_in_a_terminal,
+        )
         deadline = time.monotonic() + 60
         while not partials(out) and child.poll() is None and time.monotonic() < deadline:
             time.sleep(0.002)
@@ -399,9 +402,14 @@ def test_export_of_an_unknown_tenant_raises_and_records_nothing(tmp_path):
         assert s.require_tenant(user_id="Alice") is True and s.require_tenant(user_id="nobody", missing_ok=True) is False
 
 
-@pytest.mark.parametrize("command", [
-    ("forget", "--yes"), ("forget", "--dry-run"), ("export", "-o", "{out}"),
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("forget", "--yes"),
+        ("forget", "--dry-run"),
+        ("export", "-o", "{out}"),
+    ],
+)
 def test_cli_refuses_an_unknown_tenant_and_names_close_matches(tmp_path, command):
     db = make_store(tmp_path / "memory.db", users=("Alice", "bob"))
     before = dump(db)
@@ -416,15 +424,18 @@ def test_cli_refuses_an_unknown_tenant_and_names_close_matches(tmp_path, command
 # --- tenant options exclude each other ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("args", [
-    ("forget", "--user", "bob", "--anonymous", "--yes"),
-    ("export", "--user", "bob", "--anonymous", "-o", "{out}"),
-    ("export", "--all", "--user", "bob", "-o", "{out}"),
-    ("export", "--all", "--anonymous", "-o", "{out}"),
-    ("audit", "--user", "bob", "--anonymous"),
-    ("forget", "--yes"),
-    ("export", "-o", "{out}"),
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("forget", "--user", "bob", "--anonymous", "--yes"),
+        ("export", "--user", "bob", "--anonymous", "-o", "{out}"),
+        ("export", "--all", "--user", "bob", "-o", "{out}"),
+        ("export", "--all", "--anonymous", "-o", "{out}"),
+        ("audit", "--user", "bob", "--anonymous"),
+        ("forget", "--yes"),
+        ("export", "-o", "{out}"),
+    ],
+)
 def test_tenant_options_are_exclusive_and_required(tmp_path, args, quiet_isolation):
     db = make_store(tmp_path / "memory.db")
     with MemoryStore.open(db, embedder=FakeEmbedder()) as s:
@@ -533,8 +544,12 @@ def test_a_file_that_is_not_a_healthy_store_fails_in_one_line_and_is_left_as_it_
     before = db.read_bytes()
     export = tmp_path / "alice.jsonl"
     export.write_text("")  # for import: the store is refused before the file is read
-    expected = {"damaged": "damaged", "empty file": "empty file", "empty SQLite database": "empty SQLite database",
-                "foreign WAL database": "another application"}[kind]
+    expected = {
+        "damaged": "damaged",
+        "empty file": "empty file",
+        "empty SQLite database": "empty SQLite database",
+        "foreign WAL database": "another application",
+    }[kind]
     for command in EVERY_COMMAND:
         line = failure(run(*(part.format(db=db, out=export if command[0] == "import" else tmp_path / "x.jsonl") for part in command)))
         assert expected in line, (command, line)
@@ -601,8 +616,15 @@ def _works(command: list[str]) -> bool:
 
 def read_only_mount(folder: Path) -> tuple[str, ...]:
     """A command prefix that runs what follows with ``folder`` mounted read-only, only for it."""
-    prefix = ("unshare", "--mount", "sh", "-c",
-              'mount --make-rprivate / && mount --bind -o ro "$1" "$1" && shift && exec "$@"', "sh", str(folder))
+    prefix = (
+        "unshare",
+        "--mount",
+        "sh",
+        "-c",
+        'mount --make-rprivate / && mount --bind -o ro "$1" "$1" && shift && exec "$@"',
+        "sh",
+        str(folder),
+    )
     if not _works([*prefix, "true"]):
         pytest.skip("needs `unshare --mount` and the right to mount (CAP_SYS_ADMIN) for a real read-only filesystem")
     return prefix
@@ -665,7 +687,9 @@ def test_a_read_only_file_and_folder_say_what_is_wrong(shared_folder):
         assert "read-only" in line and "cannot be written" in line and str(shared_folder) in line
         line = failure(run("stats", db, prefix=prefix))
         assert "cannot read" in line and "writable folder" in line
-        export = failure(run("export", "--db", shared_folder / "memory.db", "--user", "alice", "-o", "/nonexistent-dir/x.jsonl", prefix=prefix))
+        export = failure(
+            run("export", "--db", shared_folder / "memory.db", "--user", "alice", "-o", "/nonexistent-dir/x.jsonl", prefix=prefix)
+        )
         assert "read-only" in export
     finally:
         shared_folder.chmod(0o777)

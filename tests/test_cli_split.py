@@ -18,8 +18,19 @@ from store.embedding import FakeEmbedder
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI_MODULES = sorted((ROOT / "inspector").glob("cli*.py"))
-UI = ("textual", "inspector.app", "inspector.screens", "inspector.views", "inspector.actions", "inspector.loading",
-      "inspector.messages", "inspector.detail", "inspector.commands", "inspector.opening", "inspector.footer")
+UI = (
+    "textual",
+    "inspector.app",
+    "inspector.screens",
+    "inspector.views",
+    "inspector.actions",
+    "inspector.loading",
+    "inspector.messages",
+    "inspector.detail",
+    "inspector.commands",
+    "inspector.opening",
+    "inspector.footer",
+)
 
 # Runs one command in a fresh interpreter, then reports which UI modules it had loaded.
 WRAPPER = """
@@ -33,8 +44,9 @@ print(json.dumps({{"status": status, "loaded": loaded}}))
 
 def run_and_list_modules(*args: str) -> dict:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    result = subprocess.run([sys.executable, "-c", WRAPPER.format(ui=set(UI[1:])), *map(str, args)],
-                            capture_output=True, text=True, env=env, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", WRAPPER.format(ui=set(UI[1:])), *map(str, args)], capture_output=True, text=True, env=env, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -64,8 +76,10 @@ def test_store_commands_run_without_importing_the_ui(db, tmp_path):
 
 def test_the_command_line_module_imports_no_ui_until_a_command_opens_it():
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    probe = ("import sys, inspector.cli; inspector.cli.build_parser().parse_args(['open', 'x.db']); "
-             "print(sorted(m for m in sys.modules if m.startswith('textual') or m == 'inspector.app'))")
+    probe = (
+        "import sys, inspector.cli; inspector.cli.build_parser().parse_args(['open', 'x.db']); "
+        "print(sorted(m for m in sys.modules if m.startswith('textual') or m == 'inspector.app'))"
+    )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=60, check=True)
     assert result.stdout.strip() == "[]"
 

@@ -45,7 +45,9 @@ def test_stats_fits_80_columns_with_every_count_whole(demo):
     lines = render(demo)
     assert all(len(line.rstrip()) <= 80 for line in lines)
     assert not any("\x1b" in line for line in lines)  # monochrome: no escape codes at all
-    rows = {line.split()[0]: line.split()[1:] for line in lines if line.split() and line.split()[0] in ("alice", "bob", "carol", "(anonymous)")}
+    rows = {
+        line.split()[0]: line.split()[1:] for line in lines if line.split() and line.split()[0] in ("alice", "bob", "carol", "(anonymous)")
+    }
     # alice in the compact demo: 3 blocks, 15 episodes, 6 facts, 4 sessions, 4 keys, 3 notes, 2 checkpoints.
     assert rows["alice"][:7] == ["3", "15", "6", "4", "4", "3", "2"]
     assert re.fullmatch(r"\d{4}-\d\d-\d\d", rows["alice"][7])
@@ -55,21 +57,22 @@ def test_stats_fits_80_columns_with_every_count_whole(demo):
 def test_tier_sizes_are_bars_in_proportion(demo):
     lines = render(demo)
     start = lines.index(next(line for line in lines if line.startswith("tier sizes")))
-    bars = {line.split()[0]: (int(line.split()[1]), bar_cells(line)) for line in lines[start + 1:start + 1 + len(tiers())]}
+    bars = {line.split()[0]: (int(line.split()[1]), bar_cells(line)) for line in lines[start + 1 : start + 1 + len(tiers())]}
     assert list(bars) == [header for header, _ in tiers()]
     largest = max(total for total, _ in bars.values())
     for tier, (total, cells) in bars.items():
         if total == largest:
             assert cells == BAR_WIDTH, tier
         elif total:
-            assert 0 < cells and abs(cells - total / largest * BAR_WIDTH) <= 1, tier  # a sliver at least, else to scale
+            assert cells > 0 and abs(cells - total / largest * BAR_WIDTH) <= 1, tier  # a sliver at least, else to scale
     assert bars["episodes"][0] == 37  # 15 + 12 + 7 + 3 over every tenant
 
 
 def test_the_command_prints_it_at_80_columns_when_piped(demo):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    result = subprocess.run([sys.executable, "-m", "inspector.cli", "stats", str(demo)], capture_output=True, text=True,
-                            env=env, timeout=60, check=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "inspector.cli", "stats", str(demo)], capture_output=True, text=True, env=env, timeout=60, check=True
+    )
     lines = result.stdout.splitlines()
     assert max(len(line.rstrip()) for line in lines) <= 80 and "tier sizes, all tenants" in result.stdout
     assert any(line.split()[:2] == ["alice", "3"] for line in lines if line.split())

@@ -8,7 +8,6 @@ from store.errors import DuplicateIdError, InvalidInputError
 
 from .conftest import T0
 
-
 # --- an episode id the tenant already has ------------------------------------------------
 
 
@@ -44,7 +43,10 @@ def test_unknown_duplicate_policy_is_refused_before_writing(store):
 
 def test_replacement_with_new_text_is_consolidated_again_same_text_is_not(store):
     calls = []
-    extract = lambda e: calls.append(e.input) or []
+
+    def extract(e):
+        return calls.append(e.input) or []
+
     store.remember("same", "x", user_id="u", id="a")
     store.remember("old", "x", user_id="u", id="b")
     store.consolidate(extract, user_id="u")
@@ -67,8 +69,7 @@ def test_tool_transcript_is_replayed_between_user_and_assistant(store):
     store.remember("read a.txt", "it says hello", user_id="u", session_id="s", occurred_at=T0, tool_transcript=TRANSCRIPT)
     store.remember("thanks", "welcome", user_id="u", session_id="s", occurred_at=T0 + timedelta(days=1))
     roles = [(m.role, m.content) for m in store.session_messages("s", user_id="u")]
-    assert roles[:4] == [("user", "read a.txt"), ("assistant", ""), ("tool", "contents of a.txt"),
-                         ("assistant", "it says hello")]
+    assert roles[:4] == [("user", "read a.txt"), ("assistant", ""), ("tool", "contents of a.txt"), ("assistant", "it says hello")]
     tool = store.session_messages("s", user_id="u")[2]
     assert tool.tool_call_id == "c1" and tool.name == "read"
 
@@ -81,8 +82,9 @@ def test_limit_that_cuts_a_user_message_drops_its_transcript_too(store):
     assert messages[0].content == "it says hello"
 
 
-@pytest.mark.parametrize("bad", ["text", [{"role": "user", "content": "x"}], [{"role": "tool", "content": 3}],
-                                 [{"role": "tool", "content": "x", "secret": 1}]])
+@pytest.mark.parametrize(
+    "bad", ["text", [{"role": "user", "content": "x"}], [{"role": "tool", "content": 3}], [{"role": "tool", "content": "x", "secret": 1}]]
+)
 def test_malformed_transcript_is_refused_and_nothing_stored(store, bad):
     with pytest.raises(InvalidInputError):
         store.remember("x", "y", user_id="u", session_id="s", tool_transcript=bad)
@@ -104,7 +106,10 @@ def test_all_tenants_form_consolidates_every_tenant_once(store):
     for uid in ("alice", "bob", None):
         store.remember(f"hello from {uid}", "ok", user_id=uid)
     seen = []
-    extract = lambda e: seen.append(e.user_id) or [(str(e.user_id), "greeted", "yes")]
+
+    def extract(e):
+        return seen.append(e.user_id) or [(str(e.user_id), "greeted", "yes")]
+
     added = store.consolidate(extract, all_tenants=True)
     assert sorted(seen, key=str) == sorted(["alice", "bob", None], key=str)
     assert {f.user_id for f in added} == {"alice", "bob", None}
@@ -131,8 +136,7 @@ def test_facts_filter_by_predicate_and_object(store):
 
 def test_reasserting_the_open_fact_keeps_it_open_and_adds_its_source(store):
     first = store.add_fact("alice", "lives_in", "Paris", user_id="u", valid_from=T0, source_episode_ids=["e1"])
-    again = store.add_fact("alice", "lives_in", "Paris", user_id="u", valid_from=T0 + timedelta(days=3),
-                           source_episode_ids=["e2"])
+    again = store.add_fact("alice", "lives_in", "Paris", user_id="u", valid_from=T0 + timedelta(days=3), source_episode_ids=["e2"])
     history = store.facts(user_id="u", include_history=True)
     assert len(history) == 1 and history[0].valid_until is None
     assert again.id == first.id and again.valid_from == T0

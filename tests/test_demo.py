@@ -4,6 +4,7 @@ queries against the real model are in test_demo_queries.py."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
@@ -48,7 +49,7 @@ def full(tmp_path_factory):
 
 def test_two_runs_in_two_processes_write_the_same_bytes(tmp_path):
     paths = [tmp_path / "one.db", tmp_path / "two.db"]
-    for path, seed in zip(paths, ("1", "2")):  # different hash seeds: no set or dict order may leak in
+    for path, seed in zip(paths, ("1", "2"), strict=True):  # different hash seeds: no set or dict order may leak in
         env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": seed}
         subprocess.run([sys.executable, "-c", BUILD, str(path)], check=True, env=env, timeout=120)
     one, two = dump(paths[0]), dump(paths[1])
@@ -83,29 +84,36 @@ def test_sessions_are_mid_task_with_checkpoints(full):
     assert full.session("tickets-payments", user_id="bob", create=False).get_task_state().current_step == 2
 
 
-@pytest.mark.parametrize("user, subject, predicate, story", [
-    ("alice", "alice", "lives_in", ["Lisbon", "Porto"]),
-    ("alice", "alice", "diet", ["pescatarian", "vegetarian"]),
-    ("bob", "orders-service", "framework", ["FastAPI", "Litestar"]),
-    ("bob", "orders-service", "database", ["PostgreSQL 14", "PostgreSQL 16"]),
-    ("carol", "carol", "medication", ["ibuprofen 400 mg twice daily", "ibuprofen 200 mg once daily", "none"]),
-])
+@pytest.mark.parametrize(
+    "user, subject, predicate, story",
+    [
+        ("alice", "alice", "lives_in", ["Lisbon", "Porto"]),
+        ("alice", "alice", "diet", ["pescatarian", "vegetarian"]),
+        ("bob", "orders-service", "framework", ["FastAPI", "Litestar"]),
+        ("bob", "orders-service", "database", ["PostgreSQL 14", "PostgreSQL 16"]),
+        ("carol", "carol", "medication", ["ibuprofen 400 mg twice daily", "ibuprofen 200 mg once daily", "none"]),
+    ],
+)
 def test_facts_change_over_time_and_the_as_of_view_tells_the_story(full, user, subject, predicate, story):
-    history = sorted((f for f in full.facts(user_id=user, subject=subject, include_history=True) if f.predicate == predicate),
-                     key=lambda f: f.valid_from)
+    history = sorted(
+        (f for f in full.facts(user_id=user, subject=subject, include_history=True) if f.predicate == predicate), key=lambda f: f.valid_from
+    )
     assert [f.object for f in history] == story
-    for older, newer in zip(history, history[1:]):
+    for older, newer in itertools.pairwise(history):
         assert older.valid_until == newer.valid_from  # superseded, not deleted
         as_of = full.facts(user_id=user, subject=subject, valid_at=older.valid_from + timedelta(seconds=1))
         assert [f.object for f in as_of if f.predicate == predicate] == [older.object]
     assert [f.object for f in full.facts(user_id=user, subject=subject) if f.predicate == predicate] == [story[-1]]
 
 
-@pytest.mark.parametrize("user, wanted, near_misses", [
-    ("alice", "ORD-48213", ["ORD-48231", "ORD-42813", "ORD-48218", "ORD-84213"]),
-    ("bob", "PAY-1432", ["PAY-1423", "PAY-1342", "PAY-1433"]),
-    ("carol", "APT-70522", ["APT-70252", "APT-75022", "APT-70523"]),
-])
+@pytest.mark.parametrize(
+    "user, wanted, near_misses",
+    [
+        ("alice", "ORD-48213", ["ORD-48231", "ORD-42813", "ORD-48218", "ORD-84213"]),
+        ("bob", "PAY-1432", ["PAY-1423", "PAY-1342", "PAY-1433"]),
+        ("carol", "APT-70522", ["APT-70252", "APT-75022", "APT-70523"]),
+    ],
+)
 def test_an_exact_identifier_stands_among_near_misses(full, user, wanted, near_misses):
     texts = [e.input + e.output for e in full.episodes(user_id=user, limit=10_000).items]
     for near in near_misses:

@@ -62,11 +62,14 @@ def test_near_duplicates_only_semantics_tells_apart(demo):
     assert rank(keyword, flights[0]) == 3 and {rank(keyword, f) for f in flights} == {1, 2, 3}  # same words: length decides
 
 
-@pytest.mark.parametrize("user, wanted, vector_first, vector_top5_without_it", [
-    ("alice", "ORD-48213", "ORD-84213", True),
-    ("bob", "PAY-1432", "PAY-1187", True),
-    ("carol", "APT-70522", "APT-70252", False),
-])
+@pytest.mark.parametrize(
+    "user, wanted, vector_first, vector_top5_without_it",
+    [
+        ("alice", "ORD-48213", "ORD-84213", True),
+        ("bob", "PAY-1432", "PAY-1187", True),
+        ("carol", "APT-70522", "APT-70252", False),
+    ],
+)
 def test_an_exact_identifier_is_first_by_keyword_and_not_by_vector(demo, user, wanted, vector_first, vector_top5_without_it):
     assert f"`{wanted}`" in README and f"first: {vector_first}" in README
     keyword, vector = texts(demo, wanted, user, "keyword"), texts(demo, wanted, user, "vector")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pty
 import select
@@ -14,7 +15,6 @@ import termios
 import time
 from pathlib import Path
 
-import fcntl
 import pyte
 import pytest
 

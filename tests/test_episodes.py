@@ -82,8 +82,8 @@ def test_deep_pages_use_the_index(store):
     cursor = store.episodes(user_id="u", limit=5).next_cursor
     import sqlite3
 
-    from store.tiers.episodes import decode_cursor
     from store.schema import to_micros
+    from store.tiers.episodes import decode_cursor
 
     at, pk = decode_cursor(cursor)
     conn = sqlite3.connect(store.path)

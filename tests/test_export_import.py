@@ -21,8 +21,17 @@ def fill(s: MemoryStore, user: str | None) -> None:
     s.update_block("persona", f"persona of {user}", user_id=user)
     s.update_block("goals", "ship it", user_id=user)
     episodes = s.remember_many(
-        [{"input": f"q{i} by {user}", "output": f"a{i}", "session_id": f"s{i % 2}", "occurred_at": T0 + timedelta(hours=i),
-          "tool_calls": [{"name": "t", "args": {"i": i}}], "metadata": {"i": i}} for i in range(6)],
+        [
+            {
+                "input": f"q{i} by {user}",
+                "output": f"a{i}",
+                "session_id": f"s{i % 2}",
+                "occurred_at": T0 + timedelta(hours=i),
+                "tool_calls": [{"name": "t", "args": {"i": i}}],
+                "metadata": {"i": i},
+            }
+            for i in range(6)
+        ],
         user_id=user,
     )
     s.add_fact("x", "lives_in", "Paris", user_id=user, valid_from=T0, source_episode_ids=[episodes[0].id])
@@ -61,7 +70,14 @@ def test_export_holds_every_tier_and_a_verifiable_manifest(source):
     m = doc["manifest"]
     assert m["format"] == "memlens-export" and m["tenants"] == ["alice"]
     assert {s: len(doc[s]) for s in SECTIONS} == {
-        "blocks": 2, "episodes": 6, "facts": 2, "sessions": 2, "kv_entries": 2, "task_states": 1, "scratchpad": 1, "checkpoints": 1,
+        "blocks": 2,
+        "episodes": 6,
+        "facts": 2,
+        "sessions": 2,
+        "kv_entries": 2,
+        "task_states": 1,
+        "scratchpad": 1,
+        "checkpoints": 1,
     }
     assert all(m["counts"][s] == len(doc[s]) for s in SECTIONS)
     assert all(r["user_id"] == "alice" for s in SECTIONS for r in doc[s])
@@ -118,9 +134,8 @@ def test_a_bad_record_names_its_line_and_field_and_changes_nothing(source, tmp_p
     target_path = tmp_path / "target.db"
     MemoryStore.open(target_path, embedder=FakeEmbedder()).close()
     before = dump(target_path)
-    with MemoryStore.open(target_path, embedder=FakeEmbedder()) as target:
-        with pytest.raises(ImportValidationError) as info:
-            target.import_(path)
+    with MemoryStore.open(target_path, embedder=FakeEmbedder()) as target, pytest.raises(ImportValidationError) as info:
+        target.import_(path)
     assert info.value.line == number + 1 and info.value.field == "episode.occurred_at"
     assert dump(target_path) == before
 

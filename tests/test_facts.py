@@ -24,7 +24,10 @@ def test_valid_at_answers_what_we_believed_then(store):
     store.add_fact("alice", "lives_in", "Paris", user_id="u", valid_from=T0)
     store.add_fact("alice", "lives_in", "Berlin", user_id="u", valid_from=T0 + timedelta(days=10))
     store.add_fact("alice", "diet", "vegan", user_id="u", valid_from=T0 + timedelta(days=5))
-    at = lambda days: sorted(f.object for f in store.facts(user_id="u", valid_at=T0 + timedelta(days=days)))
+
+    def at(days):
+        return sorted(f.object for f in store.facts(user_id="u", valid_at=T0 + timedelta(days=days)))
+
     assert at(-1) == []
     assert at(1) == ["Paris"]
     assert at(6) == ["Paris", "vegan"]

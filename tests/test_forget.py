@@ -32,8 +32,16 @@ def plant(s: MemoryStore, user, n: int = 40) -> list[str]:
     """Fill every tier of ``user`` with unique tokens; return them."""
     tokens = [secret() for _ in range(8)]
     eps = s.remember_many(
-        [{"input": f"{tokens[0]} question {i} " + "padding " * 50, "output": f"{tokens[1]} answer {i}", "session_id": "s1",
-          "occurred_at": T0 + timedelta(minutes=i), "metadata": {"m": tokens[2]}} for i in range(n)],
+        [
+            {
+                "input": f"{tokens[0]} question {i} " + "padding " * 50,
+                "output": f"{tokens[1]} answer {i}",
+                "session_id": "s1",
+                "occurred_at": T0 + timedelta(minutes=i),
+                "metadata": {"m": tokens[2]},
+            }
+            for i in range(n)
+        ],
         user_id=user,
     )
     s.update_block("persona", f"{tokens[3]} persona", user_id=user)
@@ -149,7 +157,12 @@ def test_forget_one_session_takes_its_derived_facts_and_checkpoints(backend_url)
         mem.set("k", "v")
         mem.create_checkpoint("c")
         receipt = s.forget(user_id="u", session_id="s1")
-        assert (receipt.counts["episodes"], receipt.counts["facts"], receipt.counts["checkpoints"], receipt.counts["sessions"]) == (1, 1, 1, 1)
+        assert (receipt.counts["episodes"], receipt.counts["facts"], receipt.counts["checkpoints"], receipt.counts["sessions"]) == (
+            1,
+            1,
+            1,
+            1,
+        )
         assert [e.input for e in s.episodes(user_id="u").items] == ["keep me"]
         assert [f.predicate for f in s.facts(user_id="u")] == ["kept"]
         assert s.session("s1", user_id="u").get_all() == {}

@@ -85,7 +85,9 @@ READER = textwrap.dedent(
 
 
 def start_reader(path: Path) -> subprocess.Popen:
-    reader = subprocess.Popen([sys.executable, "-c", READER.format(path=str(path))], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    reader = subprocess.Popen(
+        [sys.executable, "-c", READER.format(path=str(path))], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     assert reader.stdout.readline().strip() == "ready"
     return reader
 
@@ -297,8 +299,16 @@ def test_an_erasure_committed_during_a_scrub_stays_pending(db_path, monkeypatch)
             # Another process erases bob now, and dies before its own scrub.
             with s._db.write() as conn:
                 counts = forget.delete(conn, forget.Scope(Tenant("bob"), None, None))
-                digest = audit.record(conn, Tenant("bob"), action="forget", actor="other", scope={}, counts=counts, at=utcnow(),
-                                      status={"disk_scrubbed": False})
+                digest = audit.record(
+                    conn,
+                    Tenant("bob"),
+                    action="forget",
+                    actor="other",
+                    scope={},
+                    counts=counts,
+                    at=utcnow(),
+                    status={"disk_scrubbed": False},
+                )
                 forget.mark_pending(conn, Tenant("bob"), digest, utcnow())
             return done
 

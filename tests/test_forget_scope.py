@@ -39,7 +39,7 @@ def token() -> str:
 def test_a_scoped_forget_keeps_manual_facts_and_facts_with_a_surviving_source(store):
     e1 = store.remember("old chat in s", user_id="u", session_id="s", occurred_at=day(0))
     e2 = store.remember("later chat elsewhere", user_id="u", session_id="t", occurred_at=day(3))
-    store.add_fact("u", "said", "manual", user_id="u", valid_from=day(0))          # no source
+    store.add_fact("u", "said", "manual", user_id="u", valid_from=day(0))  # no source
     store.add_fact("u", "mixed", "both", user_id="u", source_episode_ids=[e1.id, e2.id])
     store.add_fact("u", "only", "erased", user_id="u", source_episode_ids=[e1.id])
     dry = store.forget(user_id="u", session_id="s", before=day(5), dry_run=True)
@@ -149,14 +149,16 @@ SESSIONS = ["s1", "s2"]
 
 episode_st = st.tuples(st.sampled_from([*SESSIONS, None]), st.integers(0, 5))
 fact_st = st.tuples(st.sampled_from(["p1", "p2"]), st.integers(0, 5), st.lists(st.integers(0, 7), max_size=3))
-tenant_st = st.fixed_dictionaries({
-    "episodes": st.lists(episode_st, max_size=6),
-    "facts": st.lists(fact_st, max_size=5),
-    "notes": st.lists(st.tuples(st.sampled_from(SESSIONS), st.integers(0, 5)), max_size=3),
-    "checkpoints": st.lists(st.tuples(st.sampled_from(SESSIONS), st.integers(0, 5)), max_size=2),
-    "keys": st.lists(st.sampled_from(SESSIONS), max_size=2),
-    "block": st.booleans(),
-})
+tenant_st = st.fixed_dictionaries(
+    {
+        "episodes": st.lists(episode_st, max_size=6),
+        "facts": st.lists(fact_st, max_size=5),
+        "notes": st.lists(st.tuples(st.sampled_from(SESSIONS), st.integers(0, 5)), max_size=3),
+        "checkpoints": st.lists(st.tuples(st.sampled_from(SESSIONS), st.integers(0, 5)), max_size=2),
+        "keys": st.lists(st.sampled_from(SESSIONS), max_size=2),
+        "block": st.booleans(),
+    }
+)
 store_st = st.fixed_dictionaries({t or "": tenant_st for t in TENANTS})
 scope_st = st.tuples(st.sampled_from(TENANTS), st.sampled_from([None, *SESSIONS]), st.sampled_from([None, 1, 3, 6]))
 
@@ -229,7 +231,9 @@ def expected_after(before: dict, session, until) -> tuple[dict, dict[str, int]]:
     surviving_ids = {e["id"] for e in before["episodes"]} - erased_ids
     out = {k: list(before[k]) for k in SECTIONS}
     out["episodes"] = [e for e in before["episodes"] if e["id"] not in erased_ids]
-    facts = [f for f in before["facts"] if not (erased_ids & set(f["source_episode_ids"]) and not surviving_ids & set(f["source_episode_ids"]))]
+    facts = [
+        f for f in before["facts"] if not (erased_ids & set(f["source_episode_ids"]) and not surviving_ids & set(f["source_episode_ids"]))
+    ]
     erased_facts = len(before["facts"]) - len(facts)
     # History: a survivor whose successor in its (subject, predicate) chain was erased now ends
     # where the next survivor starts, or is open again.
@@ -238,7 +242,7 @@ def expected_after(before: dict, session, until) -> tuple[dict, dict[str, int]]:
         if f not in facts:
             continue
         f = {**f, "source_episode_ids": [i for i in f["source_episode_ids"] if i not in erased_ids]}
-        chain = [g for g in before["facts"][index + 1:] if (g["subject"], g["predicate"]) == (f["subject"], f["predicate"])]
+        chain = [g for g in before["facts"][index + 1 :] if (g["subject"], g["predicate"]) == (f["subject"], f["predicate"])]
         if chain and chain[0] not in facts:
             survivors = [g for g in chain if g in facts]
             f["valid_until"] = survivors[0]["valid_from"] if survivors else None
@@ -249,11 +253,23 @@ def expected_after(before: dict, session, until) -> tuple[dict, dict[str, int]]:
     if b is None:
         checkpoints = [c for c in before["checkpoints"] if c["session_id"] == session]
     else:
-        checkpoints = [c for c in before["checkpoints"] if (session is None or c["session_id"] == session)
-                       and (c["created_at"] < b or any(n["created_at"] < bm for n in c["snapshot"]["scratchpad"]))]
+        checkpoints = [
+            c
+            for c in before["checkpoints"]
+            if (session is None or c["session_id"] == session)
+            and (c["created_at"] < b or any(n["created_at"] < bm for n in c["snapshot"]["scratchpad"]))
+        ]
     out["checkpoints"] = [c for c in before["checkpoints"] if c not in checkpoints]
-    counts = {"episodes": len(erased_eps), "facts": erased_facts, "scratchpad_entries": len(notes), "checkpoints": len(checkpoints),
-              "sessions": 0, "kv_entries": 0, "task_states": 0, "blocks": 0}
+    counts = {
+        "episodes": len(erased_eps),
+        "facts": erased_facts,
+        "scratchpad_entries": len(notes),
+        "checkpoints": len(checkpoints),
+        "sessions": 0,
+        "kv_entries": 0,
+        "task_states": 0,
+        "blocks": 0,
+    }
     if b is None:
         for section, name in (("sessions", "sessions"), ("kv_entries", "kv_entries"), ("task_states", "task_states")):
             out[section] = [r for r in before[section] if r["session_id"] != session]
@@ -282,8 +298,11 @@ def test_forget_erases_exactly_its_scope(spec, scope):
                 secrets = build(s, spec, clock)
                 exports = {t: s.export(user_id=t, include_embeddings=True, missing_ok=True) for t in TENANTS}
                 known = {t.user_id for t in s.tenants()}
-                has_session = session is None or any(e["session_id"] == session for e in exports[user]["episodes"]) or \
-                    any(r["session_id"] == session for r in exports[user]["sessions"])
+                has_session = (
+                    session is None
+                    or any(e["session_id"] == session for e in exports[user]["episodes"])
+                    or any(r["session_id"] == session for r in exports[user]["sessions"])
+                )
                 blobs_before = vector_blobs(path)
                 files_before = dump(path)
                 args = {"user_id": user, "session_id": session, "before": None if until is None else day(until)}
@@ -305,8 +324,9 @@ def test_forget_erases_exactly_its_scope(spec, scope):
                     expected = want if t == user else {k: exports[t][k] for k in SECTIONS}
                     assert {k: after[t][k] for k in SECTIONS} == expected, t
                     if t != user:  # each export() adds an export entry; nothing else changes
-                        assert [a for a in after[t]["audit"] if a["action"] != "export"] == \
-                            [a for a in exports[t]["audit"] if a["action"] != "export"]
+                        assert [a for a in after[t]["audit"] if a["action"] != "export"] == [
+                            a for a in exports[t]["audit"] if a["action"] != "export"
+                        ]
                 if session is None and until is None:
                     assert user not in {t.user_id for t in s.tenants()}
                 remaining = json.dumps([after[t] for t in TENANTS])

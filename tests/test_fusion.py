@@ -94,11 +94,15 @@ def test_each_half_alone_keeps_its_own_order():
 def tickets(store):
     """A ticket and its near misses, the near misses worded like the question (so both the fake
     embedder and BM25's shared words favour them)."""
-    items = [{"input": "OPS-4471: the login page times out for SSO users", "output": "Assigned to the identity team.",
-              "occurred_at": T0}]
+    items = [{"input": "OPS-4471: the login page times out for SSO users", "output": "Assigned to the identity team.", "occurred_at": T0}]
     for i, miss in enumerate(("OPS-4741", "OPS-4417", "OPS-447", "OPS-44710")):
-        items.append({"input": f"what is {miss} about", "output": f"{miss} is about the ops dashboard, what it is about",
-                      "occurred_at": T0 + timedelta(minutes=i + 1)})
+        items.append(
+            {
+                "input": f"what is {miss} about",
+                "output": f"{miss} is about the ops dashboard, what it is about",
+                "occurred_at": T0 + timedelta(minutes=i + 1),
+            }
+        )
     store.remember_many(items, user_id="u")
     return store
 
@@ -109,7 +113,7 @@ def test_recall_puts_the_exact_ticket_first_above_near_misses_and_says_why(ticke
     assert hits[0].scores.exact == "OPS-4471" and all(h.scores.exact is None for h in hits[1:])
     for h in hits:
         s = h.scores
-        assert s.score == pytest.approx((fusion.EXACT_BONUS if s.exact else 0) + s.vector + s.coverage ** fusion.COVERAGE_POWER)
+        assert s.score == pytest.approx((fusion.EXACT_BONUS if s.exact else 0) + s.vector + s.coverage**fusion.COVERAGE_POWER)
     assert [h.scores.score for h in hits] == sorted((h.scores.score for h in hits), reverse=True)
 
 
@@ -118,8 +122,14 @@ def test_the_exact_channel_finds_an_identifier_neither_list_holds(store):
     # share more of the question's words, so the answer falls below both lists' depth (50).
     store.remember("payments-api 2.14.3 broke the retry header", "Rolled back the release.", user_id="u", occurred_at=T0)
     store.remember_many(
-        [{"input": f"deal with payments api: 2 pods, 14 retries, 3 regions, {i}", "output": "payments api deal: 2 pods 14 retries 3 regions",
-          "occurred_at": T0 + timedelta(minutes=i + 1)} for i in range(60)],
+        [
+            {
+                "input": f"deal with payments api: 2 pods, 14 retries, 3 regions, {i}",
+                "output": "payments api deal: 2 pods 14 retries 3 regions",
+                "occurred_at": T0 + timedelta(minutes=i + 1),
+            }
+            for i in range(60)
+        ],
         user_id="u",
     )
     hits = store.recall("What's the deal with payments-api 2.14.3?", user_id="u", limit=5)
@@ -152,8 +162,11 @@ def test_exact_identifiers_in_facts_blocks_and_notes_come_first_too(store):
 def test_hybrid_marks_its_hits_with_one_highlight_query(store, monkeypatch):
     """Hybrid's top hits are rarely the keyword side's; marking both sets cost a second FTS
     highlight query per search. The terms marked are those of the hits returned, all of them."""
-    store.remember_many([{"input": f"the blue printer jammed again on floor {i}"} for i in range(30)]
-                        + [{"input": f"printer toner order number {i}"} for i in range(30)], user_id="u")
+    store.remember_many(
+        [{"input": f"the blue printer jammed again on floor {i}"} for i in range(30)]
+        + [{"input": f"printer toner order number {i}"} for i in range(30)],
+        user_id="u",
+    )
     calls = []
     original = type(store._recall._db.keyword).episode_highlights
 

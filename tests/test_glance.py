@@ -38,7 +38,7 @@ def test_the_copied_constants_agree_with_the_store():
     from store.backend.sqlite.migrations import APPLICATION_ID as stored_id
     from store.tenancy import ANONYMOUS_KEY as stored_key
 
-    assert (APPLICATION_ID, ANONYMOUS_KEY) == (stored_id, stored_key)
+    assert (stored_id, stored_key) == (APPLICATION_ID, ANONYMOUS_KEY)
 
 
 def other_application(path):
@@ -49,13 +49,16 @@ def other_application(path):
     conn.close()
 
 
-@pytest.mark.parametrize("make", [
-    pytest.param(None, id="missing"),
-    pytest.param(lambda p: p.write_bytes(b""), id="empty"),
-    pytest.param(lambda p: p.write_text("name,owner\nalice,1\n"), id="text"),
-    pytest.param(other_application, id="another-application"),
-    pytest.param(lambda p: p.mkdir(), id="directory"),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(None, id="missing"),
+        pytest.param(lambda p: p.write_bytes(b""), id="empty"),
+        pytest.param(lambda p: p.write_text("name,owner\nalice,1\n"), id="text"),
+        pytest.param(other_application, id="another-application"),
+        pytest.param(lambda p: p.mkdir(), id="directory"),
+    ],
+)
 def test_anything_but_a_memlens_store_gets_none_and_stays_as_it_was(tmp_path, make):
     path = tmp_path / "thing.db"
     if make is not None:
@@ -80,7 +83,9 @@ def test_a_store_held_by_a_writer_is_still_read(db_path):
 
 def test_reading_names_imports_neither_sqlalchemy_nor_pydantic(db_path):
     MemoryStore.open(db_path).close()
-    probe = (f"import sys, json\nfrom store.glance import tenant_names\ntenant_names({str(db_path)!r})\n"
-             "print(json.dumps([m for m in ('sqlalchemy', 'pydantic', 'numpy') if m in sys.modules]))")
+    probe = (
+        f"import sys, json\nfrom store.glance import tenant_names\ntenant_names({str(db_path)!r})\n"
+        "print(json.dumps([m for m in ('sqlalchemy', 'pydantic', 'numpy') if m in sys.modules]))"
+    )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []

@@ -14,9 +14,9 @@ from datetime import timedelta
 import pytest
 
 from store import MemoryStore
-from store.rights import import_write as import_writer
 from store.embedding import FakeEmbedder
 from store.errors import DuplicateIdError, ImportValidationError, ModelMismatchError
+from store.rights import import_write as import_writer
 from store.rights.export import Digests, canonical
 from store.rights.import_check import SECTION_OF
 
@@ -25,8 +25,20 @@ from .conftest import T0, dump
 
 def fill(s: MemoryStore, user: str) -> None:
     s.update_block("persona", f"persona of {user}", user_id=user)
-    s.remember_many([{"id": f"e{i}", "input": f"question {i} of {user}", "output": f"answer {i}", "session_id": "s",
-                      "occurred_at": T0 + timedelta(hours=i), "metadata": {"i": i}} for i in range(3)], user_id=user)
+    s.remember_many(
+        [
+            {
+                "id": f"e{i}",
+                "input": f"question {i} of {user}",
+                "output": f"answer {i}",
+                "session_id": "s",
+                "occurred_at": T0 + timedelta(hours=i),
+                "metadata": {"i": i},
+            }
+            for i in range(3)
+        ],
+        user_id=user,
+    )
     s.add_fact(user, "lives_in", "Paris", user_id=user, valid_from=T0)
     mem = s.session("s", user_id=user)
     mem.set("k", {"of": user})
@@ -88,8 +100,16 @@ def test_a_file_declaring_alice_cannot_write_into_bob(two, db_path, tmp_path):
     block, kv = first(records, "block"), first(records, "kv")
     block.update(user_id="bob", content="planted", updated_at="2100-01-01T00:00:00+00:00")
     kv.update(user_id="bob", value="planted", updated_at="2100-01-01T00:00:00+00:00")
-    forged = {"type": "audit", "user_id": "bob", "at": "2026-01-02T00:00:00+00:00", "actor": "dpo@example.com",
-              "action": "forget", "scope": {}, "counts": {"episodes": 3}, "digest": "f" * 64}
+    forged = {
+        "type": "audit",
+        "user_id": "bob",
+        "at": "2026-01-02T00:00:00+00:00",
+        "actor": "dpo@example.com",
+        "action": "forget",
+        "scope": {},
+        "counts": {"episodes": 3},
+        "digest": "f" * 64,
+    }
     records.append(forged)
     reseal(path, records, manifest)
     before = dump(db_path)
@@ -141,7 +161,9 @@ def test_cli_as_user_and_audit_show_imported_history(two, tmp_path):
     two.export_to(path, user_ids=["alice"])
     target = tmp_path / "target.db"
     run = [sys.executable, "-m", "inspector.cli"]
-    done = subprocess.run([*run, "import", "--db", str(target), "--create", str(path), "--as-user", "carol"], capture_output=True, text=True)
+    done = subprocess.run(
+        [*run, "import", "--db", str(target), "--create", str(path), "--as-user", "carol"], capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr
     assert "into carol" in done.stdout
     audit = subprocess.run([*run, "audit", "--db", str(target), "--user", "carol"], capture_output=True, text=True).stdout
@@ -198,8 +220,7 @@ HOSTILE = {
     "time as a number": ("fact", lambda r: r.update(recorded_at=253402300800), "fact.recorded_at"),
     "time without zone": ("note", lambda r: r.update(created_at="2026-01-01T00:00:00"), "note.created_at"),
     "empty checkpoint snapshot": ("checkpoint", lambda r: r.update(snapshot={}), "checkpoint.snapshot"),
-    "snapshot expiry out of range": (
-        "checkpoint", lambda r: r["snapshot"]["kv"]["k"].update(expires_at=10**20), "checkpoint.snapshot"),
+    "snapshot expiry out of range": ("checkpoint", lambda r: r["snapshot"]["kv"]["k"].update(expires_at=10**20), "checkpoint.snapshot"),
     "snapshot task state malformed": ("checkpoint", _bad_snapshot_task, "checkpoint.snapshot"),
     "task step as text": ("task_state", lambda r: r["state"].update(current_step="x"), "task_state.state"),
     "task with unknown field": ("task_state", lambda r: r["state"].update(owner="mallory"), "task_state.state"),
@@ -269,9 +290,8 @@ def test_import_refuses_a_store_whose_vectors_came_from_another_model(two, db_pa
     two.export_to(path, user_ids=["alice"])
     before = dump(db_path)
     # The CLI opens stores with check_model=False; the import must still not mix two models.
-    with MemoryStore.open(db_path, embedder=FakeEmbedder(dim=16), check_model=False) as other:
-        with pytest.raises(ModelMismatchError):
-            other.import_(path, as_user="carol")
+    with MemoryStore.open(db_path, embedder=FakeEmbedder(dim=16), check_model=False) as other, pytest.raises(ModelMismatchError):
+        other.import_(path, as_user="carol")
     assert dump(db_path) == before
 
 
@@ -381,14 +401,16 @@ def test_a_reimport_that_changes_nothing_embeds_nothing_and_writes_only_its_audi
         assert report.reembedded == 0 and embedder.texts_embedded == texts
         assert sum(report.counts.values()) == 0 and sum(report.kept_existing.values()) == 0
     added = [line for line in dump(target_path) if line not in before]
-    assert len(added) == 1 and "INSERT INTO \"audit_log\"" in added[0] and "'import'" in added[0]
+    assert len(added) == 1 and 'INSERT INTO "audit_log"' in added[0] and "'import'" in added[0]
 
 
 # --- tool transcripts meet remember()'s rule -----------------------------------------------------
 
 
-@pytest.mark.parametrize("transcript", ["not a list", [{"role": "user", "content": "hi"}],
-                                        [{"role": "tool", "content": "x", "bogus": 1}], [{"role": "tool", "content": 3}]])
+@pytest.mark.parametrize(
+    "transcript",
+    ["not a list", [{"role": "user", "content": "hi"}], [{"role": "tool", "content": "x", "bogus": 1}], [{"role": "tool", "content": 3}]],
+)
 def test_a_malformed_tool_transcript_refuses_the_file(two, tmp_path, transcript):
     # Kept, it would make session_messages fail for the whole session, where remember() refuses it.
     records, manifest = lines_of(two, tmp_path / "a.jsonl")

@@ -3,7 +3,7 @@ a new row the table's maximum key plus one); when that does not hold, the keys s
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from sqlalchemy import select
 
@@ -12,12 +12,25 @@ from store.backend.sqlite.sql import SQL
 from store.schema import episodes_t
 from store.tenancy import Tenant
 
-WHEN = datetime(2026, 1, 1, tzinfo=timezone.utc)
+WHEN = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def rows(prefix: str, n: int) -> list[dict]:
-    return [Tenant("u").stamp({"id": f"{prefix}{i}", "session_id": None, "occurred_at": WHEN, "input": f"text {prefix}{i}",
-                               "output": "", "tool_calls": "[]", "metadata": "{}", "content_hash": "h"}) for i in range(n)]
+    return [
+        Tenant("u").stamp(
+            {
+                "id": f"{prefix}{i}",
+                "session_id": None,
+                "occurred_at": WHEN,
+                "input": f"text {prefix}{i}",
+                "output": "",
+                "tool_calls": "[]",
+                "metadata": "{}",
+                "content_hash": "h",
+            }
+        )
+        for i in range(n)
+    ]
 
 
 def check(conn, batch, keys):

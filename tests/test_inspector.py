@@ -12,12 +12,18 @@ from inspector.views import RecordTable
 from store import MemoryStore
 from store.embedding import FakeEmbedder
 
-from .inspector_support import (  # noqa: F401 (demo and frozen are fixtures)
-    app_for, demo, frozen, GatedEmbedder, open_session, open_tenant, settle, showing, wait_for,
+from .inspector_support import (  # noqa: F401 (frozen is a fixture)
+    GatedEmbedder,
+    app_for,
+    frozen,
+    open_session,
+    open_tenant,
+    settle,
+    showing,
+    wait_for,
 )
 
 SIZE = (150, 48)
-
 
 
 def plain(renderable) -> str:
@@ -90,7 +96,10 @@ async def test_facts_as_of_a_date_and_history(demo):
         await open_tenant(pilot, app, "alice")
         app.action_show_view("facts")
         facts = table(app, "#facts-table")
-        objects = lambda: {facts.get_row_at(i)[2].plain for i in range(facts.row_count)}
+
+        def objects():
+            return {facts.get_row_at(i)[2].plain for i in range(facts.row_count)}
+
         assert "Porto" in objects() and "Lisbon" not in objects()
         app.query_one("#facts-as-of").value = "2026-01-01"
         await wait_for(pilot, lambda: "Lisbon" in objects(), what="facts as of January")
@@ -111,7 +120,9 @@ async def test_live_search_is_keyword_first_then_semantic(demo):
         assert "model warming" in app.sub_title
         await pilot.press("slash", *"vegetarian")
         results = table(app, "#results")
-        await wait_for(pilot, lambda: results.row_count > 0 and "keyword only" in str(app.query_one("#search-status").render()), what="keyword results")
+        await wait_for(
+            pilot, lambda: results.row_count > 0 and "keyword only" in str(app.query_one("#search-status").render()), what="keyword results"
+        )
         assert all(h.scores.vector is None for h in results.records.values())
         gated.gate.set()
         await wait_for(pilot, lambda: "model ready" in app.sub_title, what="model ready")
@@ -143,7 +154,9 @@ async def test_search_filters_by_kind_and_session(demo):
         app.query_one("#query").value = "Lisbon"
         app.query_one("#search-kind").value = "episodic"
         app.query_one("#search-session").value = "trip-day-trips"
-        await wait_for(pilot, lambda: results.row_count and all(h.session_id == "trip-day-trips" for h in results.records.values()), what="filtered")
+        await wait_for(
+            pilot, lambda: results.row_count and all(h.session_id == "trip-day-trips" for h in results.records.values()), what="filtered"
+        )
         assert {h.kind for h in results.records.values()} == {"episode"}
 
 
@@ -287,10 +300,13 @@ async def test_help_and_command_palette(demo):
         assert any(b.key == "f" and b.show for b in app.BINDINGS)
 
 
-@pytest.mark.parametrize("content,expected", [
-    (b"just some notes\n", "not an SQLite database"),
-    (None, "another application"),
-])
+@pytest.mark.parametrize(
+    "content,expected",
+    [
+        (b"just some notes\n", "not an SQLite database"),
+        (None, "another application"),
+    ],
+)
 async def test_a_path_that_is_not_a_store_gives_a_readable_message(tmp_path, content, expected):
     path = tmp_path / "thing.db"
     if content is None:

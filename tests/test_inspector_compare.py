@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from inspector.app import SEARCH_LIMIT
 from inspector.formatting import bar, score_bars
-from store.models import ScoreBreakdown
 from inspector.views import RecordTable, SearchView
+from store.models import ScoreBreakdown
 
-from .inspector_support import app_for, demo, frozen, open_tenant, settle, wait_for  # noqa: F401 (fixtures)
+from .inspector_support import app_for, frozen, open_tenant, settle, wait_for  # noqa: F401 (fixtures)
 
 QUERY = "vegetarian restaurant"
 

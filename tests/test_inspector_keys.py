@@ -20,10 +20,21 @@ TEXTUALS_OWN = {"tab", "shift+tab", "ctrl+p", "↑", "enter"}  # focus, palette,
 
 # Where each class's keys act, as the key tables say it: a row giving the key must name this.
 # None: everywhere (the App's keys, and the "cannot open" screen's quit keys, the App's own).
-FOCUS = {"MemlensApp": None, "FatalScreen": None, "Sidebar": "tenant", "CheckpointsTable": "checkpoints",
-         "ResultsTable": "search results", "QueryInput": "search", "SearchView": "search", "HelpScreen": "help",
-         "ForgetScreen": "dialog", "ExportScreen": "dialog", "ConfirmScreen": "dialog", "InfoScreen": "dialog",
-         "StoreAuditScreen": "dialog"}
+FOCUS = {
+    "MemlensApp": None,
+    "FatalScreen": None,
+    "Sidebar": "tenant",
+    "CheckpointsTable": "checkpoints",
+    "ResultsTable": "search results",
+    "QueryInput": "search",
+    "SearchView": "search",
+    "HelpScreen": "help",
+    "ForgetScreen": "dialog",
+    "ExportScreen": "dialog",
+    "ConfirmScreen": "dialog",
+    "InfoScreen": "dialog",
+    "StoreAuditScreen": "dialog",
+}
 
 
 def bindings() -> dict[str, set[str]]:
@@ -57,7 +68,7 @@ def table_keys(markdown: str, first_column_only: bool = False) -> set[str]:
 def readme_inspector_section() -> str:
     text = (ROOT / "README.md").read_text()
     start = text.index("## The inspector")
-    return text[start:text.index("\n## ", start + 1)]
+    return text[start : text.index("\n## ", start + 1)]
 
 
 @pytest.mark.parametrize("where, markdown", [("README", readme_inspector_section()), ("help screen", screens.HELP)])
@@ -72,8 +83,12 @@ def test_each_key_is_documented_where_it_acts(where, markdown):
     rows = [line for line in markdown.splitlines() if line.startswith("| `")]
     unplaced = set(bindings()) - set(FOCUS)
     assert unplaced == set(), f"say in FOCUS where the keys of {sorted(unplaced)} act, and document them there"
-    missing = [(owner, key) for owner, keys in bindings().items() for key in keys
-               if FOCUS[owner] is not None and not any(FOCUS[owner] in row and key in table_keys(row) for row in rows)]
+    missing = [
+        (owner, key)
+        for owner, keys in bindings().items()
+        for key in keys
+        if FOCUS[owner] is not None and not any(FOCUS[owner] in row and key in table_keys(row) for row in rows)
+    ]
     assert missing == [], f"the {where} does not give these keys where they act: {missing}"
 
 

@@ -12,7 +12,7 @@ from textual.app import App
 import inspector
 from inspector.host import Commands, Host
 
-from .inspector_support import app_for, demo, frozen  # noqa: F401 (fixtures)
+from .inspector_support import app_for, frozen  # noqa: F401 (fixtures)
 
 PACKAGE = Path(inspector.__file__).parent
 
@@ -61,8 +61,13 @@ def used_on_self(path: Path) -> dict[str, set[str]]:
     return out
 
 
-MIXINS = [("actions", "ActionsMixin"), ("loading", "TenantViewsMixin"), ("tenants", "TenantListMixin"),
-          ("searching", "SearchMixin"), ("lifecycle", "StoreLifecycleMixin")]
+MIXINS = [
+    ("actions", "ActionsMixin"),
+    ("loading", "TenantViewsMixin"),
+    ("tenants", "TenantListMixin"),
+    ("searching", "SearchMixin"),
+    ("lifecycle", "StoreLifecycleMixin"),
+]
 
 
 def own_state(module: str, mixin: str) -> set[str]:

@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import threading
 
+from rich.console import Console
 from textual.widgets import Sparkline
 
 from inspector.formatting import activity_caption, sliver_bar, tier_bars
 from inspector.overview import ACTIVITY_DAYS, DetailPane, TenantOverview
 from inspector.views import RecordTable
-from store.models import TierCounts
 
-from .inspector_support import FROZEN, app_for, demo, frozen, notes, open_tenant, screen_text, settle, wait_for  # noqa: F401
-
-from rich.console import Console
+from .inspector_support import FROZEN, app_for, frozen, notes, open_tenant, screen_text, settle, wait_for  # noqa: F401
 
 
 def rendered(renderable, width: int = 48) -> list[str]:

@@ -20,14 +20,22 @@ from inspector.screens import HELP, ConfirmScreen, ExportScreen, FatalScreen, Fo
 from inspector.views import RecordTable
 from store import MemoryStore
 
-from .inspector_support import (  # noqa: F401 (demo and frozen are fixtures)
-    app_for, demo, frozen, notes, open_session, open_tenant, painted, screen_text, settle, showing, wait_for,
+from .inspector_support import (  # noqa: F401 (frozen is a fixture)
+    app_for,
+    frozen,
+    notes,
+    open_session,
+    open_tenant,
+    painted,
+    screen_text,
+    settle,
+    showing,
+    wait_for,
 )
 
 SMALL = (80, 24)
 WIDE = (160, 48)
 ROOT = Path(__file__).resolve().parent.parent
-
 
 
 def table(app, selector) -> RecordTable:
@@ -55,8 +63,8 @@ def footer(app) -> str:
 def text_in(app, widget) -> str:
     """The words the terminal shows inside ``widget``'s region, lines joined with spaces."""
     r = widget.region
-    lines = screen_text(app).splitlines()[r.y:r.bottom]
-    return " ".join(" ".join(line[r.x:r.right] for line in lines).split())
+    lines = screen_text(app).splitlines()[r.y : r.bottom]
+    return " ".join(" ".join(line[r.x : r.right] for line in lines).split())
 
 
 # --- safety of the one-key actions ---------------------------------------------------------
@@ -384,12 +392,18 @@ async def test_the_footer_shows_the_keys_of_what_has_focus(demo):
         # The footer is composed again after a focus change, in later frames: wait for the one
         # that says what the test expects (a fixed pause saw a blank footer under load).
         app.query_one("#tenants").focus()
-        await wait_for(pilot, lambda: "a Audit log" in footer(app) and "q Quit" in footer(app) and "t Tenants" not in footer(app),
-                       what="the tenant list's keys")
+        await wait_for(
+            pilot,
+            lambda: "a Audit log" in footer(app) and "q Quit" in footer(app) and "t Tenants" not in footer(app),
+            what="the tenant list's keys",
+        )
         app.query_one("#query").focus()
         # In a text field they type: the footer offers the way on to the results, and neither.
-        await wait_for(pilot, lambda: "↓ Results" in footer(app) and "q Quit" not in footer(app) and "f Forget" not in footer(app),
-                       what="the search field's keys")
+        await wait_for(
+            pilot,
+            lambda: "↓ Results" in footer(app) and "q Quit" not in footer(app) and "f Forget" not in footer(app),
+            what="the search field's keys",
+        )
 
 
 def test_the_help_covers_tab_the_mouse_the_filters_and_every_key():
@@ -516,7 +530,8 @@ async def test_a_damaged_store_gets_a_message_that_stays(demo):
     page_size = conn.execute("PRAGMA page_size").fetchone()[0]
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
-    with open(demo, "r+b") as handle:  # the episodes table's root page: the file opens, its episodes do not read
+    with open(demo, "r+b") as handle:  # noqa: ASYNC230 (before the app starts: nothing else runs on the loop)
+        # the episodes table's root page: the file opens, its episodes do not read
         handle.seek((root - 1) * page_size)
         handle.write(b"\xff" * page_size)
     app = app_for(demo)

@@ -8,7 +8,6 @@ from textual.app import App
 from textual.screen import Screen
 
 from inspector.views import QueryInput, SearchView
-from store import MemoryStore
 
 
 @pytest.fixture

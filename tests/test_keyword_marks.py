@@ -24,8 +24,22 @@ TEXTS = [
     ("nothing relevant here", ""),
     ("", "only an output about running shoes and a runner"),
 ]
-QUERIES = ["hotel lisbon", "run", "runn", "printing jammed", "INV-20931 paid", "cafe comercio", "resume jurgen",
-           "γράμματα", "ops example", "printer", "the", "shoes runn", "3rd booked", "nothing at all"]
+QUERIES = [
+    "hotel lisbon",
+    "run",
+    "runn",
+    "printing jammed",
+    "INV-20931 paid",
+    "cafe comercio",
+    "resume jurgen",
+    "γράμματα",
+    "ops example",
+    "printer",
+    "the",
+    "shoes runn",
+    "3rd booked",
+    "nothing at all",
+]
 
 
 def index_marks(db_path, pks: list[int], expression: str) -> dict[int, list[str]]:
@@ -65,13 +79,35 @@ def test_marks_equal_the_index_highlights_for_every_query(db_path):
             assert episode_highlights(conn, Tenant("u"), '"hotel"', others) == {}
 
 
-WORDS = st.sampled_from(["run", "running", "runner", "Café", "cafe", "hotels", "hotel", "INV-204", "x1", "über",
-                         "printing", "printer", "the", "a", "naïve", "日本", "zzz"])
+WORDS = st.sampled_from(
+    [
+        "run",
+        "running",
+        "runner",
+        "Café",
+        "cafe",
+        "hotels",
+        "hotel",
+        "INV-204",
+        "x1",
+        "über",
+        "printing",
+        "printer",
+        "the",
+        "a",
+        "naïve",
+        "日本",
+        "zzz",
+    ]
+)
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.lists(WORDS, max_size=8), st.lists(WORDS, max_size=8)), min_size=1, max_size=5),
-       st.lists(WORDS, min_size=1, max_size=4), st.booleans())
+@given(
+    st.lists(st.tuples(st.lists(WORDS, max_size=8), st.lists(WORDS, max_size=8)), min_size=1, max_size=5),
+    st.lists(WORDS, min_size=1, max_size=4),
+    st.booleans(),
+)
 def test_marks_equal_the_index_highlights_on_random_texts(tmp_path_factory, docs, words, typing):
     db_path = tmp_path_factory.mktemp("marks") / "m.db"
     items = [{"input": " ".join(i), "output": " ".join(o)} for i, o in docs if i or o]

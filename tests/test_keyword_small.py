@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from store import MemoryStore
-from store.recall import keyword as search
 from store.backend.sqlite.keyword import common_terms
-from store.recall.keyword import MIN_PREFIX, _TOKEN, bm25_small, query_terms
+from store.recall import keyword as search
+from store.recall.keyword import _TOKEN, MIN_PREFIX, bm25_small, query_terms
 from store.tenancy import Tenant
 
 
@@ -48,8 +48,31 @@ def reference_bm25(query: str, documents: dict[int, str], *, prefix_last: bool):
 
 # A small vocabulary, so words repeat across documents; accents, Greek final sigma, a dotted
 # capital I (two characters once lower-cased), digits and underscores; punctuation between.
-WORDS = ["hotel", "hotels", "Hotel", "hote", "lisbon", "LISBON", "train", "trains", "a", "the", "and", "naïve",
-         "Ärger", "ärgerlich", "ΟΔΟΣ", "οδός", "İstanbul", "istanbul", "x_1", "42", "café", "cafés", "hotelier"]
+WORDS = [
+    "hotel",
+    "hotels",
+    "Hotel",
+    "hote",
+    "lisbon",
+    "LISBON",
+    "train",
+    "trains",
+    "a",
+    "the",
+    "and",
+    "naïve",
+    "Ärger",
+    "ärgerlich",
+    "ΟΔΟΣ",
+    "οδός",
+    "İstanbul",
+    "istanbul",
+    "x_1",
+    "42",
+    "café",
+    "cafés",
+    "hotelier",
+]
 SEPARATORS = [" ", ", ", ". ", "\n", " - ", "'", "!?", "\t"]
 text = st.lists(st.tuples(st.sampled_from(WORDS), st.sampled_from(SEPARATORS)), max_size=25).map(
     lambda parts: "".join(w + s for w, s in parts)
@@ -115,7 +138,9 @@ def test_blocks_and_notes_are_ranked_after_the_read_transaction_ends(store, monk
     monkeypatch.setattr(search, "bm25_small", ranking)
     for kind in ("working", "scratchpad", "all"):
         hits = store.recall("Lisbon", user_id="u", kind=kind, mode="keyword")
-        assert {h.kind for h in hits} >= ({"block"} if kind == "working" else {"scratchpad"} if kind == "scratchpad" else {"block", "scratchpad"})
+        assert {h.kind for h in hits} >= (
+            {"block"} if kind == "working" else {"scratchpad"} if kind == "scratchpad" else {"block", "scratchpad"}
+        )
     assert ranked_with_snapshot == [False] * 4
 
 
@@ -174,8 +199,7 @@ def test_another_tenants_writes_without_the_word_do_not_lift_my_cut(db_path):
     'invoice' (in 40% of a's episodes) stopped being cut once c wrote 3,000 episodes without it,
     and a's keyword results changed. The decision now reads a's episodes only."""
     with MemoryStore.open(db_path, embedder=None) as s:
-        s.remember_many([{"input": f"invoice {i} for the office" if i % 5 < 2 else f"plans for day {i}"} for i in range(1500)],
-                        user_id="a")
+        s.remember_many([{"input": f"invoice {i} for the office" if i % 5 < 2 else f"plans for day {i}"} for i in range(1500)], user_id="a")
         lisbon = s.remember_many([{"input": f"trip to Lisbon number {i}"} for i in range(8)], user_id="a")
         s.remember_many([{"input": f"note {i}"} for i in range(10)], user_id="b")
 

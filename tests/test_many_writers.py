@@ -25,9 +25,17 @@ PROCESSES, COUNT = 3, 25
 def start_workers(store: str, tmp_path: Path, tenants: list[str]) -> tuple[list[subprocess.Popen], Path]:
     start = tmp_path / "go"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    workers = [subprocess.Popen([sys.executable, "-m", "tests.many_writers_worker", store, f"p{n}", str(COUNT), str(start), tenant],
-                                cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-               for n, tenant in enumerate(tenants)]
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-m", "tests.many_writers_worker", store, f"p{n}", str(COUNT), str(start), tenant],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n, tenant in enumerate(tenants)
+    ]
     return workers, start
 
 

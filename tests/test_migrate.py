@@ -78,8 +78,9 @@ def test_vectors_are_copied_not_recomputed(source, target):
     calls = embedder.texts_embedded
     target.migrate_from(source)
     assert embedder.texts_embedded == calls
-    assert [h.id for h in target.recall("café 1", user_id="bob", mode="vector", limit=5)] == \
-           [h.id for h in source.recall("café 1", user_id="bob", mode="vector", limit=5)]
+    assert [h.id for h in target.recall("café 1", user_id="bob", mode="vector", limit=5)] == [
+        h.id for h in source.recall("café 1", user_id="bob", mode="vector", limit=5)
+    ]
 
 
 def test_a_destination_holding_a_tenant_is_refused(source, target, tmp_path):
@@ -148,23 +149,31 @@ def test_a_vector_changed_in_the_copy_is_caught(source, target, tmp_path, monkey
     assert dump(tmp_path / "target.db") == before
 
 
-@pytest.mark.parametrize("damage, problem", [
-    ("UPDATE episodes SET occurred_at = 9223372036854775807 WHERE id = 'e4' AND user_id = 'bob'", "cannot be read"),
-    ("UPDATE checkpoints SET snapshot = '{\"planted\": 1}' WHERE user_id = 'alice'", "snapshot"),
-    ("UPDATE episodes SET metadata = '{not json' WHERE id = 'e2' AND user_id = 'alice'", "cannot be read"),
-    ("UPDATE facts SET valid_until = valid_from - 1000000 WHERE user_id = 'alice' AND object = 'Porto'", "valid_until"),
-    ("UPDATE vectors SET vector = zeroblob(12) WHERE user_id = 'alice' AND kind = 'episode' AND item_pk = "
-     "(SELECT min(item_pk) FROM vectors WHERE user_id = 'alice' AND kind = 'episode')", "embedding"),
-    ("UPDATE blocks SET content = hex(randomblob(3000)) WHERE user_id = 'bob' AND name = 'goals'", "content"),
-])
+@pytest.mark.parametrize(
+    "damage, problem",
+    [
+        ("UPDATE episodes SET occurred_at = 9223372036854775807 WHERE id = 'e4' AND user_id = 'bob'", "cannot be read"),
+        ("UPDATE checkpoints SET snapshot = '{\"planted\": 1}' WHERE user_id = 'alice'", "snapshot"),
+        ("UPDATE episodes SET metadata = '{not json' WHERE id = 'e2' AND user_id = 'alice'", "cannot be read"),
+        ("UPDATE facts SET valid_until = valid_from - 1000000 WHERE user_id = 'alice' AND object = 'Porto'", "valid_until"),
+        (
+            "UPDATE vectors SET vector = zeroblob(12) WHERE user_id = 'alice' AND kind = 'episode' AND item_pk = "
+            "(SELECT min(item_pk) FROM vectors WHERE user_id = 'alice' AND kind = 'episode')",
+            "embedding",
+        ),
+        ("UPDATE blocks SET content = hex(randomblob(3000)) WHERE user_id = 'bob' AND name = 'goals'", "content"),
+    ],
+)
 def test_a_hostile_source_is_refused_and_nothing_is_copied(source, tmp_path, damage, problem):
     source.close()
     conn = sqlite3.connect(tmp_path / "source.db")
     conn.execute(damage)
     conn.commit()
     conn.close()
-    with MemoryStore.open(tmp_path / "source.db", read_only=True, embedder=None, check_model=False) as hostile, \
-            MemoryStore.open(tmp_path / "target.db", embedder=FakeEmbedder(), max_content_bytes=4000) as target:
+    with (
+        MemoryStore.open(tmp_path / "source.db", read_only=True, embedder=None, check_model=False) as hostile,
+        MemoryStore.open(tmp_path / "target.db", embedder=FakeEmbedder(), max_content_bytes=4000) as target,
+    ):
         before = dump(tmp_path / "target.db")
         with pytest.raises(MigrationSourceError, match=problem):
             target.migrate_from(hostile)

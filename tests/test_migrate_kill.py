@@ -50,8 +50,7 @@ sys.exit(main(sys.argv[1:]))
 
 def run_cli(args: list[str], env: dict[str, str] | None = None, clock=None) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {}), **({"CLOCK": clock[0].isoformat()} if clock else {})}
-    return subprocess.Popen([sys.executable, "-c", WRAPPER, *args], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen([sys.executable, "-c", WRAPPER, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def wait_for(mark: Path, process: subprocess.Popen) -> None:

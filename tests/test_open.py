@@ -5,6 +5,7 @@ import sqlite3
 import pytest
 
 from store import MemoryStore
+from store.backend.sqlite.migrations import CURRENT_VERSION, MIGRATIONS
 from store.errors import (
     DamagedStoreError,
     ForeignDatabaseError,
@@ -13,7 +14,6 @@ from store.errors import (
     SchemaTooNewError,
     StoreOpenError,
 )
-from store.backend.sqlite.migrations import CURRENT_VERSION, MIGRATIONS
 
 from .conftest import dump
 
@@ -97,16 +97,15 @@ def test_a_newer_schema_is_refused_and_untouched(db_path):
 def test_an_older_schema_is_migrated(db_path):
     """A store made by the first migration alone opens at the current version with its data,
     which joins the indexes that later migrations add."""
-    import store.backend.sqlite.migrations as migrations
     from sqlalchemy import create_engine
+
+    import store.backend.sqlite.migrations as migrations
 
     engine = create_engine(f"sqlite:///{db_path}")
     with engine.begin() as c:
         MIGRATIONS[0](c)
         c.exec_driver_sql("INSERT INTO memlens_meta (key, value) VALUES ('schema_version', '1')")
-        c.exec_driver_sql(
-            "INSERT INTO blocks (user_id, name, content, pinned_order, updated_at) VALUES ('u', 'b', 'old', 0, 0)"
-        )
+        c.exec_driver_sql("INSERT INTO blocks (user_id, name, content, pinned_order, updated_at) VALUES ('u', 'b', 'old', 0, 0)")
         c.exec_driver_sql(
             "INSERT INTO episodes (id, user_id, occurred_at, input, output, tool_calls, metadata, content_hash) "
             "VALUES ('e1', 'u', 0, 'zebra crossing', '', '[]', '{}', 'h')"
@@ -132,10 +131,9 @@ def test_a_damaged_database_gives_a_clear_error(db_path):
     for offset in range(3 * page, len(data) - page, page):  # scribble over every page header but the schema's
         data[offset : offset + 16] = b"\xff" * 16
     db_path.write_bytes(bytes(data))
-    with pytest.raises(DamagedStoreError, match="damaged"):
-        with MemoryStore.open(db_path) as s:
-            s.episodes(user_id="u", limit=500)
-            s.tenants()
+    with pytest.raises(DamagedStoreError, match="damaged"), MemoryStore.open(db_path) as s:
+        s.episodes(user_id="u", limit=500)
+        s.tenants()
 
 
 def test_a_directory_is_refused(tmp_path):

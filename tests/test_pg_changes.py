@@ -10,8 +10,9 @@ from sqlalchemy import text
 from store.tenancy import Tenant
 
 pytest.importorskip("psycopg")
-from .pg_support import migrated_engine  # noqa: E402
 from store.backend.postgres.changes import APPLICATION_NAME, ChangeCounter  # noqa: E402
+
+from .pg_support import migrated_engine  # noqa: E402
 
 ALICE = Tenant("alice")
 
@@ -29,8 +30,13 @@ def store_db(pg_url):
 def write(e, n: int = 1) -> None:
     with e.begin() as conn:
         for i in range(n):
-            conn.execute(text("INSERT INTO blocks (user_id, name, content, pinned_order, updated_at) VALUES ('alice', :n, 'x', 0, 1) "
-                              "ON CONFLICT (user_id, name) DO UPDATE SET content = excluded.content"), {"n": f"b{i}"})
+            conn.execute(
+                text(
+                    "INSERT INTO blocks (user_id, name, content, pinned_order, updated_at) VALUES ('alice', :n, 'x', 0, 1) "
+                    "ON CONFLICT (user_id, name) DO UPDATE SET content = excluded.content"
+                ),
+                {"n": f"b{i}"},
+            )
 
 
 def settled(counter: ChangeCounter, seconds: float = 2.0) -> int:

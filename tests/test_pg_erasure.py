@@ -14,7 +14,9 @@ from store.tenancy import Tenant
 
 pytest.importorskip("psycopg")
 import psycopg  # noqa: E402
-from store.backend.postgres import ddl, engine as pg_engine, erasure, partitions  # noqa: E402
+
+from store.backend.postgres import ddl, erasure, partitions  # noqa: E402
+from store.backend.postgres import engine as pg_engine
 
 from .pg_support import data_directory_bytes, migrated_engine  # noqa: E402
 
@@ -40,7 +42,9 @@ def plant(conn, tenant: Tenant, seed: int, rows: int = 30) -> list[bytes]:
     most common values; returns what a byte scan should look for."""
     tokens = [secret() for _ in range(7)]
     k = tenant.key
-    session = conn.execute(text("INSERT INTO sessions (user_id, session_id, created_at, updated_at) VALUES (:u, 's1', 1, 1) RETURNING pk"), {"u": k}).scalar()
+    session = conn.execute(
+        text("INSERT INTO sessions (user_id, session_id, created_at, updated_at) VALUES (:u, 's1', 1, 1) RETURNING pk"), {"u": k}
+    ).scalar()
     for i in range(rows):
         pk = conn.execute(
             text(
@@ -50,14 +54,25 @@ def plant(conn, tenant: Tenant, seed: int, rows: int = 30) -> list[bytes]:
             {"id": f"e{i}", "u": k, "t": i, "i": f"{tokens[0]} question", "o": f"{tokens[1]} answer", "m": f'{{"m": "{tokens[2]}"}}'},
         ).scalar()
         conn.execute(text("INSERT INTO vectors VALUES ('episode', :pk, :u, 'h', :v)"), {"pk": pk, "u": k, "v": str(vector_of(seed))})
-    conn.execute(text("INSERT INTO blocks (user_id, name, content, pinned_order, updated_at) VALUES (:u, 'persona', :c, 0, 1)"), {"u": k, "c": f"{tokens[3]} persona"})
     conn.execute(
-        text("INSERT INTO facts (id, user_id, subject, predicate, object, confidence, valid_from, recorded_at, source_episode_ids) "
-             "VALUES ('f1', :u, :s, 'likes', 'tea', 1.0, 1, 1, '[\"e0\"]')"),
+        text("INSERT INTO blocks (user_id, name, content, pinned_order, updated_at) VALUES (:u, 'persona', :c, 0, 1)"),
+        {"u": k, "c": f"{tokens[3]} persona"},
+    )
+    conn.execute(
+        text(
+            "INSERT INTO facts (id, user_id, subject, predicate, object, confidence, valid_from, recorded_at, source_episode_ids) "
+            "VALUES ('f1', :u, :s, 'likes', 'tea', 1.0, 1, 1, '[\"e0\"]')"
+        ),
         {"u": k, "s": tokens[4]},
     )
-    conn.execute(text("INSERT INTO kv_entries (session_pk, user_id, key, value, updated_at) VALUES (:s, :u, 'k', :v, 1)"), {"s": session, "u": k, "v": f'"{tokens[5]}"'})
-    conn.execute(text("INSERT INTO scratchpad (session_pk, user_id, created_at, content) VALUES (:s, :u, 1, :c)"), {"s": session, "u": k, "c": f"{tokens[6]} note"})
+    conn.execute(
+        text("INSERT INTO kv_entries (session_pk, user_id, key, value, updated_at) VALUES (:s, :u, 'k', :v, 1)"),
+        {"s": session, "u": k, "v": f'"{tokens[5]}"'},
+    )
+    conn.execute(
+        text("INSERT INTO scratchpad (session_pk, user_id, created_at, content) VALUES (:s, :u, 1, :c)"),
+        {"s": session, "u": k, "c": f"{tokens[6]} note"},
+    )
     conn.execute(text("INSERT INTO task_states VALUES (:s, :u, '{}', 1)"), {"s": session, "u": k})
     conn.execute(
         text("INSERT INTO checkpoints (id, session_pk, user_id, description, created_at, snapshot) VALUES ('c1', :s, :u, 'cp', 1, :snap)"),
@@ -136,9 +151,11 @@ def test_scrubbing_one_tenant_does_not_make_another_tenant_wait(pg_server, pg_ur
     with e.begin() as conn:
         for tenant, rows in ((ALICE, 8_000), (BOB, 500)):
             conn.execute(
-                text("INSERT INTO episodes (id, user_id, occurred_at, input, output, tool_calls, metadata, content_hash) "
-                     "SELECT 'e' || g, :u, g, 'question ' || g || repeat(' padding', 40), 'answer', '[]', '{}', 'h' "
-                     "FROM generate_series(1, :n) g"),
+                text(
+                    "INSERT INTO episodes (id, user_id, occurred_at, input, output, tool_calls, metadata, content_hash) "
+                    "SELECT 'e' || g, :u, g, 'question ' || g || repeat(' padding', 40), 'answer', '[]', '{}', 'h' "
+                    "FROM generate_series(1, :n) g"
+                ),
                 {"u": tenant.key, "n": rows},
             )
         conn.execute(text("DELETE FROM episodes WHERE user_id = 'alice' AND occurred_at <= 4000"))
@@ -154,7 +171,9 @@ def test_scrubbing_one_tenant_does_not_make_another_tenant_wait(pg_server, pg_ur
             raw.execute("SET lock_timeout = '100ms'")
             while not stop.is_set():
                 try:
-                    raw.execute("SELECT count(*) FROM episodes WHERE user_id = %s AND occurred_at > %s", ("bob", 5), prepare=True).fetchone()
+                    raw.execute(
+                        "SELECT count(*) FROM episodes WHERE user_id = %s AND occurred_at > %s", ("bob", 5), prepare=True
+                    ).fetchone()
                     done.append(time.perf_counter())
                 except psycopg.errors.LockNotAvailable as error:
                     blocked.append(str(error))

@@ -64,9 +64,9 @@ def test_every_store_command_takes_a_postgres_url(pg_url, tmp_path, capsys):
 
 
 def test_a_wrong_database_is_named_without_the_password(pg_url, capsys):
-    from inspector.cli import main
-
     from urllib.parse import urlsplit, urlunsplit
+
+    from inspector.cli import main
 
     parts = urlsplit(pg_url)
     missing = with_password(urlunsplit(parts._replace(path="/no_such_database")))

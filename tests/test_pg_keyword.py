@@ -9,7 +9,8 @@ from store.backend.sqlite import keyword as sqlite_keyword
 from store.tenancy import Tenant
 
 pytest.importorskip("psycopg")
-from store.backend.postgres import ddl, engine as pg_engine, partitions  # noqa: E402
+from store.backend.postgres import ddl, partitions  # noqa: E402
+from store.backend.postgres import engine as pg_engine
 from store.backend.postgres.keyword import PostgresKeywordIndex, items  # noqa: E402
 
 ALICE, BOB = Tenant("alice"), Tenant("bob")
@@ -39,8 +40,10 @@ def pg(pg_url):
 def add(conn, tenant: Tenant, rows, start: int = 0) -> None:
     for i, (question, answer) in enumerate(rows, start=start):
         conn.execute(
-            text("INSERT INTO episodes (id, user_id, occurred_at, input, output, tool_calls, metadata, content_hash) "
-                 "VALUES (:id, :u, :t, :i, :o, '[]', '{}', 'h')"),
+            text(
+                "INSERT INTO episodes (id, user_id, occurred_at, input, output, tool_calls, metadata, content_hash) "
+                "VALUES (:id, :u, :t, :i, :o, '[]', '{}', 'h')"
+            ),
             {"id": f"e{i}", "u": tenant.key, "t": i, "i": question, "o": answer},
         )
 
@@ -57,7 +60,9 @@ def test_scores_equal_fts5_bm25_on_the_same_episodes(pg, db_path, query):
     with s._db.read() as conn:
         expression = sqlite_keyword.fts_expression(query, min_prefix=None)
         pk_to_id = dict(conn.execute(text("SELECT pk, input || '|' || output FROM episodes")).all())
-        expected = {pk_to_id[pk]: round(score, 9) for pk, score, _ in sqlite_keyword.keyword_episodes(conn, ALICE, expression, 10, None, None, None)}
+        expected = {
+            pk_to_id[pk]: round(score, 9) for pk, score, _ in sqlite_keyword.keyword_episodes(conn, ALICE, expression, 10, None, None, None)
+        }
     s.close()
     with pg.begin() as conn:
         add(conn, ALICE, CORPUS)
@@ -76,7 +81,9 @@ def test_another_tenants_documents_change_neither_matches_nor_scores(pg):
         before = INDEX.episodes(conn, ALICE, expression, 10, None, None, None)
         add(conn, BOB, [("apple apple", "apple")] * 50, start=100)
         after = INDEX.episodes(conn, ALICE, expression, 10, None, None, None)
-        owners = set(conn.execute(text("SELECT DISTINCT user_id FROM episodes WHERE pk = ANY(:p)"), {"p": [pk for pk, _, _ in after]}).scalars())
+        owners = set(
+            conn.execute(text("SELECT DISTINCT user_id FROM episodes WHERE pk = ANY(:p)"), {"p": [pk for pk, _, _ in after]}).scalars()
+        )
     assert after == before and owners == {"alice"}
 
 
@@ -114,8 +121,12 @@ def test_session_filter_and_facts(pg):
     with pg.begin() as conn:
         add(conn, ALICE, CORPUS)
         conn.execute(text("UPDATE episodes SET session_id = 's1' WHERE id = 'e0'"))
-        conn.execute(text("INSERT INTO facts (id, user_id, subject, predicate, object, confidence, valid_from, recorded_at, source_episode_ids) "
-                          "VALUES ('f1', 'alice', 'Alice', 'likes', 'apples', 1, 1, 1, '[]'), ('f2', 'bob', 'Bob', 'likes', 'apples', 1, 1, 1, '[]')"))
+        conn.execute(
+            text(
+                "INSERT INTO facts (id, user_id, subject, predicate, object, confidence, valid_from, recorded_at, source_episode_ids) "
+                "VALUES ('f1', 'alice', 'Alice', 'likes', 'apples', 1, 1, 1, '[]'), ('f2', 'bob', 'Bob', 'likes', 'apples', 1, 1, 1, '[]')"
+            )
+        )
         expression = INDEX.expression(conn, ALICE, ["apple"], min_prefix=None, cut_common=False)
         assert len(INDEX.episodes(conn, ALICE, expression, 10, "s1", None, None)) == 1
         [(pk, score, marked)] = INDEX.facts(conn, ALICE, expression, 10, None)

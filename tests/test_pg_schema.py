@@ -15,7 +15,8 @@ from .conftest import T0
 from .pg_support import migrated_engine
 
 pytest.importorskip("psycopg")
-from store.backend.postgres import ddl, engine as pg_engine, partitions  # noqa: E402
+from store.backend.postgres import ddl, partitions  # noqa: E402
+from store.backend.postgres import engine as pg_engine
 
 ALICE, BOB = Tenant("alice"), Tenant("bob")
 
@@ -70,8 +71,19 @@ def test_times_and_keys_hold_64_bit_values(backend, backend_url, quiet_isolation
     with e.begin() as conn:
         insert(conn, "sessions", ALICE, pk=2**40, session_id="s", created_at=big, updated_at=big)
         insert(conn, "kv_entries", ALICE, session_pk=2**40, key="k", value="1", expires_at=big, updated_at=big)
-        insert(conn, "episodes", ALICE, id="e1", session_id="s", occurred_at=big, input="i", output="o",
-               tool_calls="[]", metadata="{}", content_hash="h")
+        insert(
+            conn,
+            "episodes",
+            ALICE,
+            id="e1",
+            session_id="s",
+            occurred_at=big,
+            input="i",
+            output="o",
+            tool_calls="[]",
+            metadata="{}",
+            content_hash="h",
+        )
     with e.connect() as conn:
         assert conn.execute(text("SELECT session_pk, expires_at FROM kv_entries")).one() == (2**40, big)
         assert conn.execute(text("SELECT occurred_at FROM episodes")).scalar() == big
@@ -158,8 +170,19 @@ def test_dropping_a_tenant_keeps_rows_written_after_its_erasure(pg_url):
 def test_keyword_search_stems_keeps_stop_words_and_folds_diacritics_like_fts5(pg_url):
     e = migrated(pg_url, ALICE)
     with e.begin() as conn:
-        insert(conn, "episodes", ALICE, id="e1", session_id=None, occurred_at=1, input="The Café served résumés",
-               output="while running", tool_calls="[]", metadata="{}", content_hash="h")
+        insert(
+            conn,
+            "episodes",
+            ALICE,
+            id="e1",
+            session_id=None,
+            occurred_at=1,
+            input="The Café served résumés",
+            output="while running",
+            tool_calls="[]",
+            metadata="{}",
+            content_hash="h",
+        )
         match = text("SELECT count(*) FROM episodes WHERE search @@ plainto_tsquery('memlens', memlens_fold(:q))")
         for query in ["cafe", "CAFÉ", "resume", "run", "the", "served"]:
             assert conn.execute(match, {"q": query}).scalar() == 1, query
@@ -169,8 +192,20 @@ def test_keyword_search_stems_keeps_stop_words_and_folds_diacritics_like_fts5(pg
 def test_deleting_an_item_deletes_its_vector(pg_url):
     e = migrated(pg_url, ALICE)
     with e.begin() as conn:
-        pk = insert(conn, "episodes", ALICE, "pk", id="e1", session_id=None, occurred_at=1, input="a", output="b",
-                    tool_calls="[]", metadata="{}", content_hash="h").scalar()
+        pk = insert(
+            conn,
+            "episodes",
+            ALICE,
+            "pk",
+            id="e1",
+            session_id=None,
+            occurred_at=1,
+            input="a",
+            output="b",
+            tool_calls="[]",
+            metadata="{}",
+            content_hash="h",
+        ).scalar()
         conn.execute(text("INSERT INTO vectors VALUES ('episode', :pk, 'alice', 'h', '[1,2,3,4,5,6,7,8]')"), {"pk": pk})
         conn.execute(text("UPDATE episodes SET input = 'changed' WHERE pk = :pk"), {"pk": pk})
         assert conn.execute(text("SELECT count(*) FROM vectors")).scalar() == 0  # stale: re-embedded later

@@ -14,8 +14,9 @@ from store.tenancy import Tenant
 from .conftest import T0
 
 pytest.importorskip("psycopg")
-from .pg_support import migrated_engine  # noqa: E402
 from store.backend.postgres.sql import SQL  # noqa: E402
+
+from .pg_support import migrated_engine  # noqa: E402
 
 ALICE = Tenant("alice")
 
@@ -60,8 +61,21 @@ def test_replace_round_trips_float32_vectors_and_moves_the_row_version(pg):
 
 
 def test_insert_keyed_returns_keys_in_input_order(pg):
-    rows = [ALICE.stamp({"id": f"e{i}", "session_id": None, "occurred_at": T0, "input": str(i), "output": "", "tool_calls": "[]",
-                         "metadata": "{}", "content_hash": "h"}) for i in reversed(range(1500))]  # past one RETURNING batch
+    rows = [
+        ALICE.stamp(
+            {
+                "id": f"e{i}",
+                "session_id": None,
+                "occurred_at": T0,
+                "input": str(i),
+                "output": "",
+                "tool_calls": "[]",
+                "metadata": "{}",
+                "content_hash": "h",
+            }
+        )
+        for i in reversed(range(1500))
+    ]  # past one RETURNING batch
     with pg.begin() as conn:
         pks = SQL.insert_keyed(conn, episodes_t, rows)
         by_pk = dict(conn.execute(ALICE.select(episodes_t, episodes_t.c.pk, episodes_t.c.id)).all())
@@ -72,8 +86,11 @@ def test_json_items_and_fields_as_forget_reads_a_checkpoint_snapshot(pg):
     snapshot = {"scratchpad": [{"content": "old", "created_at": to_micros(T0) - 5}, {"content": "new", "created_at": to_micros(T0) + 5}]}
     with pg.begin() as conn:
         pk = session(conn)
-        conn.execute(checkpoints_t.insert().values(ALICE.stamp({"id": "c1", "session_pk": pk, "description": "", "created_at": T0,
-                                                               "snapshot": json.dumps(snapshot)})))
+        conn.execute(
+            checkpoints_t.insert().values(
+                ALICE.stamp({"id": "c1", "session_pk": pk, "description": "", "created_at": T0, "snapshot": json.dumps(snapshot)})
+            )
+        )
 
         def holds_note_before(micros: int) -> bool:
             held = SQL.json_array_items(checkpoints_t.c.snapshot, "$.scratchpad", name="j")
@@ -87,13 +104,16 @@ def test_json_items_and_fields_as_forget_reads_a_checkpoint_snapshot(pg):
 
 def test_json_items_of_a_plain_array_are_bare_strings(pg):
     with pg.begin() as conn:
-        items = SQL.json_array_items(literal_column("'[\"e1\", \"e2\"]'"), name="s")
+        items = SQL.json_array_items(literal_column('\'["e1", "e2"]\''), name="s")
         assert sorted(conn.execute(select(items.c.value).where(items.c.value.in_(["e2", "e3"]))).scalars()) == ["e2"]
 
 
 def test_json_set_adds_fields_with_json_types(pg):
     with pg.begin() as conn:
-        conn.execute(audit_t.insert().values(ALICE.stamp({"at": T0, "actor": "dpo", "action": "forget", "scope": json.dumps({"a": 1}),
-                                                          "counts": "{}", "digest": "d"})))
+        conn.execute(
+            audit_t.insert().values(
+                ALICE.stamp({"at": T0, "actor": "dpo", "action": "forget", "scope": json.dumps({"a": 1}), "counts": "{}", "digest": "d"})
+            )
+        )
         conn.execute(audit_t.update().values(scope=SQL.json_set(audit_t.c.scope, {"$.disk_scrubbed": True, "$.scrubbed_at": "2026"})))
         assert json.loads(conn.execute(select(audit_t.c.scope)).scalar()) == {"a": 1, "disk_scrubbed": True, "scrubbed_at": "2026"}

@@ -18,14 +18,13 @@ import psycopg
 import pytest
 
 from store import MemoryStore
-from store.backend.postgres import backend as pg_backend, locks
+from store.backend.postgres import backend as pg_backend
+from store.backend.postgres import locks
 from store.embedding import FakeEmbedder
 from store.errors import ModelMismatchError, StoreBusyError
 from store.rights import forget
 from store.tenancy import Tenant
 from store.validation import set_clock, utcnow
-
-from .conftest import T0
 
 ROOT = str(Path(__file__).resolve().parent.parent)
 

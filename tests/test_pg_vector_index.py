@@ -17,8 +17,9 @@ TOPICS = ["invoice", "train", "garden", "printer", "holiday", "recipe", "footbal
 
 
 def fill(store: MemoryStore, user: str, n: int = 80) -> None:
-    store.remember_many([{"input": f"note {i} about the {TOPICS[i % len(TOPICS)]} number {i * 7}", "output": f"answer {i}"}
-                         for i in range(n)], user_id=user)
+    store.remember_many(
+        [{"input": f"note {i} about the {TOPICS[i % len(TOPICS)]} number {i * 7}", "output": f"answer {i}"} for i in range(n)], user_id=user
+    )
 
 
 def ranking(hits) -> list[tuple[str, float]]:
@@ -56,8 +57,11 @@ def test_recall_with_the_index_finds_what_the_in_memory_search_finds_and_never_l
     with MemoryStore.open(pg_url) as s:
         fill(s, "alice")
         fill(s, "bob", 20)
-        before = {(q, mode): ranking(s.recall(q, user_id="alice", limit=10, mode=mode, kind="all"))
-                  for q in QUERIES for mode in ("hybrid", "vector")}
+        before = {
+            (q, mode): ranking(s.recall(q, user_id="alice", limit=10, mode=mode, kind="all"))
+            for q in QUERIES
+            for mode in ("hybrid", "vector")
+        }
         assert not searched
     # A fresh process's store: nothing of alice's is in memory yet.
     with MemoryStore.open(pg_url) as s:
@@ -65,8 +69,11 @@ def test_recall_with_the_index_finds_what_the_in_memory_search_finds_and_never_l
         assert report.user_id == "alice" and report.vectors == 80 and report.queries == 20
         assert report.recall_at_10 == pytest.approx(1.0)  # 80 vectors, ef_search 100: the whole graph is searched
         searched.clear()
-        after = {(q, mode): ranking(s.recall(q, user_id="alice", limit=10, mode=mode, kind="all"))
-                 for q in QUERIES for mode in ("hybrid", "vector")}
+        after = {
+            (q, mode): ranking(s.recall(q, user_id="alice", limit=10, mode=mode, kind="all"))
+            for q in QUERIES
+            for mode in ("hybrid", "vector")
+        }
         for key in before:
             assert_same_ranking(after[key], before[key])
         assert searched and set(searched) == {"alice"}
@@ -116,6 +123,7 @@ def test_refused_where_it_cannot_exist_and_for_a_tenant_the_store_does_not_hold(
             s.build_vector_index(user_id="alcie")
         with s._db.read() as conn:  # nothing was made for the typo
             from store.tenancy import Tenant
+
             assert not pg_vectors.has_index(conn, Tenant("alcie"))
             assert not pg_vectors.has_index(conn, Tenant("alice"))
 

@@ -8,7 +8,8 @@ from sqlalchemy import text
 from store.tenancy import Tenant
 
 pytest.importorskip("psycopg")
-from store.backend.postgres import ddl, engine as pg_engine, partitions, vectors  # noqa: E402
+from store.backend.postgres import ddl, partitions, vectors  # noqa: E402
+from store.backend.postgres import engine as pg_engine
 
 ALICE, BOB, CAROL = Tenant("alice"), Tenant("bob"), Tenant("carol")
 DIM = 32
@@ -27,8 +28,10 @@ def pg(pg_url):
 
 def load(conn, tenant: Tenant, matrix: np.ndarray, kind: str = "episode", start: int = 0) -> None:
     conn.execute(
-        text("INSERT INTO vectors (kind, item_pk, user_id, content_hash, vector) "
-             "SELECT :k, start + i, :u, 'h', v::vector FROM unnest(CAST(:vs AS text[])) WITH ORDINALITY AS x(v, i), (SELECT :s AS start) s"),
+        text(
+            "INSERT INTO vectors (kind, item_pk, user_id, content_hash, vector) "
+            "SELECT :k, start + i, :u, 'h', v::vector FROM unnest(CAST(:vs AS text[])) WITH ORDINALITY AS x(v, i), (SELECT :s AS start) s"
+        ),
         {"k": kind, "u": tenant.key, "s": start, "vs": ["[" + ",".join(f"{x:.6f}" for x in row) + "]" for row in matrix]},
     )
 
@@ -73,9 +76,14 @@ def test_approximate_search_finds_what_exact_finds_within_the_tenant(pg):
     with pg.begin() as conn:
         recall = vectors.measured_recall(conn, ALICE, "episode", queries)
         hits = vectors.nearest(conn, ALICE, "episode", queries[0], 10, approximate=True)
-        plan = "\n".join(conn.execute(text(
-            "EXPLAIN SELECT item_pk FROM vectors WHERE user_id = 'alice' AND kind = 'episode' ORDER BY vector <=> CAST(:q AS vector) LIMIT 10"),
-            {"q": str([float(x) for x in queries[0]])}).scalars())
+        plan = "\n".join(
+            conn.execute(
+                text(
+                    "EXPLAIN SELECT item_pk FROM vectors WHERE user_id = 'alice' AND kind = 'episode' ORDER BY vector <=> CAST(:q AS vector) LIMIT 10"
+                ),
+                {"q": str([float(x) for x in queries[0]])},
+            ).scalars()
+        )
     assert vectors.index_name(ALICE) in plan  # the index is what answered
     assert len(hits) == 10 and all(pk < 100_000 for pk, _ in hits)  # alice's episodes only
     assert recall >= 0.95, recall
@@ -100,11 +108,18 @@ def _through_the_index(conn) -> None:
 
 
 def _plan(conn, tenant: Tenant, query: np.ndarray, ef_search: int) -> str:
-    conn.execute(text("SELECT set_config('hnsw.ef_search', :ef, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)"),
-                 {"ef": str(ef_search)})
-    return "\n".join(conn.execute(text(
-        "EXPLAIN SELECT item_pk FROM vectors WHERE user_id = :u AND kind = 'episode' ORDER BY vector <=> CAST(:q AS vector) LIMIT 40"),
-        {"u": tenant.key, "q": str([float(x) for x in query])}).scalars())
+    conn.execute(
+        text("SELECT set_config('hnsw.ef_search', :ef, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)"),
+        {"ef": str(ef_search)},
+    )
+    return "\n".join(
+        conn.execute(
+            text(
+                "EXPLAIN SELECT item_pk FROM vectors WHERE user_id = :u AND kind = 'episode' ORDER BY vector <=> CAST(:q AS vector) LIMIT 40"
+            ),
+            {"u": tenant.key, "q": str([float(x) for x in query])},
+        ).scalars()
+    )
 
 
 def test_approximate_equals_exact_on_a_small_tenant_and_never_returns_anothers_or_an_erased_row(pg):

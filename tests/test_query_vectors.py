@@ -22,8 +22,11 @@ class Counting(FakeEmbedder):
 def test_the_same_query_text_is_encoded_once_and_no_other(db_path):
     model = Counting()
     with MemoryStore.open(db_path, embedder=model) as s:
-        s.remember_many([{"input": f"booked a hotel in Lisbon for trip {i}"} for i in range(20)]
-                        + [{"input": f"the printer jammed on floor {i}"} for i in range(20)], user_id="u")
+        s.remember_many(
+            [{"input": f"booked a hotel in Lisbon for trip {i}"} for i in range(20)]
+            + [{"input": f"the printer jammed on floor {i}"} for i in range(20)],
+            user_id="u",
+        )
         model.asked.clear()
         first = s.recall("hotel in Lisbon", user_id="u")
         assert s.recall("hotel in Lisbon", user_id="u", mode="vector")

@@ -19,9 +19,24 @@ def memories(store):
     store.remember_many(
         [
             {"input": "book a hotel in Lisbon", "output": "holding Memmo Alfama", "session_id": "trip", "occurred_at": T0},
-            {"input": "I am allergic to cats", "output": "noted the cat allergy", "session_id": "trip", "occurred_at": T0 + timedelta(hours=1)},
-            {"input": "fix the failing pytest fixture", "output": "scope it to the module", "session_id": "code", "occurred_at": T0 + timedelta(hours=2)},
-            {"input": "what hotel did we pick?", "output": "Memmo Alfama in Lisbon", "session_id": "trip", "occurred_at": T0 + timedelta(hours=3)},
+            {
+                "input": "I am allergic to cats",
+                "output": "noted the cat allergy",
+                "session_id": "trip",
+                "occurred_at": T0 + timedelta(hours=1),
+            },
+            {
+                "input": "fix the failing pytest fixture",
+                "output": "scope it to the module",
+                "session_id": "code",
+                "occurred_at": T0 + timedelta(hours=2),
+            },
+            {
+                "input": "what hotel did we pick?",
+                "output": "Memmo Alfama in Lisbon",
+                "session_id": "trip",
+                "occurred_at": T0 + timedelta(hours=3),
+            },
         ],
         user_id="u",
     )

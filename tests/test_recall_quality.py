@@ -97,7 +97,11 @@ def test_paraphrases_share_fewer_words_with_their_answer_than_with_a_distractor(
         asked = STEMS(q["q"])
         with_answer = len(asked & STEMS(TEXT[(q["tenant"], q["expected"][0])]))
         with_distractors = [len(asked & STEMS(TEXT[(q["tenant"], d)])) for d in q["distractors"]]
-        assert len(with_distractors) >= 2 and with_answer <= 1 and max(with_distractors) > with_answer, (q["id"], with_answer, with_distractors)
+        assert len(with_distractors) >= 2 and with_answer <= 1 and max(with_distractors) > with_answer, (
+            q["id"],
+            with_answer,
+            with_distractors,
+        )
 
 
 def test_every_identifier_has_near_misses_beside_it():
@@ -107,7 +111,7 @@ def test_every_identifier_has_near_misses_beside_it():
         ident, answer = q["identifier"], TEXT[(q["tenant"], q["expected"][0])]
         assert ident in q["q"] and _mentions(answer, ident), q["id"]
         assert len(q["near_misses"]) >= 3 and len(q["near_miss_identifiers"]) == len(q["near_misses"])
-        for miss, miss_id in zip(q["near_misses"], q["near_miss_identifiers"]):
+        for miss, miss_id in zip(q["near_misses"], q["near_miss_identifiers"], strict=True):
             text = TEXT[(q["tenant"], miss)]
             assert _mentions(text, miss_id) and not _mentions(text, ident), (q["id"], miss)
         # Near misses are made from the group's first id and an id asked about may be one of them:
@@ -187,7 +191,7 @@ def test_no_search_in_any_mode_returns_another_tenants_memory(evaluation):
 @pytest.mark.parametrize("cls,mode", sorted(FLOORS))
 def test_recall_stays_above_the_measured_floor(evaluation, cls, mode):
     figures = evaluation["classes"][cls][mode]
-    floor = dict(zip(("recall@5", "mrr@10", "@1"), FLOORS[(cls, mode)]))
+    floor = dict(zip(("recall@5", "mrr@10", "@1"), FLOORS[(cls, mode)], strict=True))
     assert all(figures[k] >= v for k, v in floor.items()), (figures, floor)
 
 

@@ -1,4 +1,4 @@
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -11,7 +11,7 @@ pytestmark = pytest.mark.both_backends
 
 @pytest.fixture
 def clock():
-    now = [datetime(2026, 1, 1, tzinfo=timezone.utc)]
+    now = [datetime(2026, 1, 1, tzinfo=UTC)]
     set_clock(lambda: now[0])
     yield now
     set_clock(None)

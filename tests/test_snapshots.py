@@ -8,8 +8,8 @@ import pytest
 from textual.widgets import Input
 
 from inspector.app import make_app
-from inspector.screens import ConfirmScreen, DiffScreen, ExportScreen, ForgetScreen, HelpScreen, StoreAuditScreen
 from inspector.overview import TenantOverview
+from inspector.screens import ConfirmScreen, DiffScreen, ExportScreen, ForgetScreen, HelpScreen, StoreAuditScreen
 from inspector.views import RecordTable
 from store.embedding import FakeEmbedder
 from store.tiers.common import set_id_source
@@ -68,7 +68,10 @@ class TestMainViews:
             await open_tenant(pilot, app, "alice")
             app.query_one("#query").value = "vegetarian restaurant"
             results = app.query_one("#results", RecordTable)
-            await wait_for(pilot, lambda: results.row_count > 0 and "vegetarian" in str(app.query_one("#search-status").render()) or results.row_count > 3)
+            await wait_for(
+                pilot,
+                lambda: results.row_count > 0 and "vegetarian" in str(app.query_one("#search-status").render()) or results.row_count > 3,
+            )
             await settle(pilot, app)
             results.focus()
             await pilot.pause(0.2)
@@ -138,7 +141,9 @@ class TestDialogs:
         async def run_before(pilot):
             await open_tenant(pilot, app, "bob")
             await pilot.press("f")
-            await wait_for(pilot, lambda: showing(app, ForgetScreen) and app.screen.query("#erase") and not app.screen.query_one("#erase").disabled)
+            await wait_for(
+                pilot, lambda: showing(app, ForgetScreen) and app.screen.query("#erase") and not app.screen.query_one("#erase").disabled
+            )
             still(app)
 
         assert snap_compare(app, terminal_size=SMALL, run_before=run_before)

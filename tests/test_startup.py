@@ -12,7 +12,7 @@ from inspector.screens import FatalScreen
 from inspector.views import RecordTable
 from store import MemoryStore
 
-from .inspector_support import app_for, demo, frozen, settle, showing, wait_for  # noqa: F401 (fixtures)
+from .inspector_support import app_for, frozen, settle, showing, wait_for  # noqa: F401 (fixtures)
 
 SIZE = (150, 48)
 
@@ -156,15 +156,34 @@ def test_the_first_frame_imports_neither_the_tier_views_nor_the_dialogs():
     import sys
     from pathlib import Path
 
-    code = ("import json, sys, inspector.app; print(json.dumps(sorted(m for m in sys.modules "
-            "if m.startswith(('inspector.', 'textual.widgets._', 'textual.renderables.sparkline')))))")
+    code = (
+        "import json, sys, inspector.app; print(json.dumps(sorted(m for m in sys.modules "
+        "if m.startswith(('inspector.', 'textual.widgets._', 'textual.renderables.sparkline')))))"
+    )
     root = Path(__file__).resolve().parent.parent
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=120,
-                          env={**__import__("os").environ, "PYTHONPATH": str(root)})
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        timeout=120,
+        env={**__import__("os").environ, "PYTHONPATH": str(root)},
+    )
     loaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
-    later = {"inspector.views", "inspector.screens", "inspector.detail", "inspector.cells", "textual.widgets._data_table",
-             "textual.widgets._radio_set", "textual.widgets._radio_button",
-             # The tabs and the detail pane (its sparkline) are mounted after the first frame too.
-             "inspector.overview", "textual.widgets._tabbed_content", "textual.widgets._content_switcher",
-             "textual.widgets._tabs", "textual.widgets._sparkline", "textual.renderables.sparkline"}
+    later = {
+        "inspector.views",
+        "inspector.screens",
+        "inspector.detail",
+        "inspector.cells",
+        "textual.widgets._data_table",
+        "textual.widgets._radio_set",
+        "textual.widgets._radio_button",
+        # The tabs and the detail pane (its sparkline) are mounted after the first frame too.
+        "inspector.overview",
+        "textual.widgets._tabbed_content",
+        "textual.widgets._content_switcher",
+        "textual.widgets._tabs",
+        "textual.widgets._sparkline",
+        "textual.renderables.sparkline",
+    }
     assert loaded & later == set(), sorted(loaded & later)

@@ -36,10 +36,15 @@ def test_only_tenancy_module_names_the_user_id_column():
     assert offenders == []
 
 
-@pytest.mark.parametrize("line", [
-    't.c.user_id == key', 't.c["user_id"]', 'stmt.on_conflict_do_nothing(index_elements=["user_id", "session_id"])',
-    "literal_column('user_id')",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "t.c.user_id == key",
+        't.c["user_id"]',
+        'stmt.on_conflict_do_nothing(index_elements=["user_id", "session_id"])',
+        "literal_column('user_id')",
+    ],
+)
 def test_the_column_check_sees_each_form(line):
     assert USER_ID_COLUMN.search(line)
 

@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import create_engine
 
 from store import MemoryStore
-from store.errors import DamagedStoreError, InvalidMetadataError, StoreOpenError, UntrustedSchemaError
 from store.backend.sqlite.migrations import MIGRATIONS
+from store.errors import DamagedStoreError, InvalidMetadataError, StoreOpenError, UntrustedSchemaError
 
 
 def files(folder: Path) -> dict[str, bytes]:
@@ -47,7 +47,7 @@ PLANTED = {
         CREATE TABLE keep (input TEXT);
         CREATE TRIGGER keep_erased AFTER DELETE ON episodes BEGIN INSERT INTO keep VALUES (old.input); END;""",
     "trigger alone": "CREATE TRIGGER keep_erased AFTER DELETE ON episodes BEGIN INSERT INTO blocks "
-                     "(user_id, name, content, pinned_order, updated_at) VALUES ('x', old.id, old.input, 0, 0); END;",
+    "(user_id, name, content, pinned_order, updated_at) VALUES ('x', old.id, old.input, 0, 0); END;",
     "view": "CREATE VIEW everything AS SELECT input FROM episodes;",
     "table": "CREATE TABLE notes (body TEXT);",
     "index": "CREATE INDEX ix_sneaky ON episodes (lower(input));",
@@ -111,8 +111,11 @@ def test_a_store_someone_ran_analyze_on_still_opens(saved_store):
 
 
 def test_planner_tables_with_other_columns_are_not_waved_through(saved_store):
-    run_sql(saved_store, "ANALYZE; PRAGMA writable_schema = ON; UPDATE sqlite_master SET sql = "
-                         "'CREATE TABLE sqlite_stat1(tbl,idx,stat,extra)' WHERE name = 'sqlite_stat1';")
+    run_sql(
+        saved_store,
+        "ANALYZE; PRAGMA writable_schema = ON; UPDATE sqlite_master SET sql = "
+        "'CREATE TABLE sqlite_stat1(tbl,idx,stat,extra)' WHERE name = 'sqlite_stat1';",
+    )
     with pytest.raises(UntrustedSchemaError, match="sqlite_stat1"):
         MemoryStore.open(saved_store)
 

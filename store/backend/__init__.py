@@ -22,8 +22,10 @@ _ENGINES = {"sqlite": "store.backend.sqlite", "postgresql": "store.backend.postg
 
 def _engine(name: str):
     if name not in _ENGINES:
-        raise StoreOpenError(f"memlens has no backend for {name!r} URLs; its stores are SQLite files (a path or an sqlite:/// URL) "
-                             "or PostgreSQL databases (postgresql://...)")
+        raise StoreOpenError(
+            f"memlens has no backend for {name!r} URLs; its stores are SQLite files (a path or an sqlite:/// URL) "
+            "or PostgreSQL databases (postgresql://...)"
+        )
     try:
         return importlib.import_module(_ENGINES[name])
     except ImportError as error:

@@ -10,10 +10,11 @@ LISTEN/NOTIFY for change detection, and ``DELETE`` then ``VACUUM (FULL)`` / ``CH
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol
 
 from sqlalchemy import Column, ColumnElement, Connection, Table
 
@@ -33,8 +34,16 @@ class KeywordIndex(Protocol):
         leaves out words so common in the tenant's episodes that ranking them costs more than
         they tell. Nothing the user typed becomes query syntax."""
 
-    def episodes(self, conn: Connection, tenant: Tenant, expression: str, limit: int, session_id: str | None,
-                 since: datetime | None, until: datetime | None) -> list[KeywordHit]:
+    def episodes(
+        self,
+        conn: Connection,
+        tenant: Tenant,
+        expression: str,
+        limit: int,
+        session_id: str | None,
+        since: datetime | None,
+        until: datetime | None,
+    ) -> list[KeywordHit]:
         """The tenant's best ``limit`` episodes for ``expression`` (matched terms left empty)."""
 
     def episode_highlights(self, conn: Connection, tenant: Tenant, expression: str, pks: list[int]) -> dict[int, list[str]]:
@@ -43,8 +52,16 @@ class KeywordIndex(Protocol):
     def facts(self, conn: Connection, tenant: Tenant, expression: str, limit: int, allowed: set[int] | None) -> list[KeywordHit]:
         """The tenant's best ``limit`` facts for ``expression``, among ``allowed`` row keys if given."""
 
-    def phrase_episodes(self, conn: Connection, tenant: Tenant, phrases: list[tuple[str, ...]], limit: int,
-                        session_id: str | None, since: datetime | None, until: datetime | None) -> list[int]:
+    def phrase_episodes(
+        self,
+        conn: Connection,
+        tenant: Tenant,
+        phrases: list[tuple[str, ...]],
+        limit: int,
+        session_id: str | None,
+        since: datetime | None,
+        until: datetime | None,
+    ) -> list[int]:
         """Row keys of the tenant's newest ``limit`` episodes holding any of ``phrases`` (words in
         that order, as an identifier's pieces run), newest first; unranked."""
 
@@ -57,8 +74,9 @@ class ServerVectorIndex(Protocol):
     def has_index(self, conn: Connection, tenant: Tenant) -> bool:
         """Whether the tenant has the index now (built or dropped by any process)."""
 
-    def nearest(self, conn: Connection, tenant: Tenant, kind: str, query: Sequence[float], k: int,
-                allowed: Sequence[int] | None = None) -> list[tuple[int, float]]:
+    def nearest(
+        self, conn: Connection, tenant: Tenant, kind: str, query: Sequence[float], k: int, allowed: Sequence[int] | None = None
+    ) -> list[tuple[int, float]]:
         """The tenant's ``k`` items of ``kind`` nearest ``query`` by the index (only ``allowed``
         keys, if given): (item key, cosine similarity), best first. Rows come from the table, so
         an erased one is never returned."""

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from sqlalchemy import Connection, Table
 
@@ -23,8 +24,14 @@ def marked_terms(*highlighted: str) -> list[str]:
     return list(seen)
 
 
-def upsert(insert: Callable[[Table], Any], conn: Connection, table: Table, values: dict[str, Any], keys: Sequence[str],
-           update: dict[str, Any] | None) -> None:
+def upsert(
+    insert: Callable[[Table], Any],
+    conn: Connection,
+    table: Table,
+    values: dict[str, Any],
+    keys: Sequence[str],
+    update: dict[str, Any] | None,
+) -> None:
     """INSERT ... ON CONFLICT, with the engine's own ``insert`` construct (SQLite's and
     PostgreSQL's spell the conflict clause alike)."""
     stmt = insert(table).values(values)

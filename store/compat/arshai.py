@@ -9,7 +9,7 @@ bucket) and each memory type one key in it, so the TTL is the store's key TTL. N
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +28,14 @@ DEFAULT_TTL_SECONDS = 60 * 60 * 12
 class MemlensMemoryManager(IMemoryManager):
     """``store`` / ``retrieve`` / ``update`` / ``delete`` with ``IMemoryInput``; synchronous like Arshai's."""
 
-    def __init__(self, store: MemoryStore | str | Path = "memlens.db", *, ttl: int | None = DEFAULT_TTL_SECONDS,
-                 user_id: str | None = None, **_arshai_options: Any):
+    def __init__(
+        self,
+        store: MemoryStore | str | Path = "memlens.db",
+        *,
+        ttl: int | None = DEFAULT_TTL_SECONDS,
+        user_id: str | None = None,
+        **_arshai_options: Any,
+    ):
         self.memory_store = store if isinstance(store, MemoryStore) else MemoryStore.open(store)
         self.ttl = ttl
         self.user_id = user_id
@@ -44,9 +50,13 @@ class MemlensMemoryManager(IMemoryManager):
     def store(self, input: IMemoryInput) -> str:
         if not input.data:
             raise ValueError("No data provided to store")
-        now = datetime.now(timezone.utc).isoformat()
-        record = {"data": {"working_memory": input.data[-1].working_memory}, "metadata": input.metadata or {},
-                  "created_at": now, "last_update": now}
+        now = datetime.now(UTC).isoformat()
+        record = {
+            "data": {"working_memory": input.data[-1].working_memory},
+            "metadata": input.metadata or {},
+            "created_at": now,
+            "last_update": now,
+        }
         self._session(input).set(self._key(input), record, ttl=self.ttl)
         return f"{self.prefix}:{input.memory_type}:{input.conversation_id}"
 
@@ -65,9 +75,9 @@ class MemlensMemoryManager(IMemoryManager):
             return
         record = dict(entry.value)
         record["data"] = {"working_memory": input.data[-1].working_memory}
-        record["last_update"] = datetime.now(timezone.utc).isoformat()
+        record["last_update"] = datetime.now(UTC).isoformat()
         # The TTL runs from when the memory was stored; an update does not extend it.
-        remaining = None if entry.expires_at is None else max(entry.expires_at - datetime.now(timezone.utc), timedelta(microseconds=1))
+        remaining = None if entry.expires_at is None else max(entry.expires_at - datetime.now(UTC), timedelta(microseconds=1))
         session.set(self._key(input), record, ttl=remaining)
 
     def delete(self, input: IMemoryInput) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import warnings
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -93,8 +93,13 @@ def _embedder_spec(embedder: Any) -> Any:
 def _to_episode(e) -> Episode:
     transcript = e.metadata.get("tool_transcript")
     return Episode(
-        id=e.id, session_id=e.session_id or "", user_id=e.user_id, occurred_at=e.occurred_at,
-        input=e.input, output=e.output, tool_calls=[ToolCall.model_validate(c) for c in e.tool_calls],
+        id=e.id,
+        session_id=e.session_id or "",
+        user_id=e.user_id,
+        occurred_at=e.occurred_at,
+        input=e.input,
+        output=e.output,
+        tool_calls=[ToolCall.model_validate(c) for c in e.tool_calls],
         tool_transcript=None if transcript is None else [_to_message(m) for m in transcript],
     )
 
@@ -102,7 +107,9 @@ def _to_episode(e) -> Episode:
 def _to_message(m) -> Message:
     data = m if isinstance(m, dict) else m.model_dump()
     return Message(
-        role=Role(data["role"]), content=data.get("content") or "", name=data.get("name"),
+        role=Role(data["role"]),
+        content=data.get("content") or "",
+        name=data.get("name"),
         tool_call_id=data.get("tool_call_id"),
         tool_calls=tuple(ToolCall.model_validate(c) for c in data.get("tool_calls") or ()),
     )
@@ -121,8 +128,15 @@ def _from_message(m: Message) -> dict[str, Any]:
 
 def _to_fact(f) -> Fact:
     return Fact(
-        id=f.id, user_id=f.user_id, subject=f.subject, predicate=f.predicate, object=f.object,
-        confidence=f.confidence, valid_from=f.valid_from, valid_until=f.valid_until, recorded_at=f.recorded_at,
+        id=f.id,
+        user_id=f.user_id,
+        subject=f.subject,
+        predicate=f.predicate,
+        object=f.object,
+        confidence=f.confidence,
+        valid_from=f.valid_from,
+        valid_until=f.valid_until,
+        recorded_at=f.recorded_at,
         sources=list(f.source_episode_ids),
     )
 
@@ -130,7 +144,7 @@ def _to_fact(f) -> Fact:
 def _utc(value):
     """loomflow reads a naive datetime as UTC; memlens refuses naive ones, so say it here."""
     if isinstance(value, datetime) and value.tzinfo is None:
-        return value.replace(tzinfo=timezone.utc)
+        return value.replace(tzinfo=UTC)
     if isinstance(value, tuple):
         return tuple(_utc(v) for v in value)
     return value
@@ -144,7 +158,7 @@ def _mode(alpha: float) -> str:
 class LoomflowFacts:
     """``memory.facts``: loomflow's ``FactStore`` calls over the store's facts."""
 
-    def __init__(self, memory: "LoomflowMemory"):
+    def __init__(self, memory: LoomflowMemory):
         self._memory = memory
 
     async def append(self, fact: Fact) -> str:
@@ -155,8 +169,7 @@ class LoomflowFacts:
 
     async def query(self, *, subject=None, predicate=None, object_=None, valid_at=None, limit=10, user_id=None) -> list[Fact]:
         found = await self._memory._run(
-            lambda: self._memory.store.facts(user_id=user_id, subject=subject, predicate=predicate, object=object_,
-                                             valid_at=_utc(valid_at))
+            lambda: self._memory.store.facts(user_id=user_id, subject=subject, predicate=predicate, object=object_, valid_at=_utc(valid_at))
         )
         found.sort(key=lambda f: f.recorded_at, reverse=True)
         return [_to_fact(f) for f in found[:limit]]
@@ -195,8 +208,7 @@ class LoomflowMemory:
 
     async def working(self, *, user_id: str | None = None) -> list[MemoryBlock]:
         blocks = await self._run(lambda: self.store.working(user_id=user_id))
-        return [MemoryBlock(name=b.name, content=b.content, updated_at=b.updated_at, pinned_order=b.pinned_order)
-                for b in blocks]
+        return [MemoryBlock(name=b.name, content=b.content, updated_at=b.updated_at, pinned_order=b.pinned_order) for b in blocks]
 
     async def update_block(self, name: str, content: str, *, user_id: str | None = None) -> None:
         await self._run(lambda: self.store.update_block(name, content, user_id=user_id))
@@ -209,22 +221,43 @@ class LoomflowMemory:
 
     async def remember(self, episode: Episode) -> str:
         transcript = None if episode.tool_transcript is None else [_from_message(m) for m in episode.tool_transcript]
-        await self._run(lambda: self.store.remember(
-            episode.input, episode.output, user_id=episode.user_id, session_id=episode.session_id or None,
-            occurred_at=_utc(episode.occurred_at), id=episode.id,
-            tool_calls=[c.model_dump(mode="json", exclude={"tool_def"}) for c in episode.tool_calls],
-            tool_transcript=transcript, on_duplicate="replace",  # loomflow's INSERT OR REPLACE
-        ))
+        await self._run(
+            lambda: self.store.remember(
+                episode.input,
+                episode.output,
+                user_id=episode.user_id,
+                session_id=episode.session_id or None,
+                occurred_at=_utc(episode.occurred_at),
+                id=episode.id,
+                tool_calls=[c.model_dump(mode="json", exclude={"tool_def"}) for c in episode.tool_calls],
+                tool_transcript=transcript,
+                on_duplicate="replace",  # loomflow's INSERT OR REPLACE
+            )
+        )
         return episode.id
 
-    async def recall(self, query: str, *, kind: str = "episodic", limit: int = 5,
-                     time_range: tuple[datetime, datetime] | None = None, user_id: str | None = None) -> list[Episode]:
+    async def recall(
+        self,
+        query: str,
+        *,
+        kind: str = "episodic",
+        limit: int = 5,
+        time_range: tuple[datetime, datetime] | None = None,
+        user_id: str | None = None,
+    ) -> list[Episode]:
         matches = await self.recall_scored(query, kind=kind, limit=limit, time_range=time_range, user_id=user_id)
         return [m.episode for m in matches]
 
-    async def recall_scored(self, query: str, *, kind: str = "episodic", limit: int = 5,
-                            time_range: tuple[datetime, datetime] | None = None, user_id: str | None = None,
-                            alpha: float = 0.5) -> list[EpisodeMatch]:
+    async def recall_scored(
+        self,
+        query: str,
+        *,
+        kind: str = "episodic",
+        limit: int = 5,
+        time_range: tuple[datetime, datetime] | None = None,
+        user_id: str | None = None,
+        alpha: float = 0.5,
+    ) -> list[EpisodeMatch]:
         """loomflow's conventions: an empty query is recency at score 1.0; a query with no
         keyword match and no positive cosine is recency at 0.0; otherwise ``score`` is
         memlens's fused (reciprocal rank) score."""
@@ -236,15 +269,16 @@ class LoomflowMemory:
         if not query.strip():
             recent = await self._run(lambda: self.store.recall("", user_id=user_id, limit=limit, time_range=time_range))
             return [EpisodeMatch(episode=_to_episode(h.episode), score=1.0) for h in recent]
-        hits = await self._run(lambda: self.store.recall(query, user_id=user_id, limit=limit, time_range=time_range,
-                                                         mode=_mode(alpha)))
+        hits = await self._run(lambda: self.store.recall(query, user_id=user_id, limit=limit, time_range=time_range, mode=_mode(alpha)))
         # loomflow counts a hit as signal only on a keyword match or a positive cosine.
         hits = [h for h in hits if h.scores.keyword is not None or (h.scores.vector or 0.0) > 0.0]
         if not hits:
             recent = await self._run(lambda: self.store.recall("", user_id=user_id, limit=limit, time_range=time_range))
             return [EpisodeMatch(episode=_to_episode(h.episode), score=0.0) for h in recent]
-        return [EpisodeMatch(episode=_to_episode(h.episode), score=h.scores.fused, vector_score=h.scores.vector,
-                             bm25_score=h.scores.keyword) for h in hits]
+        return [
+            EpisodeMatch(episode=_to_episode(h.episode), score=h.scores.fused, vector_score=h.scores.vector, bm25_score=h.scores.keyword)
+            for h in hits
+        ]
 
     async def _warn_if_named_users(self) -> None:
         # loomflow's footgun warning: its user_id defaults to None, so the store cannot tell
@@ -254,18 +288,24 @@ class LoomflowMemory:
             warnings.warn(
                 "Memory.recall called without user_id, but the store contains episodes for one or more "
                 "named users; this query only sees the anonymous bucket. Did you forget to pass user_id=?",
-                IsolationWarning, stacklevel=3,
+                IsolationWarning,
+                stacklevel=3,
             )
 
-    async def recall_facts(self, query: str, *, limit: int = 5, valid_at: datetime | None = None,
-                           user_id: str | None = None) -> list[Fact]:
+    async def recall_facts(self, query: str, *, limit: int = 5, valid_at: datetime | None = None, user_id: str | None = None) -> list[Fact]:
         hits = await self._run(lambda: self.store.recall_facts(query, user_id=user_id, limit=limit, valid_at=_utc(valid_at)))
         return [_to_fact(h.fact) for h in hits]
 
     def _append_fact(self, fact: Fact):
-        return self.store.add_fact(fact.subject, fact.predicate, fact.object, user_id=fact.user_id,
-                                   confidence=fact.confidence, valid_from=fact.valid_from,
-                                   source_episode_ids=fact.sources)
+        return self.store.add_fact(
+            fact.subject,
+            fact.predicate,
+            fact.object,
+            user_id=fact.user_id,
+            confidence=fact.confidence,
+            valid_from=fact.valid_from,
+            source_episode_ids=fact.sources,
+        )
 
     async def consolidate(self) -> None:
         """Every tenant's episodes not yet consolidated go to the consolidator once each."""
@@ -304,17 +344,20 @@ class LoomflowMemory:
         recent = list(dict.fromkeys(e.session_id for e in items if e.session_id))[:_PROFILE_SAMPLE]
         facts.sort(key=lambda f: f.recorded_at, reverse=True)
         return MemoryProfile(
-            user_id=user_id, episode_count=summary.counts.episodes, fact_count=len(facts),
-            last_seen=items[0].occurred_at if items else None, recent_sessions=recent,
+            user_id=user_id,
+            episode_count=summary.counts.episodes,
+            fact_count=len(facts),
+            last_seen=items[0].occurred_at if items else None,
+            recent_sessions=recent,
             sample_facts=[_to_fact(f) for f in facts[:_PROFILE_SAMPLE]],
         )
 
-    async def forget(self, *, user_id: str | None = None, session_id: str | None = None,
-                     before: datetime | None = None) -> int:
+    async def forget(self, *, user_id: str | None = None, session_id: str | None = None, before: datetime | None = None) -> int:
         """Returns episodes + facts + blocks erased, as loomflow counts."""
         try:
-            receipt = await self._run(lambda: self.store.forget(user_id=user_id, session_id=session_id, before=_utc(before),
-                                                                missing_ok=True, actor="loomflow"))
+            receipt = await self._run(
+                lambda: self.store.forget(user_id=user_id, session_id=session_id, before=_utc(before), missing_ok=True, actor="loomflow")
+            )
         except UnknownSessionError:
             return 0
         return sum(receipt.counts.get(k, 0) for k in ("episodes", "facts", "blocks"))
@@ -337,6 +380,5 @@ class LoomflowMemory:
             user_id=user_id,
             episodes=sorted((_to_episode(e) for e in found), key=lambda e: e.occurred_at),
             facts=sorted((_to_fact(f) for f in facts), key=lambda f: f.recorded_at),
-            blocks=[MemoryBlock(name=b.name, content=b.content, updated_at=b.updated_at, pinned_order=b.pinned_order)
-                    for b in blocks],
+            blocks=[MemoryBlock(name=b.name, content=b.content, updated_at=b.updated_at, pinned_order=b.pinned_order) for b in blocks],
         )

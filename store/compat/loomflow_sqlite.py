@@ -24,7 +24,7 @@ import sqlite3
 import tempfile
 from contextlib import closing
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +47,19 @@ KNOWN = {
     "working_blocks": {"user_id", "name", "content", "pinned_order", "updated_at"},
     "episodes": {"id", "session_id", "user_id", "occurred_at", "input", "output", "embedding"},
     "episode_tool_transcripts": {"episode_id", "sequence", "message_json"},
-    "facts": {"id", "user_id", "subject", "predicate", "object", "confidence", "valid_from", "valid_until",
-              "recorded_at", "sources", "embedding"},
+    "facts": {
+        "id",
+        "user_id",
+        "subject",
+        "predicate",
+        "object",
+        "confidence",
+        "valid_from",
+        "valid_until",
+        "recorded_at",
+        "sources",
+        "embedding",
+    },
 }
 REQUIRED = ("working_blocks", "episodes")
 # Side files whose content a reader must see: loomflow writes in WAL mode; a journal is a crash's.
@@ -96,8 +107,9 @@ def read_loomflow_sqlite(path: str | Path) -> LoomflowSource:
     return LoomflowSource(source, document, where, messages)
 
 
-def import_loomflow_sqlite(store: MemoryStore, path: str | Path | LoomflowSource, *,
-                           actor: str = "loomflow-import") -> LoomflowImportReport:
+def import_loomflow_sqlite(
+    store: MemoryStore, path: str | Path | LoomflowSource, *, actor: str = "loomflow-import"
+) -> LoomflowImportReport:
     """Read the loomflow ``SqliteMemory`` database at ``path`` (never changing it) into ``store``:
     each loomflow user becomes the memlens tenant of that ``user_id`` (``None`` the anonymous
     bucket), with its episodes (tool transcripts included), working blocks and facts (superseded
@@ -111,17 +123,18 @@ def import_loomflow_sqlite(store: MemoryStore, path: str | Path | LoomflowSource
     except ImportValidationError as exc:
         raise ImportValidationError(f"{source.path}: {_located(str(exc), exc.field, source.where)}") from None
     return LoomflowImportReport(
-        source=str(source.path), tenants=report.tenants, reembedded=report.reembedded,
+        source=str(source.path),
+        tenants=report.tenants,
+        reembedded=report.reembedded,
         tool_transcript_messages=source.tool_transcript_messages,
-        tiers={s: TierCount(read=n, written=report.counts.get(s, 0), unchanged=report.unchanged.get(s, 0))
-               for s, n in expected.items()},
+        tiers={s: TierCount(read=n, written=report.counts.get(s, 0), unchanged=report.unchanged.get(s, 0)) for s, n in expected.items()},
     )
 
 
 def _located(message: str, field: str | None, where: list[str]) -> str:
     """The store names ``records[i].field``; say which loomflow row that was."""
     if field and field.startswith("records["):
-        index, _, rest = field[len("records["):].partition("]")
+        index, _, rest = field[len("records[") :].partition("]")
         if index.isdigit() and int(index) < len(where):
             prefix = f"records[{index}]: "
             return f"{where[int(index)]}{rest}: {message.removeprefix(f'field {field!r}: ').removeprefix(prefix)}"
@@ -180,7 +193,8 @@ def _check_schema(path: Path, conn: sqlite3.Connection) -> set[str]:
     kinds = {name: kind for kind, name in conn.execute("SELECT type, name FROM sqlite_master") if name in KNOWN}
     if not all(name in kinds for name in REQUIRED):
         raise UnrecognizedSourceError(
-            f"{path} is not a loomflow SqliteMemory database (it has no {' and '.join(REQUIRED)} tables); nothing was imported")
+            f"{path} is not a loomflow SqliteMemory database (it has no {' and '.join(REQUIRED)} tables); nothing was imported"
+        )
     for name, kind in kinds.items():
         if kind != "table":
             raise UnrecognizedSourceError(f"{path}: {name} is a {kind}, not loomflow's table; nothing was imported")
@@ -188,18 +202,20 @@ def _check_schema(path: Path, conn: sqlite3.Connection) -> set[str]:
         if columns - KNOWN[name]:
             raise SourceSchemaTooNewError(
                 f"{path}: table {name} has columns loomflow 0.20 does not write ({', '.join(sorted(columns - KNOWN[name]))}); "
-                "nothing was imported")
+                "nothing was imported"
+            )
         if KNOWN[name] - columns:
             raise UnrecognizedSourceError(
                 f"{path}: table {name} lacks {', '.join(sorted(KNOWN[name] - columns))}, as an older loomflow wrote it; open it "
-                "once with loomflow 0.20's SqliteMemory (which migrates it) and import again; nothing was imported")
+                "once with loomflow 0.20's SqliteMemory (which migrates it) and import again; nothing was imported"
+            )
     return set(kinds)
 
 
 def _time(value: Any, where: str) -> str:
     if isinstance(value, (int, float)):
         try:
-            return datetime.fromtimestamp(value, tz=timezone.utc).isoformat()  # as loomflow reads it back
+            return datetime.fromtimestamp(value, tz=UTC).isoformat()  # as loomflow reads it back
         except (OverflowError, OSError, ValueError):
             pass
     raise ImportValidationError(f"{where}: {value!r} is not a time loomflow writes (seconds since 1970)")
@@ -223,16 +239,34 @@ def _records(path: Path, conn: sqlite3.Connection, tables: set[str]) -> tuple[di
     ):
         here = f"episodes[{eid!r}]"
         metadata = {"tool_transcript": transcripts[eid]} if eid in transcripts else {}
-        records.append({"type": "episode", "user_id": user_id, "id": eid, "session_id": session_id or None,
-                        "occurred_at": _time(occurred_at, f"{here}.occurred_at"), "input": input_, "output": output,
-                        "tool_calls": [], "metadata": metadata})
+        records.append(
+            {
+                "type": "episode",
+                "user_id": user_id,
+                "id": eid,
+                "session_id": session_id or None,
+                "occurred_at": _time(occurred_at, f"{here}.occurred_at"),
+                "input": input_,
+                "output": output,
+                "tool_calls": [],
+                "metadata": metadata,
+            }
+        )
         where.append(here)
     for user_id, name, content, order, updated_at in conn.execute(
         "SELECT user_id, name, content, pinned_order, updated_at FROM working_blocks ORDER BY user_id, pinned_order, name"
     ):
         here = f"working_blocks[{user_id!r}, {name!r}]"
-        records.append({"type": "block", "user_id": user_id, "name": name, "content": content, "pinned_order": order,
-                        "updated_at": _time(updated_at, f"{here}.updated_at")})
+        records.append(
+            {
+                "type": "block",
+                "user_id": user_id,
+                "name": name,
+                "content": content,
+                "pinned_order": order,
+                "updated_at": _time(updated_at, f"{here}.updated_at"),
+            }
+        )
         where.append(here)
     if "facts" in tables:
         for fid, user_id, subject, predicate, obj, confidence, valid_from, valid_until, recorded_at, sources in conn.execute(
@@ -240,15 +274,28 @@ def _records(path: Path, conn: sqlite3.Connection, tables: set[str]) -> tuple[di
             "FROM facts ORDER BY recorded_at, id"
         ):
             here = f"facts[{fid!r}]"
-            records.append({"type": "fact", "user_id": user_id, "id": fid, "subject": subject, "predicate": predicate,
-                            "object": obj, "confidence": confidence, "valid_from": _time(valid_from, f"{here}.valid_from"),
-                            "valid_until": None if valid_until is None else _time(valid_until, f"{here}.valid_until"),
-                            "recorded_at": _time(recorded_at, f"{here}.recorded_at"),
-                            "source_episode_ids": _sources(sources, f"{here}.sources")})
+            records.append(
+                {
+                    "type": "fact",
+                    "user_id": user_id,
+                    "id": fid,
+                    "subject": subject,
+                    "predicate": predicate,
+                    "object": obj,
+                    "confidence": confidence,
+                    "valid_from": _time(valid_from, f"{here}.valid_from"),
+                    "valid_until": None if valid_until is None else _time(valid_until, f"{here}.valid_until"),
+                    "recorded_at": _time(recorded_at, f"{here}.recorded_at"),
+                    "source_episode_ids": _sources(sources, f"{here}.sources"),
+                }
+            )
             where.append(here)
     # Counted apart from the rows, in the same snapshot: the store must end up holding this many.
-    counts = {"episodes": _count(conn, "episodes"), "blocks": _count(conn, "working_blocks"),
-              "facts": _count(conn, "facts") if "facts" in tables else 0}
+    counts = {
+        "episodes": _count(conn, "episodes"),
+        "blocks": _count(conn, "working_blocks"),
+        "facts": _count(conn, "facts") if "facts" in tables else 0,
+    }
     read = {s: sum(1 for r in records if r["type"] + "s" == s) for s in counts}
     if read != counts:
         raise ImportValidationError(f"{path}: read {read} but the tables hold {counts}; nothing was imported")

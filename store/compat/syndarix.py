@@ -17,7 +17,7 @@ import asyncio
 import fnmatch
 import os
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,7 @@ __all__ = ["WorkingMemory", "TaskState", "ScopeContext", "ScopeLevel", "MemoryNo
 MemoryNotFoundError = UnknownCheckpointError
 
 
-class ScopeLevel(str, Enum):
+class ScopeLevel(str, Enum):  # noqa: UP042 (declared as syndarix declares it; a StrEnum would change str() of a member)
     GLOBAL = "global"
     PROJECT = "project"
     AGENT_TYPE = "agent_type"
@@ -43,7 +43,7 @@ class ScopeLevel(str, Enum):
 class ScopeContext:
     scope_type: ScopeLevel
     scope_id: str
-    parent: "ScopeContext | None" = None
+    parent: ScopeContext | None = None
 
     def find(self, level: ScopeLevel) -> str | None:
         scope: ScopeContext | None = self
@@ -66,8 +66,8 @@ class TaskState:
     total_steps: int = 0
     progress_percent: float = 0.0
     context: dict[str, Any] = field(default_factory=dict)
-    started_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
-    updated_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+    started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    updated_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
 
 _default_store: MemoryStore | None = None
@@ -94,18 +94,25 @@ class WorkingMemory:
         self._default_ttl = default_ttl_seconds
         session_id = scope.find(ScopeLevel.SESSION) or scope.scope_id
         agent = scope.find(ScopeLevel.AGENT_INSTANCE)
-        self._session = store.session(f"{agent}/{session_id}" if agent else session_id,
-                                      user_id=scope.find(ScopeLevel.PROJECT))
+        self._session = store.session(f"{agent}/{session_id}" if agent else session_id, user_id=scope.find(ScopeLevel.PROJECT))
 
     @classmethod
-    async def create(cls, scope: ScopeContext, default_ttl_seconds: int | None = None, *,
-                     store: MemoryStore | None = None) -> "WorkingMemory":
+    async def create(
+        cls, scope: ScopeContext, default_ttl_seconds: int | None = None, *, store: MemoryStore | None = None
+    ) -> WorkingMemory:
         store = store if store is not None else await asyncio.to_thread(_shared_store)
         return cls(scope, store, default_ttl_seconds)
 
     @classmethod
-    async def for_session(cls, session_id: str, project_id: str | None = None, agent_instance_id: str | None = None,
-                          *, store: MemoryStore | None = None, default_ttl_seconds: int | None = None) -> "WorkingMemory":
+    async def for_session(
+        cls,
+        session_id: str,
+        project_id: str | None = None,
+        agent_instance_id: str | None = None,
+        *,
+        store: MemoryStore | None = None,
+        default_ttl_seconds: int | None = None,
+    ) -> WorkingMemory:
         parent = ScopeContext(ScopeLevel.PROJECT, project_id) if project_id else None
         if agent_instance_id:
             parent = ScopeContext(ScopeLevel.AGENT_INSTANCE, agent_instance_id, parent)
@@ -154,13 +161,17 @@ class WorkingMemory:
     # --- task state -------------------------------------------------------------------
 
     async def set_task_state(self, state: TaskState) -> None:
-        state.updated_at = datetime.now(timezone.utc)
+        state.updated_at = datetime.now(UTC)
         record = asdict(state)
         record["started_at"] = state.started_at.isoformat()
         record["updated_at"] = state.updated_at.isoformat()
         await self._run(
-            self._session.set_task_state, state.description or state.task_id, total_steps=state.total_steps,
-            current_step=state.current_step, status=state.status, data={"syndarix": record},
+            self._session.set_task_state,
+            state.description or state.task_id,
+            total_steps=state.total_steps,
+            current_step=state.current_step,
+            status=state.status,
+            data={"syndarix": record},
         )
         # The store derives progress from steps when not told; syndarix keeps what it was given.
         await self._run(self._session.update_task_progress, progress_percent=state.progress_percent)
@@ -175,8 +186,9 @@ class WorkingMemory:
         record["updated_at"] = stored.updated_at or datetime.fromisoformat(record["updated_at"])
         return TaskState(**record)
 
-    async def update_task_progress(self, current_step: int | None = None, progress_percent: float | None = None,
-                                   status: str | None = None) -> TaskState | None:
+    async def update_task_progress(
+        self, current_step: int | None = None, progress_percent: float | None = None, status: str | None = None
+    ) -> TaskState | None:
         state = await self.get_task_state()
         if state is None:
             return None  # no task is invented
@@ -213,8 +225,10 @@ class WorkingMemory:
         await self._run(self._session.restore_checkpoint, checkpoint_id)
 
     async def list_checkpoints(self) -> list[dict[str, Any]]:
-        return [{"id": c.id, "description": c.description, "created_at": c.created_at.isoformat()}
-                for c in await self._run(self._session.list_checkpoints)]
+        return [
+            {"id": c.id, "description": c.description, "created_at": c.created_at.isoformat()}
+            for c in await self._run(self._session.list_checkpoints)
+        ]
 
     async def delete_checkpoint(self, checkpoint_id: str) -> bool:
         try:

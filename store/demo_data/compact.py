@@ -12,43 +12,123 @@ from typing import Any
 from .developer import async_refactor
 
 _ALICE_TURNS = [
-    ("I'm planning a trip to Lisbon in March, can you help?", "Of course! March is mild in Lisbon, around 17°C. How many days?", "trip-lisbon"),
-    ("Five days. I'm vegetarian, so food tips matter.", "Noted: vegetarian. Try Ao 26 Vegan Food Project and the markets at Time Out.", "trip-lisbon"),
-    ("Book me a hotel near Alfama under 150 euros a night.", "I found Memmo Alfama at 142 €/night with a river view. Shall I hold it?", "trip-lisbon"),
-    ("Yes, hold it. Also I'm allergic to cats, avoid pet-friendly rooms.", "Held the room and asked for a pet-free floor because of your cat allergy.", "trip-lisbon"),
-    ("What's the best way from the airport to Alfama?", "Take the red metro line to Alameda, then the green line to Baixa-Chiado; a taxi is about 15 €.", "trip-lisbon"),
+    (
+        "I'm planning a trip to Lisbon in March, can you help?",
+        "Of course! March is mild in Lisbon, around 17°C. How many days?",
+        "trip-lisbon",
+    ),
+    (
+        "Five days. I'm vegetarian, so food tips matter.",
+        "Noted: vegetarian. Try Ao 26 Vegan Food Project and the markets at Time Out.",
+        "trip-lisbon",
+    ),
+    (
+        "Book me a hotel near Alfama under 150 euros a night.",
+        "I found Memmo Alfama at 142 €/night with a river view. Shall I hold it?",
+        "trip-lisbon",
+    ),
+    (
+        "Yes, hold it. Also I'm allergic to cats, avoid pet-friendly rooms.",
+        "Held the room and asked for a pet-free floor because of your cat allergy.",
+        "trip-lisbon",
+    ),
+    (
+        "What's the best way from the airport to Alfama?",
+        "Take the red metro line to Alameda, then the green line to Baixa-Chiado; a taxi is about 15 €.",
+        "trip-lisbon",
+    ),
     ("Remind me to buy a Viva Viagem card.", "Reminder set: buy a Viva Viagem card at the airport metro station.", "trip-lisbon"),
     ("My sister Maria might join for two days.", "Great, I'll look for a twin room option for the nights Maria is there.", "trip-lisbon"),
-    ("Actually I moved to Porto last month, so I'll take the train instead.", "Got it, you live in Porto now. The Alfa Pendular takes under 3 hours to Lisbon.", "trip-lisbon"),
-    ("Can you suggest day trips from Lisbon?", "Sintra for the palaces, Cascais for the beach, and Évora for Roman ruins.", "trip-day-trips"),
-    ("Which one is best for someone who hates crowds?", "Évora: quieter than Sintra, and the Chapel of Bones is worth the visit.", "trip-day-trips"),
+    (
+        "Actually I moved to Porto last month, so I'll take the train instead.",
+        "Got it, you live in Porto now. The Alfa Pendular takes under 3 hours to Lisbon.",
+        "trip-lisbon",
+    ),
+    (
+        "Can you suggest day trips from Lisbon?",
+        "Sintra for the palaces, Cascais for the beach, and Évora for Roman ruins.",
+        "trip-day-trips",
+    ),
+    (
+        "Which one is best for someone who hates crowds?",
+        "Évora: quieter than Sintra, and the Chapel of Bones is worth the visit.",
+        "trip-day-trips",
+    ),
     ("Do I need to book Pena Palace tickets in advance?", "Yes, book online; timed entries sell out in spring.", "trip-day-trips"),
-    ("What should I pack for Lisbon in March?", "Layers, a light rain jacket and comfortable shoes: the hills are steep and cobbled.", "trip-packing"),
+    (
+        "What should I pack for Lisbon in March?",
+        "Layers, a light rain jacket and comfortable shoes: the hills are steep and cobbled.",
+        "trip-packing",
+    ),
     ("Is my passport enough or do I need a visa?", "As an EU resident you only need your ID card or passport.", "trip-packing"),
-    ("Set my budget for the whole trip to 1200 euros.", "Budget set to 1200 €; hotel so far is 710 €, leaving 490 € for food and trips.", "trip-budget"),
+    (
+        "Set my budget for the whole trip to 1200 euros.",
+        "Budget set to 1200 €; hotel so far is 710 €, leaving 490 € for food and trips.",
+        "trip-budget",
+    ),
     ("How much have I committed so far?", "710 € for the hotel and 24 € for the train: 734 € of 1200 €.", "trip-budget"),
 ]
 
 _BOB_TURNS = [
-    ("Why does my pytest fixture run twice?", "It's function-scoped and used by two tests; set scope='module' if the state can be shared.", "debug-pytest"),
-    ("Now the database isn't cleaned between tests.", "Use a transaction per test and roll it back in the fixture's teardown.", "debug-pytest"),
-    ("How do I make SQLite faster for inserts?", "Batch rows in one transaction, use executemany, and set journal_mode=WAL.", "perf-sqlite"),
-    ("I get 'database is locked' with two processes.", "Enable WAL, set busy_timeout, and start writes with BEGIN IMMEDIATE.", "perf-sqlite"),
+    (
+        "Why does my pytest fixture run twice?",
+        "It's function-scoped and used by two tests; set scope='module' if the state can be shared.",
+        "debug-pytest",
+    ),
+    (
+        "Now the database isn't cleaned between tests.",
+        "Use a transaction per test and roll it back in the fixture's teardown.",
+        "debug-pytest",
+    ),
+    (
+        "How do I make SQLite faster for inserts?",
+        "Batch rows in one transaction, use executemany, and set journal_mode=WAL.",
+        "perf-sqlite",
+    ),
+    (
+        "I get 'database is locked' with two processes.",
+        "Enable WAL, set busy_timeout, and start writes with BEGIN IMMEDIATE.",
+        "perf-sqlite",
+    ),
     ("Our service uses Python 3.11 and FastAPI.", "Noted: Python 3.11 with FastAPI. I'll keep suggestions compatible.", "onboarding"),
     ("We deploy on Kubernetes with Helm charts.", "Good to know: Kubernetes and Helm. I can help with chart values too.", "onboarding"),
-    ("Refactor this function to be async.", "Replaced requests with httpx.AsyncClient and awaited the calls; tests pass.", "refactor-async"),
+    (
+        "Refactor this function to be async.",
+        "Replaced requests with httpx.AsyncClient and awaited the calls; tests pass.",
+        "refactor-async",
+    ),
     ("The async version leaks connections.", "Create the AsyncClient once in the app lifespan and close it on shutdown.", "refactor-async"),
-    ("We switched from FastAPI to Litestar this sprint.", "Understood, your service now runs on Litestar; I'll adapt the examples.", "refactor-async"),
+    (
+        "We switched from FastAPI to Litestar this sprint.",
+        "Understood, your service now runs on Litestar; I'll adapt the examples.",
+        "refactor-async",
+    ),
     ("How do I profile a slow endpoint?", "Run py-spy record against the worker, then look at the flame graph.", "perf-profiling"),
-    ("The flame graph shows JSON serialization dominating.", "Switch to orjson and return bytes directly from the handler.", "perf-profiling"),
-    ("Write a migration that adds an index on orders.created_at.", "Added migration 0042 creating ix_orders_created_at concurrently.", "db-migrations"),
+    (
+        "The flame graph shows JSON serialization dominating.",
+        "Switch to orjson and return bytes directly from the handler.",
+        "perf-profiling",
+    ),
+    (
+        "Write a migration that adds an index on orders.created_at.",
+        "Added migration 0042 creating ix_orders_created_at concurrently.",
+        "db-migrations",
+    ),
 ]
 
 _CAROL_TURNS = [
     ("I want to run a half marathon in April.", "Great goal! A 16-week plan starting in December gets you there comfortably.", "training"),
     ("I can train four days a week, mornings only.", "Plan: Tue/Thu easy runs, Sat long run, Sun mobility. All before 8 am.", "training"),
-    ("My left knee hurts after long runs.", "Cut the long run by 20% this week and add hip strengthening; see a physio if it persists.", "injury"),
-    ("The physio says it's IT band syndrome.", "Recorded: IT band syndrome. Foam rolling and glute work, and no downhill running for now.", "injury"),
+    (
+        "My left knee hurts after long runs.",
+        "Cut the long run by 20% this week and add hip strengthening; see a physio if it persists.",
+        "injury",
+    ),
+    (
+        "The physio says it's IT band syndrome.",
+        "Recorded: IT band syndrome. Foam rolling and glute work, and no downhill running for now.",
+        "injury",
+    ),
     ("What should I eat before a long run?", "A banana and toast 90 minutes before; water, and a gel after 60 minutes.", "nutrition"),
     ("I'm lactose intolerant.", "Noted: lactose intolerant. I'll suggest oat milk and lactose-free recovery shakes.", "nutrition"),
     ("Ran 15 km today at 6:10 per km!", "Excellent, that's your longest run yet and right on target pace.", "training"),
@@ -104,12 +184,16 @@ def fill(store, now: datetime) -> None:
     store.add_fact("orders-service", "framework", "FastAPI", user_id="bob", valid_from=now - 9 * day, source_episode_ids=[bob[4].id])
     store.add_fact("orders-service", "framework", "Litestar", user_id="bob", valid_from=now - 8 * day, source_episode_ids=[bob[8].id])
     store.add_fact("orders-service", "python_version", "3.11", user_id="bob", valid_from=now - 9 * day)
-    store.add_fact("orders-service", "deploys_on", "Kubernetes (Helm)", user_id="bob", valid_from=now - 9 * day, source_episode_ids=[bob[5].id])
+    store.add_fact(
+        "orders-service", "deploys_on", "Kubernetes (Helm)", user_id="bob", valid_from=now - 9 * day, source_episode_ids=[bob[5].id]
+    )
     async_refactor(store, "bob")
 
     alice = store.remember_many(_episodes(_ALICE_TURNS, now - 20 * day, timedelta(hours=9)), user_id="alice")
     store.update_block("persona", "Friendly travel planner. Concise, practical, mentions prices in euros.", user_id="alice")
-    store.update_block("human", "Alice, lives in Porto, vegetarian, allergic to cats, travels with her sister Maria sometimes.", user_id="alice")
+    store.update_block(
+        "human", "Alice, lives in Porto, vegetarian, allergic to cats, travels with her sister Maria sometimes.", user_id="alice"
+    )
     store.update_block("goals", "Plan a 5-day Lisbon trip in March within 1200 €.", user_id="alice")
     store.add_fact("alice", "lives_in", "Lisbon", user_id="alice", valid_from=now - 400 * day, source_episode_ids=[alice[0].id])
     store.add_fact("alice", "lives_in", "Porto", user_id="alice", valid_from=now - 17 * day, source_episode_ids=[alice[7].id])

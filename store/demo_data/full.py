@@ -28,8 +28,14 @@ def fill(store, now: datetime, seed: int = SEED) -> None:
         for name, content in who.blocks:
             store.update_block(name, content, user_id=who.user_id)
         for fact in sorted(who.facts, key=lambda f: -f.days_ago):  # oldest first: each supersedes the last
-            store.add_fact(fact.subject, fact.predicate, fact.object, user_id=who.user_id, confidence=fact.confidence,
-                           valid_from=now - timedelta(days=fact.days_ago),
-                           source_episode_ids=[ids[fact.source]] if fact.source else [])
+            store.add_fact(
+                fact.subject,
+                fact.predicate,
+                fact.object,
+                user_id=who.user_id,
+                confidence=fact.confidence,
+                valid_from=now - timedelta(days=fact.days_ago),
+                source_episode_ids=[ids[fact.source]] if fact.source else [],
+            )
         if who.working is not None:
             who.working(store, who.user_id, ids)

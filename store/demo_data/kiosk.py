@@ -15,13 +15,22 @@ KIOSK = {
 }
 
 TOPICS = [
-    Topic("kiosk-{n}", (
-        Turn("What's the capital of {country}?", "Its capital is {city}."),
-        Turn("Translate '{word}' into {language}.", "Here is '{word}' in {language}, with how to pronounce it.", "translate", ("word", "language")),
-        Turn("How many tablespoons in a cup?", "Sixteen US tablespoons make one cup."),
-        Turn("When does the museum close today?", "At 6 pm; the last entry is at 5:15.", "opening_hours", ()),
-        Turn("Where is the nearest pharmacy?", "Two blocks north, on the corner by the bakery; open until 9 pm."),
-    ), KIOSK),
+    Topic(
+        "kiosk-{n}",
+        (
+            Turn("What's the capital of {country}?", "Its capital is {city}."),
+            Turn(
+                "Translate '{word}' into {language}.",
+                "Here is '{word}' in {language}, with how to pronounce it.",
+                "translate",
+                ("word", "language"),
+            ),
+            Turn("How many tablespoons in a cup?", "Sixteen US tablespoons make one cup."),
+            Turn("When does the museum close today?", "At 6 pm; the last entry is at 5:15.", "opening_hours", ()),
+            Turn("Where is the nearest pharmacy?", "Two blocks north, on the corner by the bakery; open until 9 pm."),
+        ),
+        KIOSK,
+    ),
 ]
 
 

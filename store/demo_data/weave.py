@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Callable
+from typing import Any
 
 SLOT = re.compile(r"\{(\w+)\}")
 
@@ -88,8 +89,17 @@ def fill(template: str, rng: random.Random, slots: dict[str, tuple[str, ...]], c
     return text[:1].upper() + text[1:]
 
 
-def weave(rng: random.Random, topics: list[Topic], *, now: datetime, days: int, sessions: int,
-          turns: tuple[int, int], planted: list[Planted], model: str) -> tuple[list[dict[str, Any]], dict[str, int]]:
+def weave(
+    rng: random.Random,
+    topics: list[Topic],
+    *,
+    now: datetime,
+    days: int,
+    sessions: int,
+    turns: tuple[int, int],
+    planted: list[Planted],
+    model: str,
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """``sessions`` sessions spread over the last ``days`` days, ``turns`` (min, max) exchanges
     each, a few minutes apart, in daytime hours; the planted episodes merged in by time.
     Returns remember_many() items, oldest first, and the planted keys' indexes."""
@@ -119,17 +129,44 @@ def weave(rng: random.Random, topics: list[Topic], *, now: datetime, days: int, 
                 continue
             seen.add((user, agent))
             position += 1
-            tools = [] if turn.tool is None else [
-                {"name": turn.tool, "arguments": {name: chosen[name] for name in turn.tool_args if name in chosen},
-                 "result": "ok"}]
-            drawn.append((when, len(drawn), None, {"input": user, "output": agent, "session_id": session, "occurred_at": when,
-                                             "tool_calls": tools, "metadata": {"model": model, "turn": position}}))
+            tools = (
+                []
+                if turn.tool is None
+                else [{"name": turn.tool, "arguments": {name: chosen[name] for name in turn.tool_args if name in chosen}, "result": "ok"}]
+            )
+            drawn.append(
+                (
+                    when,
+                    len(drawn),
+                    None,
+                    {
+                        "input": user,
+                        "output": agent,
+                        "session_id": session,
+                        "occurred_at": when,
+                        "tool_calls": tools,
+                        "metadata": {"model": model, "turn": position},
+                    },
+                )
+            )
             when += timedelta(minutes=rng.randint(2, 9), seconds=rng.randrange(60))
     for plant in planted:
         when = now - timedelta(days=plant.days_ago)
-        drawn.append((when, len(drawn), plant.key, {"input": plant.user, "output": plant.agent, "session_id": plant.session,
-                                         "occurred_at": when, "tool_calls": [plant.tool] if plant.tool else [],
-                                         "metadata": {"model": model}}))
+        drawn.append(
+            (
+                when,
+                len(drawn),
+                plant.key,
+                {
+                    "input": plant.user,
+                    "output": plant.agent,
+                    "session_id": plant.session,
+                    "occurred_at": when,
+                    "tool_calls": [plant.tool] if plant.tool else [],
+                    "metadata": {"model": model},
+                },
+            )
+        )
     drawn.sort(key=lambda entry: (entry[0], entry[1]))
     keys = {key: index for index, (_, _, key, _) in enumerate(drawn) if key is not None}
     return [item for *_, item in drawn], keys

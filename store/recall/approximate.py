@@ -28,7 +28,7 @@ import os
 import queue
 import sys
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -97,8 +97,9 @@ class ApproximateIndex:
 
     def __init__(self, dim: int) -> None:
         Index = _usearch_index_class()
-        self._graph = Index(ndim=dim, metric="ip", dtype="i8", connectivity=CONNECTIVITY,
-                            expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH)
+        self._graph = Index(
+            ndim=dim, metric="ip", dtype="i8", connectivity=CONNECTIVITY, expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH
+        )
         self._lock = threading.Lock()
         self.covered = 0
 

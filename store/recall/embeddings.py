@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
-
 from sqlalchemy import Connection, select
 
 from ..backend import Backend, sql
@@ -66,8 +66,13 @@ class Indexer:
     erasures recorded since (see :class:`~store.recall.vectors.VectorCache`); when the counter
     moves the cache drops the erased tenants' vectors, or everything without ``erased``."""
 
-    def __init__(self, embedder: Embedder | None, backend: Backend, erasures: Callable[[Connection], int],
-                 erased: Callable[[Connection, int], list[tuple[int, str]]] | None = None):
+    def __init__(
+        self,
+        embedder: Embedder | None,
+        backend: Backend,
+        erasures: Callable[[Connection], int],
+        erased: Callable[[Connection, int], list[tuple[int, str]]] | None = None,
+    ):
         self.embedder = embedder
         self.backend = backend
         self.cache = VectorCache(backend.data_version, erasures, erased)
@@ -116,8 +121,8 @@ class Indexer:
         known = self.known_vectors(conn, tenant, kind, set(hashes))
         missing = list(dict.fromkeys(h for h in hashes if h not in known))
         if missing:
-            first_text = {h: t for t, h in zip(reversed(texts), reversed(hashes))}
-            known.update(zip(missing, self.embed([first_text[h] for h in missing])))
+            first_text = {h: t for t, h in zip(reversed(texts), reversed(hashes), strict=True)}
+            known.update(zip(missing, self.embed([first_text[h] for h in missing]), strict=True))
         return [known[h] for h in hashes]
 
     @staticmethod
@@ -135,7 +140,7 @@ class Indexer:
     def insert(conn: Connection, tenant: Tenant, kind: str, pks: Sequence[int], hashes: Sequence[str], vectors: Sequence[bytes]) -> None:
         rows = [
             tenant.stamp({"kind": kind, "item_pk": pk, "content_hash": h, "vector": v})
-            for pk, h, v in zip(pks, hashes, vectors)
+            for pk, h, v in zip(pks, hashes, vectors, strict=True)
         ]
         sql(conn).replace(conn, vectors_t, rows)
 
@@ -158,6 +163,8 @@ class Indexer:
             if recorded is None:
                 record_model(conn, self.embedder)
             elif recorded != self.embedder.name:
-                raise ModelMismatchError(f"{self.backend.path} now holds vectors made with {recorded!r}, not {self.embedder.name!r} "
-                                         "(another process recorded its model first); nothing was written: reopen with that model")
+                raise ModelMismatchError(
+                    f"{self.backend.path} now holds vectors made with {recorded!r}, not {self.embedder.name!r} "
+                    "(another process recorded its model first); nothing was written: reopen with that model"
+                )
         self.insert(conn, tenant, kind, pks, hashes, vectors)

@@ -29,9 +29,10 @@ on the odd half, which they were not fitted to (see the README's recall-quality 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable, Literal
+from typing import Literal
 
 from .query import query_terms
 from .ranking import Ranked
@@ -120,7 +121,7 @@ class Query:
     phrases: tuple[tuple[str, ...], ...]
 
     @classmethod
-    def of(cls, text: str) -> "Query":
+    def of(cls, text: str) -> Query:
         # One-letter words ("d" of "I'd", "s" of "children's") carry nothing a memory must hold.
         words = tuple(dict.fromkeys(fold(w) for w in query_terms(text) if len(w) > 1))
         tokens = identifiers(text)

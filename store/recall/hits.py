@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from functools import cached_property
 from types import SimpleNamespace
-from typing import Callable, Literal
+from typing import Literal
 
 import numpy as np
 from sqlalchemy import Connection, Integer, Row, type_coerce
@@ -18,10 +19,10 @@ from ..tenancy import Tenant
 from ..tiers import blocks as block_tier
 from ..tiers import episodes as episode_tier
 from ..tiers import facts as fact_tier
-from .cosines import cosines
-from .embeddings import Indexer
 from . import fusion
 from . import keyword as in_memory  # called through the module, so a test can watch it
+from .cosines import cosines
+from .embeddings import Indexer
 from .query import MIN_PREFIX, query_terms
 from .ranking import Ranked, fuse
 
@@ -85,8 +86,9 @@ class Recall:
     def expression(self) -> str | None:
         """The keyword index's query for episodes and facts; blocks and notes, ranked in memory, never need it."""
         typing = self.prefix and not self.query.endswith((" ", "\t"))
-        return self.index.expression(self.conn, self.tenant, query_terms(self.query), min_prefix=MIN_PREFIX if typing else None,
-                                     cut_common=self.use_keywords)
+        return self.index.expression(
+            self.conn, self.tenant, query_terms(self.query), min_prefix=MIN_PREFIX if typing else None, cut_common=self.use_keywords
+        )
 
     @cached_property
     def fusion_query(self) -> fusion.Query:
@@ -123,7 +125,7 @@ class Recall:
         def scan() -> list[tuple[int, float]]:
             mask = None if allowed is None else np.isin(pks, allowed)
             best, scores = vectors.top_k(self.query_vector, limit, mask)
-            return [(int(pks[i]), float(s)) for i, s in zip(best, scores)]
+            return [(int(pks[i]), float(s)) for i, s in zip(best, scores, strict=True)]
 
         return _ENCODER.submit(scan)
 
@@ -144,7 +146,7 @@ class Recall:
         at = np.minimum(np.searchsorted(pks, want), len(pks) - 1)
         found = pks[at] == want
         sims = cosines(matrix[at[found]], self.query_vector)
-        for c, sim in zip((c for c, ok in zip(missing, found) if ok), sims):
+        for c, sim in zip((c for c, ok in zip(missing, found, strict=True) if ok), sims, strict=True):
             c.vector = float(sim)
 
     def hybrid_candidates(self, candidates: list[Ranked], extra: list[int]) -> list[Ranked]:
@@ -173,7 +175,11 @@ class Recall:
         early = keyword[:limit] if self.mode == "keyword" else []
         marked = self.index.episode_highlights(self.conn, self.tenant, self.expression, [pk for pk, _, _ in early]) if early else {}
         phrases = self.fusion_query.phrases if self.mode == "hybrid" else None
-        extra = self.index.phrase_episodes(self.conn, self.tenant, list(phrases), fusion.EXACT_CANDIDATES, session_id, since, until) if phrases else []
+        extra = (
+            self.index.phrase_episodes(self.conn, self.tenant, list(phrases), fusion.EXACT_CANDIDATES, session_id, since, until)
+            if phrases
+            else []
+        )
         texts: dict[int, str] = {}
         if self.mode == "hybrid" and vector_job is not None and not vector_job.done():
             # The query is still being encoded: read the texts of the candidates already named
@@ -198,9 +204,14 @@ class Recall:
             episode = episodes[c.pk]
             hits.append(
                 RecallHit(
-                    kind="episode", id=episode.id, text=episode_tier.embed_text(episode.input, episode.output),
-                    session_id=episode.session_id, occurred_at=episode.occurred_at, episode=episode,
-                    scores=_scores(c), matched_terms=c.matched,
+                    kind="episode",
+                    id=episode.id,
+                    text=episode_tier.embed_text(episode.input, episode.output),
+                    session_id=episode.session_id,
+                    occurred_at=episode.occurred_at,
+                    episode=episode,
+                    scores=_scores(c),
+                    matched_terms=c.matched,
                 )
             )
         return hits
@@ -246,8 +257,15 @@ class Recall:
         for c in fusion.order(candidates, texts, self.fusion_query, self.mode)[:limit]:
             fact = fact_tier.to_model(rows[c.pk])
             hits.append(
-                RecallHit(kind="fact", id=fact.id, text=fact_tier.fact_text(fact.subject, fact.predicate, fact.object), occurred_at=fact.valid_from, fact=fact,
-                          scores=_scores(c), matched_terms=c.matched)
+                RecallHit(
+                    kind="fact",
+                    id=fact.id,
+                    text=fact_tier.fact_text(fact.subject, fact.predicate, fact.object),
+                    occurred_at=fact.valid_from,
+                    fact=fact,
+                    scores=_scores(c),
+                    matched_terms=c.matched,
+                )
             )
         return hits
 
@@ -264,8 +282,17 @@ class Recall:
             out = []
             for c in rank():
                 block = block_tier._to_model(rows[c.pk])
-                out.append(RecallHit(kind="block", id=block.name, text=block.content, occurred_at=block.updated_at,
-                                     block=block, scores=_scores(c), matched_terms=c.matched))
+                out.append(
+                    RecallHit(
+                        kind="block",
+                        id=block.name,
+                        text=block.content,
+                        occurred_at=block.updated_at,
+                        block=block,
+                        scores=_scores(c),
+                        matched_terms=c.matched,
+                    )
+                )
             return out
 
         return hits
@@ -288,8 +315,18 @@ class Recall:
             for c in rank():
                 content, micros, session = rows[c.pk]
                 note = ScratchpadEntry(id=c.pk, created_at=from_micros(micros), content=content)
-                out.append(RecallHit(kind="scratchpad", id=str(c.pk), text=content, session_id=session,
-                                     occurred_at=note.created_at, note=note, scores=_scores(c), matched_terms=c.matched))
+                out.append(
+                    RecallHit(
+                        kind="scratchpad",
+                        id=str(c.pk),
+                        text=content,
+                        session_id=session,
+                        occurred_at=note.created_at,
+                        note=note,
+                        scores=_scores(c),
+                        matched_terms=c.matched,
+                    )
+                )
             return out
 
         return hits
@@ -322,8 +359,10 @@ class Recall:
 # Hybrid reads every candidate's text; the same read brings the rest of the row but the time raw:
 # converting ~100 rows' times (and every column) was most of what fusion added to a search
 # (cProfile, 100k episodes), and only the hits' are needed, converted in _candidate_episode.
-_CANDIDATE_COLUMNS = (*(episodes_t.c[name] for name in ("pk", "input", "output", "id", "user_id", "session_id", "tool_calls", "metadata")),
-                      type_coerce(episodes_t.c.occurred_at, Integer).label("occurred_micros"))
+_CANDIDATE_COLUMNS = (
+    *(episodes_t.c[name] for name in ("pk", "input", "output", "id", "user_id", "session_id", "tool_calls", "metadata")),
+    type_coerce(episodes_t.c.occurred_at, Integer).label("occurred_micros"),
+)
 
 
 def _candidate_episode(row: Row) -> Episode:
@@ -343,8 +382,16 @@ def block_text(row) -> str:
 
 
 def _scores(c: Ranked) -> ScoreBreakdown:
-    return ScoreBreakdown(vector=c.vector, keyword=c.keyword, fused=c.fused, vector_rank=c.vector_rank, keyword_rank=c.keyword_rank,
-                          score=c.score, coverage=c.coverage, exact=c.exact)
+    return ScoreBreakdown(
+        vector=c.vector,
+        keyword=c.keyword,
+        fused=c.fused,
+        vector_rank=c.vector_rank,
+        keyword_rank=c.keyword_rank,
+        score=c.score,
+        coverage=c.coverage,
+        exact=c.exact,
+    )
 
 
 def merge(hit_lists: list[list[RecallHit]], limit: int) -> list[RecallHit]:
@@ -357,7 +404,14 @@ def merge(hit_lists: list[list[RecallHit]], limit: int) -> list[RecallHit]:
 def recency(conn: Connection, tenant: Tenant, limit: int, session_id, since, until) -> list[RecallHit]:
     page = episode_tier.page_episodes(conn, tenant, session_id=session_id, since=since, until=until, limit=limit, cursor=None)
     return [
-        RecallHit(kind="episode", id=e.id, text=episode_tier.embed_text(e.input, e.output), session_id=e.session_id,
-                  occurred_at=e.occurred_at, episode=e, scores=ScoreBreakdown())
+        RecallHit(
+            kind="episode",
+            id=e.id,
+            text=episode_tier.embed_text(e.input, e.output),
+            session_id=e.session_id,
+            occurred_at=e.occurred_at,
+            episode=e,
+            scores=ScoreBreakdown(),
+        )
         for e in page.items
     ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from .query import MIN_PREFIX, _TOKEN, query_terms
+from .query import _TOKEN, MIN_PREFIX, query_terms
 
 # For ASCII text, the words _TOKEN finds are what is left after every other character becomes a
 # space; translate and split find them 2-10x faster than the regular expression (measured on

@@ -3,23 +3,24 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from sqlalchemy import func
 
-from . import hits as recall
 from .. import schema
 from ..backend import Backend
 from ..errors import InvalidInputError, UnsupportedByBackendError
-from .embeddings import Indexer, record_model
 from ..models import RecallHit, VectorIndexReport
-from .hits import Mode
-from .query import query_terms
 from ..tenancy import UNSET, Tenant, all_tenants, require_tenant
 from ..tiers import episodes, facts
 from ..tiers.common import content_hash
 from ..validation import check_flag, check_int, check_optional_datetime, check_optional_name, check_text
+from . import hits as recall
+from .embeddings import Indexer, record_model
+from .hits import Mode
+from .query import query_terms
 
 RecallScope = Literal["episodic", "facts", "working", "scratchpad", "all"]
 RECALL_SCOPES = ("episodic", "facts", "working", "scratchpad", "all")
@@ -116,10 +117,13 @@ class RecallService:
             self._indexer.cache.notice_erasures(conn)
             documents = recall.small_corpus(conn, tenant, kind)
             hashes = {pk: content_hash(text) for pk, text in documents.items()}
-            have = dict(conn.execute(
-                tenant.select(schema.vectors_t, schema.vectors_t.c.item_pk, schema.vectors_t.c.content_hash)
-                .where(schema.vectors_t.c.kind == kind, schema.vectors_t.c.item_pk.in_(list(documents)))
-            ).all())
+            have = dict(
+                conn.execute(
+                    tenant.select(schema.vectors_t, schema.vectors_t.c.item_pk, schema.vectors_t.c.content_hash).where(
+                        schema.vectors_t.c.kind == kind, schema.vectors_t.c.item_pk.in_(list(documents))
+                    )
+                ).all()
+            )
         stale = [pk for pk in documents if have.get(pk) != hashes[pk]]
         if not stale or self._db.read_only:
             # Versions are read before the check: a commit that lands meanwhile forces a new one.
@@ -168,8 +172,9 @@ class RecallService:
         with self._db.read() as conn:
             vectors = conn.execute(tenant.select(schema.vectors_t, func.count()).where(schema.vectors_t.c.kind == "episode")).scalar_one()
             recall, queries = index.sampled_recall(conn, tenant, "episode", sample)
-        return VectorIndexReport(user_id=tenant.user_id, vectors=vectors, recall_at_10=recall, queries=queries,
-                                 seconds=time.perf_counter() - started)
+        return VectorIndexReport(
+            user_id=tenant.user_id, vectors=vectors, recall_at_10=recall, queries=queries, seconds=time.perf_counter() - started
+        )
 
     def drop_vector_index(self, *, user_id: str | None = UNSET) -> bool:
         """Drop the tenant's server-side vector index; see :meth:`store.memory.MemoryStore.drop_vector_index`."""
@@ -185,7 +190,8 @@ class RecallService:
         if self._db.vector_index is None:
             raise UnsupportedByBackendError(
                 f"{self._db.path}: server-side vector indexes need PostgreSQL; this store's tenants of 20,000 vectors "
-                "or more get an in-memory approximate index by themselves. Nothing was changed")
+                "or more get an in-memory approximate index by themselves. Nothing was changed"
+            )
         if not self._indexer.enabled:
             raise InvalidInputError("this store was opened with embedder=None; its searches use no vectors to index")
         return self._db.vector_index
@@ -198,10 +204,11 @@ class RecallService:
         items: list[tuple[str, int, Tenant, str]] = []
         with self._db.read() as conn:
             for tenant in all_tenants(conn, schema.tenants_t):
-                items += [("episode", r.pk, tenant, episodes.embed_text(r.input, r.output))
-                          for r in conn.execute(tenant.select(e, e.c.pk, e.c.input, e.c.output))]
-                items += [("fact", r.pk, tenant, facts.fact_text(r.subject, r.predicate, r.object))
-                          for r in conn.execute(tenant.select(f))]
+                items += [
+                    ("episode", r.pk, tenant, episodes.embed_text(r.input, r.output))
+                    for r in conn.execute(tenant.select(e, e.c.pk, e.c.input, e.c.output))
+                ]
+                items += [("fact", r.pk, tenant, facts.fact_text(r.subject, r.predicate, r.object)) for r in conn.execute(tenant.select(f))]
         done = 0
 
         def advance(n: int) -> None:
@@ -216,7 +223,7 @@ class RecallService:
         with self._db.write() as conn:
             conn.execute(v.delete())
             record_model(conn, self._indexer.embedder)
-            for (kind, pk, tenant, text), vector in zip(items, vectors):
+            for (kind, pk, tenant, text), vector in zip(items, vectors, strict=True):
                 self._indexer.insert(conn, tenant, kind, [pk], [content_hash(text)], [vector])
         self._indexer.cache.clear()
         return len(items)

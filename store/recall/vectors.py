@@ -21,9 +21,9 @@ index with it (see ``approximate.py`` for why an erased vector can never come ba
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 from sqlalchemy import Connection, func
@@ -145,8 +145,12 @@ class VectorCache:
     notes fully embedded; it is dropped with the matrices.
     """
 
-    def __init__(self, data_version: Callable[[], int | None] | None, erasures: Callable[[Connection], int],
-                 erased: Callable[[Connection, int], list[tuple[int, str]]] | None = None) -> None:
+    def __init__(
+        self,
+        data_version: Callable[[], int | None] | None,
+        erasures: Callable[[Connection], int],
+        erased: Callable[[Connection, int], list[tuple[int, str]]] | None = None,
+    ) -> None:
         self._lock = threading.Lock()
         self._matrices: dict[tuple[str, str], TenantMatrix] = {}
         self._data_version = data_version or (lambda: None)
@@ -281,7 +285,6 @@ class VectorCache:
     def index_failure(self) -> BaseException | None:
         """The last error that stopped an approximate index's build (its tenant searches exactly)."""
         return None if self._builder is None else self._builder.failure
-
 
 
 def top_k(matrix: np.ndarray, query: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:

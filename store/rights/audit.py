@@ -15,7 +15,6 @@ from typing import Any
 from sqlalchemy import Connection
 
 from ..backend import sql
-
 from ..models import AuditEntry
 from ..schema import audit_t, to_micros
 from ..tenancy import Tenant
@@ -30,30 +29,54 @@ def digest(action: str, tenant: Tenant, scope: dict[str, Any], counts: dict[str,
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
-def record(conn: Connection, tenant: Tenant, *, action: str, actor: str, scope: dict, counts: dict, at: datetime,
-           status: dict | None = None) -> str:
+def record(
+    conn: Connection, tenant: Tenant, *, action: str, actor: str, scope: dict, counts: dict, at: datetime, status: dict | None = None
+) -> str:
     """Append an entry; ``status`` is stored in its scope but not digested (it may change later)."""
     value = digest(action, tenant, scope, counts, at)
     conn.execute(
         audit_t.insert().values(
             tenant.stamp(
-                {"at": at, "actor": actor, "action": action, "scope": json.dumps({**scope, **(status or {})}, sort_keys=True),
-                 "counts": json.dumps(counts, sort_keys=True), "digest": value}
+                {
+                    "at": at,
+                    "actor": actor,
+                    "action": action,
+                    "scope": json.dumps({**scope, **(status or {})}, sort_keys=True),
+                    "counts": json.dumps(counts, sort_keys=True),
+                    "digest": value,
+                }
             )
         )
     )
     return value
 
 
-def record_imported(conn: Connection, tenant: Tenant, *, action: str, actor: str, scope: dict, counts: dict, at: datetime, digest: str,
-                    origin: str = "imported") -> None:
+def record_imported(
+    conn: Connection,
+    tenant: Tenant,
+    *,
+    action: str,
+    actor: str,
+    scope: dict,
+    counts: dict,
+    at: datetime,
+    digest: str,
+    origin: str = "imported",
+) -> None:
     """Keep an entry from an import file as it was written, marked as imported history (a
     migration keeps the origin the entry had in the store it moves)."""
     conn.execute(
         audit_t.insert().values(
             tenant.stamp(
-                {"at": at, "actor": actor, "action": action, "scope": json.dumps(scope, sort_keys=True),
-                 "counts": json.dumps(counts, sort_keys=True), "digest": digest, "origin": origin}
+                {
+                    "at": at,
+                    "actor": actor,
+                    "action": action,
+                    "scope": json.dumps(scope, sort_keys=True),
+                    "counts": json.dumps(counts, sort_keys=True),
+                    "digest": digest,
+                    "origin": origin,
+                }
             )
         )
     )
@@ -61,8 +84,14 @@ def record_imported(conn: Connection, tenant: Tenant, *, action: str, actor: str
 
 def to_model(row) -> AuditEntry:
     return AuditEntry(
-        at=row.at, actor=row.actor, action=row.action, user_id=Tenant(row.user_id).user_id,
-        scope=json.loads(row.scope), counts=json.loads(row.counts), digest=row.digest, origin=row.origin,
+        at=row.at,
+        actor=row.actor,
+        action=row.action,
+        user_id=Tenant(row.user_id).user_id,
+        scope=json.loads(row.scope),
+        counts=json.loads(row.counts),
+        digest=row.digest,
+        origin=row.origin,
     )
 
 
@@ -70,6 +99,8 @@ def mark_scrubbed(conn: Connection, erasures: list[list[str]], at: datetime) -> 
     """Record on each forget entry (``[tenant key, digest]``) that its bytes have left the files."""
     for key, value in erasures:
         conn.execute(
-            Tenant(key).update(audit_t).where(audit_t.c.digest == value, audit_t.c.action == "forget")
+            Tenant(key)
+            .update(audit_t)
+            .where(audit_t.c.digest == value, audit_t.c.action == "forget")
             .values(scope=sql(conn).json_set(audit_t.c.scope, {"$.disk_scrubbed": True, "$.scrubbed_at": at.isoformat()}))
         )

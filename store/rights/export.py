@@ -10,8 +10,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from collections.abc import Callable, Iterator
 from datetime import datetime
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from sqlalchemy import Connection, func, or_, select
 
@@ -54,20 +55,39 @@ def _vectors(conn: Connection, tenant: Tenant, kind: str, pks: list[int]) -> dic
     return {pk: base64.b64encode(vector).decode() for pk, vector in rows}
 
 
-def tenant_records(conn: Connection, tenant: Tenant, *, embeddings: bool, now: datetime | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+def tenant_records(
+    conn: Connection, tenant: Tenant, *, embeddings: bool, now: datetime | None = None
+) -> Iterator[tuple[str, dict[str, Any]]]:
     """(section, record) pairs for everything one tenant owns, section by section. Key-value
     entries expired at ``now`` (default: the clock's now) are left out."""
     base = {"user_id": tenant.user_id}
     for r in conn.execute(tenant.select(blocks_t).order_by(blocks_t.c.pinned_order)):
-        yield "blocks", {**base, "type": "block", "name": r.name, "content": r.content, "pinned_order": r.pinned_order, "updated_at": iso(r.updated_at)}
+        yield (
+            "blocks",
+            {
+                **base,
+                "type": "block",
+                "name": r.name,
+                "content": r.content,
+                "pinned_order": r.pinned_order,
+                "updated_at": iso(r.updated_at),
+            },
+        )
     batch: list[Any] = []
 
     def flush_episodes():
         vectors = _vectors(conn, tenant, "episode", [r.pk for r in batch]) if embeddings else {}
         for r in batch:
             record = {
-                **base, "type": "episode", "id": r.id, "session_id": r.session_id, "occurred_at": iso(r.occurred_at),
-                "input": r.input, "output": r.output, "tool_calls": json.loads(r.tool_calls), "metadata": json.loads(r.metadata),
+                **base,
+                "type": "episode",
+                "id": r.id,
+                "session_id": r.session_id,
+                "occurred_at": iso(r.occurred_at),
+                "input": r.input,
+                "output": r.output,
+                "tool_calls": json.loads(r.tool_calls),
+                "metadata": json.loads(r.metadata),
             }
             if r.pk in vectors:
                 record["embedding"] = vectors[r.pk]
@@ -83,9 +103,17 @@ def tenant_records(conn: Connection, tenant: Tenant, *, embeddings: bool, now: d
     fact_vectors = _vectors(conn, tenant, "fact", [r.pk for r in facts]) if embeddings else {}
     for r in facts:
         record = {
-            **base, "type": "fact", "id": r.id, "subject": r.subject, "predicate": r.predicate, "object": r.object,
-            "confidence": r.confidence, "valid_from": iso(r.valid_from), "valid_until": iso(r.valid_until),
-            "recorded_at": iso(r.recorded_at), "source_episode_ids": json.loads(r.source_episode_ids),
+            **base,
+            "type": "fact",
+            "id": r.id,
+            "subject": r.subject,
+            "predicate": r.predicate,
+            "object": r.object,
+            "confidence": r.confidence,
+            "valid_from": iso(r.valid_from),
+            "valid_until": iso(r.valid_until),
+            "recorded_at": iso(r.recorded_at),
+            "source_episode_ids": json.loads(r.source_episode_ids),
         }
         if r.pk in fact_vectors:
             record["embedding"] = fact_vectors[r.pk]
@@ -93,23 +121,70 @@ def tenant_records(conn: Connection, tenant: Tenant, *, embeddings: bool, now: d
     sessions = conn.execute(tenant.select(sessions_t).order_by(sessions_t.c.session_id)).all()
     names = {s.pk: s.session_id for s in sessions}
     for s in sessions:
-        yield "sessions", {**base, "type": "session", "session_id": s.session_id, "created_at": iso(s.created_at), "updated_at": iso(s.updated_at)}
+        yield (
+            "sessions",
+            {**base, "type": "session", "session_id": s.session_id, "created_at": iso(s.created_at), "updated_at": iso(s.updated_at)},
+        )
     # An expired entry is gone for every reader, exports included, even before it is purged.
     now = utcnow() if now is None else now
     live = or_(kv_t.c.expires_at.is_(None), kv_t.c.expires_at > now)
     for r in conn.execute(tenant.select(kv_t).where(live).order_by(kv_t.c.session_pk, kv_t.c.key)):
-        yield "kv_entries", {**base, "type": "kv", "session_id": names[r.session_pk], "key": r.key, "value": json.loads(r.value),
-                             "expires_at": iso(r.expires_at), "updated_at": iso(r.updated_at)}
+        yield (
+            "kv_entries",
+            {
+                **base,
+                "type": "kv",
+                "session_id": names[r.session_pk],
+                "key": r.key,
+                "value": json.loads(r.value),
+                "expires_at": iso(r.expires_at),
+                "updated_at": iso(r.updated_at),
+            },
+        )
     for r in conn.execute(tenant.select(task_t).order_by(task_t.c.session_pk)):
-        yield "task_states", {**base, "type": "task_state", "session_id": names[r.session_pk], "state": json.loads(r.state), "updated_at": iso(r.updated_at)}
+        yield (
+            "task_states",
+            {
+                **base,
+                "type": "task_state",
+                "session_id": names[r.session_pk],
+                "state": json.loads(r.state),
+                "updated_at": iso(r.updated_at),
+            },
+        )
     for r in conn.execute(tenant.select(scratch_t).order_by(scratch_t.c.pk)):
-        yield "scratchpad", {**base, "type": "note", "session_id": names[r.session_pk], "created_at": iso(r.created_at), "content": r.content}
+        yield (
+            "scratchpad",
+            {**base, "type": "note", "session_id": names[r.session_pk], "created_at": iso(r.created_at), "content": r.content},
+        )
     for r in conn.execute(tenant.select(checkpoints_t).order_by(checkpoints_t.c.created_at, checkpoints_t.c.pk)):
-        yield "checkpoints", {**base, "type": "checkpoint", "id": r.id, "session_id": names[r.session_pk], "description": r.description,
-                              "created_at": iso(r.created_at), "snapshot": json.loads(r.snapshot)}
+        yield (
+            "checkpoints",
+            {
+                **base,
+                "type": "checkpoint",
+                "id": r.id,
+                "session_id": names[r.session_pk],
+                "description": r.description,
+                "created_at": iso(r.created_at),
+                "snapshot": json.loads(r.snapshot),
+            },
+        )
     for r in conn.execute(tenant.select(audit_t).order_by(audit_t.c.at, audit_t.c.pk)):
-        yield "audit", {**base, "type": "audit", "at": iso(r.at), "actor": r.actor, "action": r.action,
-                        "scope": json.loads(r.scope), "counts": json.loads(r.counts), "digest": r.digest, "origin": r.origin}
+        yield (
+            "audit",
+            {
+                **base,
+                "type": "audit",
+                "at": iso(r.at),
+                "actor": r.actor,
+                "action": r.action,
+                "scope": json.loads(r.scope),
+                "counts": json.loads(r.counts),
+                "digest": r.digest,
+                "origin": r.origin,
+            },
+        )
 
 
 class Digests:
@@ -123,8 +198,16 @@ class Digests:
         self.counts[section] += 1
         self._hashes[section].update(line.encode("utf-8") + b"\n")
 
-    def manifest(self, store_path: str, tenants: list[str | None], at: datetime, model: str | None, embeddings: bool,
-                 *, schema_version: int | None = None) -> dict[str, Any]:
+    def manifest(
+        self,
+        store_path: str,
+        tenants: list[str | None],
+        at: datetime,
+        model: str | None,
+        embeddings: bool,
+        *,
+        schema_version: int | None = None,
+    ) -> dict[str, Any]:
         return {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
@@ -141,10 +224,7 @@ class Digests:
 
 def count_records(conn: Connection, tenant: Tenant) -> int:
     """A cheap total for progress bars."""
-    return sum(
-        conn.execute(tenant.select(t, func.count())).scalar()
-        for t in (tier.table for tier in EXPORTED)
-    )
+    return sum(conn.execute(tenant.select(t, func.count())).scalar() for t in (tier.table for tier in EXPORTED))
 
 
 def write(
@@ -178,7 +258,9 @@ def write(
                 if progress and done % 500 == 0:
                     progress(done, total)
         model = schema_model(conn)
-    manifest = digests.manifest(str(backend.path), [t.user_id for t in tenants], at, model, embeddings, schema_version=backend.schema_version)
+    manifest = digests.manifest(
+        str(backend.path), [t.user_id for t in tenants], at, model, embeddings, schema_version=backend.schema_version
+    )
     if fmt == "json":
         sink.write('\n],"manifest":' + canonical(manifest) + "}\n")
     else:

@@ -19,9 +19,10 @@ import json
 import os
 import secrets
 import stat
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO
 
 from sqlalchemy import delete, insert, select
 
@@ -82,8 +83,11 @@ def writing(db: Backend, path: Path, *, overwrite: bool) -> Iterator[IO[str]]:
     try:
         if not db.read_only:
             with db.write(inserting=False, whole_store=False) as conn:  # its own record only
-                conn.execute(insert(meta_t).values(key=key, value=json.dumps(
-                    {"path": str(partial), "pid": os.getpid(), "process": _process_identity(os.getpid())})))
+                conn.execute(
+                    insert(meta_t).values(
+                        key=key, value=json.dumps({"path": str(partial), "pid": os.getpid(), "process": _process_identity(os.getpid())})
+                    )
+                )
             recorded = True
         # Counted as created before the call: a Ctrl-C or SIGTERM raised the moment the file
         # exists, before the next line ran, left the partial behind (a test caught it under load).

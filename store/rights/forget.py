@@ -19,7 +19,6 @@ from datetime import datetime
 from sqlalchemy import Connection, Select, exists, func, literal_column, or_, select
 
 from ..backend import Sql, sql
-
 from ..schema import (
     audit_t,
     blocks_t,
@@ -189,8 +188,7 @@ def erasures_after(conn: Connection, after: int) -> list[tuple[int, str]]:
     oldest first: a cache that saw the erasure counter move drops only these tenants. Each
     erasure writes one such entry in the transaction that bumps the counter (``mark_pending``);
     forget never deletes audit entries, so a reader can check the two agree."""
-    return keys_and_tenants(conn, audit_t, audit_t.c.pk,
-                            audit_t.c.action == "forget", audit_t.c.origin == "local", audit_t.c.pk > after)
+    return keys_and_tenants(conn, audit_t, audit_t.c.pk, audit_t.c.action == "forget", audit_t.c.origin == "local", audit_t.c.pk > after)
 
 
 def read_pending(conn: Connection) -> dict | None:

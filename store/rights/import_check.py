@@ -12,21 +12,22 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, Callable, Iterator, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, ValidationInfo
 
 from ..errors import ImportValidationError, InvalidInputError
-from ..tiers.registry import SECTION_OF, SECTIONS
-from .export import FORMAT, FORMAT_VERSION, Digests, canonical
 from ..models import TaskState
-from ..tiers.episodes import check_transcript
-from ..tiers.sessions import check_snapshot, check_task_state
 from ..tenancy import UNSET, Tenant
+from ..tiers.episodes import check_transcript
+from ..tiers.registry import SECTION_OF, SECTIONS
+from ..tiers.sessions import check_snapshot, check_task_state
 from ..validation import MAX_JSON_DEPTH, check_int, check_json, check_name, check_text, check_vector, parse_time
+from .export import FORMAT, FORMAT_VERSION, Digests, canonical
 
 # --- one validator per kind of field, each the API's own check ----------------------------------
 
@@ -203,7 +204,15 @@ class AuditRecord(_Record):
 
 
 AnyRecord = Annotated[
-    Union[BlockRecord, EpisodeRecord, FactRecord, SessionRecord, KeyValueRecord, TaskStateRecord, NoteRecord, CheckpointRecord, AuditRecord],
+    BlockRecord
+    | EpisodeRecord
+    | FactRecord
+    | SessionRecord
+    | KeyValueRecord
+    | TaskStateRecord
+    | NoteRecord
+    | CheckpointRecord
+    | AuditRecord,
     Field(discriminator="type"),
 ]
 RECORD = TypeAdapter(AnyRecord)
@@ -229,7 +238,9 @@ def _loads(text: str, line: int | None) -> Any:
     try:
         return json.loads(text)
     except RecursionError:
-        raise ImportValidationError(f"nested too deeply to read (over {MAX_JSON_DEPTH} levels)", line=line, field=_deep_field(text)) from None
+        raise ImportValidationError(
+            f"nested too deeply to read (over {MAX_JSON_DEPTH} levels)", line=line, field=_deep_field(text)
+        ) from None
     except ValueError as exc:
         raise ImportValidationError(f"not valid JSON: {exc}", line=line) from None
 
@@ -399,7 +410,7 @@ def validate(source: Any, max_bytes: int, *, as_user: Any = UNSET) -> Checked:
             )
     actual = digests.manifest("", [], datetime.now(), None, False)["sha256"]
     sha256 = manifest.get("sha256", {})
-    for section, value in (sha256.items() if isinstance(sha256, dict) else ()):
+    for section, value in sha256.items() if isinstance(sha256, dict) else ():
         if actual.get(section) != value:
             raise ImportValidationError(f"section {section!r} does not match its sha256 in the manifest; the file was altered")
     return Checked(parsed, manifest, targets)

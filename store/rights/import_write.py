@@ -9,16 +9,15 @@ tie keeps what the store holds: re-importing an older export never overwrites ne
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from sqlalchemy import Connection, func
 
-from . import audit
 from ..backend import Backend, sql
-from ..tiers.registry import SECTION_OF, SECTIONS
-from .import_check import Checked, check_embedding_dims
+from ..errors import ImportMismatchError, InvalidInputError
 from ..recall.embeddings import Indexer
 from ..recall.embeddings import check_model as check_model_of
 from ..schema import audit_t, blocks_t, checkpoints_t, episodes_t, facts_t, kv_t, scratch_t, sessions_t, task_t
@@ -26,8 +25,10 @@ from ..tenancy import Tenant
 from ..tiers.common import content_hash, ensure_session, ids_present, touch_tenant
 from ..tiers.episodes import embed_text
 from ..tiers.facts import fact_text
-from ..errors import ImportMismatchError, InvalidInputError
+from ..tiers.registry import SECTION_OF, SECTIONS
 from ..validation import check_int, check_json
+from . import audit
+from .import_check import Checked, check_embedding_dims
 
 WRITTEN, UNCHANGED, KEPT = "written", "unchanged", "kept_existing"
 
@@ -76,15 +77,16 @@ def vectors_needed(backend: Backend, indexer: Indexer, checked: Checked) -> tupl
             hashes = {content_hash(_text_of(r)): r for r in todo}
             known = Indexer.known_vectors(conn, tenant, kind, set(hashes))
             missing = [h for h in hashes if h not in known]
-            known.update(zip(missing, indexer.embed([_text_of(hashes[h]) for h in missing])))
+            known.update(zip(missing, indexer.embed([_text_of(hashes[h]) for h in missing]), strict=True))
             embedded += len(missing)
             out.update(((tenant, kind, r.id), known[content_hash(_text_of(r))]) for r in todo)
     return out, embedded
 
 
 class _Writer:
-    def __init__(self, conn: Connection, indexer: Indexer, checked: Checked, vectors, at: datetime, max_bytes: int,
-                 keep_origin: bool = False):
+    def __init__(
+        self, conn: Connection, indexer: Indexer, checked: Checked, vectors, at: datetime, max_bytes: int, keep_origin: bool = False
+    ):
         self.conn, self.indexer, self.checked, self.vectors, self.at = conn, indexer, checked, vectors, at
         self.max_bytes = max_bytes
         self.keep_origin = keep_origin
@@ -107,7 +109,7 @@ class _Writer:
                 if r.type == kind:
                     by_tenant.setdefault(self.checked.target(r), []).append(r)
             for tenant, batch in by_tenant.items():
-                for r, outcome in zip(batch, self._bulk(tenant, kind, batch)):
+                for r, outcome in zip(batch, self._bulk(tenant, kind, batch), strict=True):
                     self._count(r, outcome)
         for r in records:
             if r.type not in ("session", "episode", "fact"):
@@ -172,22 +174,37 @@ class _Writer:
                 missing = [i for i, v in enumerate(vectors) if v is None]
                 # An id present when vectors were prepared and erased since by another process:
                 # embed those here rather than leave them unsearchable.
-                for i, vector in zip(missing, self.indexer.embed([texts[i] for i in missing])):
+                for i, vector in zip(missing, self.indexer.embed([texts[i] for i in missing]), strict=True):
                     vectors[i] = vector
                 self.indexer.save(self.conn, tenant, kind, pks, [content_hash(t) for t in texts], vectors)
         return outcomes
 
     def _episode_values(self, r: Any) -> dict[str, Any]:
         limit = self.max_bytes
-        return {"id": r.id, "session_id": r.session_id, "occurred_at": r.occurred_at, "input": r.input, "output": r.output,
-                "tool_calls": check_json(r.tool_calls, "tool_calls", limit=limit), "metadata": check_json(r.metadata, "metadata", limit=limit),
-                "content_hash": content_hash(embed_text(r.input, r.output))}
+        return {
+            "id": r.id,
+            "session_id": r.session_id,
+            "occurred_at": r.occurred_at,
+            "input": r.input,
+            "output": r.output,
+            "tool_calls": check_json(r.tool_calls, "tool_calls", limit=limit),
+            "metadata": check_json(r.metadata, "metadata", limit=limit),
+            "content_hash": content_hash(embed_text(r.input, r.output)),
+        }
 
     @staticmethod
     def _fact_values(r: Any) -> dict[str, Any]:
-        return {"id": r.id, "subject": r.subject, "predicate": r.predicate, "object": r.object, "confidence": r.confidence,
-                "valid_from": r.valid_from, "valid_until": r.valid_until, "recorded_at": r.recorded_at,
-                "source_episode_ids": json.dumps(r.source_episode_ids)}
+        return {
+            "id": r.id,
+            "subject": r.subject,
+            "predicate": r.predicate,
+            "object": r.object,
+            "confidence": r.confidence,
+            "valid_from": r.valid_from,
+            "valid_until": r.valid_until,
+            "recorded_at": r.recorded_at,
+            "source_episode_ids": json.dumps(r.source_episode_ids),
+        }
 
     def _existing_fact(self, tenant: Tenant, row: Any, values: dict[str, Any]) -> str:
         if any(getattr(row, k) != v for k, v in values.items() if k != "valid_until"):
@@ -239,10 +256,13 @@ class _Writer:
     def _note(self, tenant: Tenant, r: Any) -> str:
         session_pk = self._session_pk(tenant, r.session_id)
         same = tenant.select(scratch_t, scratch_t.c.pk).where(
-            scratch_t.c.session_pk == session_pk, scratch_t.c.created_at == r.created_at, scratch_t.c.content == r.content)
+            scratch_t.c.session_pk == session_pk, scratch_t.c.created_at == r.created_at, scratch_t.c.content == r.content
+        )
         if self.conn.execute(same).first():
             return UNCHANGED
-        self.conn.execute(scratch_t.insert().values(tenant.stamp({"session_pk": session_pk, "created_at": r.created_at, "content": r.content})))
+        self.conn.execute(
+            scratch_t.insert().values(tenant.stamp({"session_pk": session_pk, "created_at": r.created_at, "content": r.content}))
+        )
         return WRITTEN
 
     def _checkpoint(self, tenant: Tenant, r: Any) -> str:
@@ -250,8 +270,13 @@ class _Writer:
         if row is not None:
             same = (row.description, row.created_at, json.loads(row.snapshot)) == (r.description, r.created_at, r.snapshot)
             return UNCHANGED if same else KEPT
-        values = {"id": r.id, "session_pk": self._session_pk(tenant, r.session_id), "description": r.description,
-                  "created_at": r.created_at, "snapshot": json.dumps(r.snapshot, ensure_ascii=False)}
+        values = {
+            "id": r.id,
+            "session_pk": self._session_pk(tenant, r.session_id),
+            "description": r.description,
+            "created_at": r.created_at,
+            "snapshot": json.dumps(r.snapshot, ensure_ascii=False),
+        }
         self.conn.execute(checkpoints_t.insert().values(tenant.stamp(values)))
         return WRITTEN
 
@@ -259,13 +284,34 @@ class _Writer:
         same = tenant.select(audit_t, audit_t.c.pk).where(audit_t.c.digest == r.digest, audit_t.c.action == r.action)
         if self.conn.execute(same).first():
             return UNCHANGED
-        audit.record_imported(self.conn, tenant, action=r.action, actor=r.actor, scope=r.scope, counts=r.counts, at=r.at, digest=r.digest,
-                              origin=r.origin if self.keep_origin else "imported")
+        audit.record_imported(
+            self.conn,
+            tenant,
+            action=r.action,
+            actor=r.actor,
+            scope=r.scope,
+            counts=r.counts,
+            at=r.at,
+            digest=r.digest,
+            origin=r.origin if self.keep_origin else "imported",
+        )
         return WRITTEN
 
 
-def apply(conn: Connection, store_path: Path, indexer: Indexer, checked: Checked, vectors, *, actor: str, at: datetime,
-          as_user: bool, max_bytes: int, action: str = "import", scope: dict[str, Any] | None = None) -> dict[str, dict[str, int]]:
+def apply(
+    conn: Connection,
+    store_path: Path,
+    indexer: Indexer,
+    checked: Checked,
+    vectors,
+    *,
+    actor: str,
+    at: datetime,
+    as_user: bool,
+    max_bytes: int,
+    action: str = "import",
+    scope: dict[str, Any] | None = None,
+) -> dict[str, dict[str, int]]:
     """Write the checked records; returns per outcome (written, unchanged, kept_existing) the
     count per section. Each target tenant gets one local audit entry for the ``action`` (with
     ``scope`` added to its scope). A migration (``action="migrate"``) moves the store itself, so
@@ -284,7 +330,6 @@ def apply(conn: Connection, store_path: Path, indexer: Indexer, checked: Checked
             entry["from_user"] = source_of[tenant]
         audit.record(conn, tenant, action=action, actor=actor, scope=entry, counts=written, at=at)
     return writer.outcomes
-
 
 
 def check_expected(expect_counts: Any) -> dict[str, int] | None:
@@ -310,7 +355,11 @@ def require_held(outcomes: dict[str, dict[str, int]], expected: dict[str, int] |
     if short:
         detail = "; ".join(
             f"{s}: {n} expected, {h} held as given"
-            + (f" ({outcomes[KEPT][s]} kept as the store has them, newer or different under the same id or name)" if outcomes[KEPT][s] else "")
+            + (
+                f" ({outcomes[KEPT][s]} kept as the store has them, newer or different under the same id or name)"
+                if outcomes[KEPT][s]
+                else ""
+            )
             for s, (n, h) in short.items()
         )
         raise ImportMismatchError(f"the import would not hold every record ({detail}); nothing was imported", mismatches=short)

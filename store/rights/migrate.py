@@ -24,17 +24,15 @@ import file.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
 from sqlalchemy import Connection, func
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from . import import_write
-from .export import Digests, canonical, tenant_records
-from .import_check import check_embedding_dims, validate
 from ..backend import Backend, sql
 from ..errors import (
     ImportValidationError,
@@ -53,6 +51,9 @@ from ..tiers.episodes import embed_text
 from ..tiers.facts import fact_text
 from ..tiers.registry import SECTION_OF, SECTIONS
 from ..validation import utcnow
+from . import import_write
+from .export import Digests, canonical, tenant_records
+from .import_check import check_embedding_dims, validate
 
 VECTOR_KINDS = ("episode", "fact")
 # What reading a row that memlens never wrote raises (bad JSON text, a key into a missing session).
@@ -86,9 +87,10 @@ class _Contents:
         value = int.from_bytes(hashlib.sha256(canonical(record).encode("utf-8")).digest(), "big")
         self._sums[section] = (self._sums[section] + value) % (1 << 256)
 
-    def differences(self, other: "_Contents") -> dict[str, tuple[int, int]]:
-        return {s: (self.counts[s], other.counts[s]) for s in SECTIONS
-                if (self.counts[s], self._sums[s]) != (other.counts[s], other._sums[s])}
+    def differences(self, other: _Contents) -> dict[str, tuple[int, int]]:
+        return {
+            s: (self.counts[s], other.counts[s]) for s in SECTIONS if (self.counts[s], self._sums[s]) != (other.counts[s], other._sums[s])
+        }
 
 
 @dataclass
@@ -179,8 +181,7 @@ def _checked(plan: _Plan, tenant: Tenant, records: list[dict[str, Any]]):
 def _vectors(plan: _Plan, conn: Connection, tenant: Tenant, checked) -> tuple[dict, int]:
     """The vectors to write, by (tenant, kind, id), and how many were embedded afresh."""
     if plan.copy_vectors:
-        return {(tenant, r.type, r.id): r.embedding for _, r in checked.records
-                if r.type in VECTOR_KINDS and r.embedding is not None}, 0
+        return {(tenant, r.type, r.id): r.embedding for _, r in checked.records if r.type in VECTOR_KINDS and r.embedding is not None}, 0
     if plan.indexer.embedder is None:
         return {}, 0
     vectors, embedded = {}, 0
@@ -188,7 +189,9 @@ def _vectors(plan: _Plan, conn: Connection, tenant: Tenant, checked) -> tuple[di
         todo = [r for _, r in checked.records if r.type == kind]
         texts = [embed_text(r.input, r.output) if kind == "episode" else fact_text(r.subject, r.predicate, r.object) for r in todo]
         hashes = [content_hash(t) for t in texts]
-        vectors.update(((tenant, kind, r.id), v) for r, v in zip(todo, plan.indexer.vectors_for(conn, tenant, kind, texts, hashes)))
+        vectors.update(
+            ((tenant, kind, r.id), v) for r, v in zip(todo, plan.indexer.vectors_for(conn, tenant, kind, texts, hashes), strict=True)
+        )
         embedded += len(set(hashes))
     return vectors, embedded
 
@@ -196,8 +199,9 @@ def _vectors(plan: _Plan, conn: Connection, tenant: Tenant, checked) -> tuple[di
 def _verify(plan: _Plan, conn: Connection, tenant: Tenant, expected: _Contents, lacking: set[tuple[str, str]]) -> None:
     # This migration's own entry is the tenant's newest (it was written last, in this transaction);
     # matched by digest and skipped once, since a copied entry may look the same (a frozen clock).
-    own = conn.execute(tenant.select(audit_t, audit_t.c.digest).where(audit_t.c.action == "migrate")
-                       .order_by(audit_t.c.pk.desc()).limit(1)).scalar()
+    own = conn.execute(
+        tenant.select(audit_t, audit_t.c.digest).where(audit_t.c.action == "migrate").order_by(audit_t.c.pk.desc()).limit(1)
+    ).scalar()
     held = _Contents()
     for section, record in tenant_records(conn, tenant, embeddings=plan.copy_vectors, now=plan.at):
         if record["type"] == "audit" and record["action"] == "migrate" and record["digest"] == own and record["origin"] == "local":
@@ -225,9 +229,19 @@ def _copy_tenant(plan: _Plan, source: Connection, destination: Connection, tenan
     records, expected, lacking = _source_records(plan, source, tenant)
     checked = _checked(plan, tenant, records)
     vectors, embedded = _vectors(plan, destination, tenant, checked)
-    outcomes = import_write.apply(destination, plan.destination.path, plan.indexer, checked, vectors, actor=plan.actor,
-                                  at=plan.at, as_user=False, max_bytes=plan.max_bytes, action="migrate",
-                                  scope={"from": label(plan.source)})
+    outcomes = import_write.apply(
+        destination,
+        plan.destination.path,
+        plan.indexer,
+        checked,
+        vectors,
+        actor=plan.actor,
+        at=plan.at,
+        as_user=False,
+        max_bytes=plan.max_bytes,
+        action="migrate",
+        scope={"from": label(plan.source)},
+    )
     # The tenant row keeps its own times (when the tenant started, when it was last active).
     row = source.execute(tenant.select(tenants_t)).first()
     if row is not None:
@@ -237,8 +251,17 @@ def _copy_tenant(plan: _Plan, source: Connection, destination: Connection, tenan
     return outcomes[import_write.WRITTEN], embedded
 
 
-def migrate(source: Backend, destination: Backend, indexer: Indexer, *, into_existing: bool = False, reembed: bool = False,
-            actor: str = "api", max_bytes: int, progress: Callable[[int, int], None] | None = None) -> MigrationReport:
+def migrate(
+    source: Backend,
+    destination: Backend,
+    indexer: Indexer,
+    *,
+    into_existing: bool = False,
+    reembed: bool = False,
+    actor: str = "api",
+    max_bytes: int,
+    progress: Callable[[int, int], None] | None = None,
+) -> MigrationReport:
     """Copy every tenant of ``source`` into ``destination`` (whose indexer embeds), verified;
     see :meth:`store.memory.MemoryStore.migrate_from`."""
     at = utcnow()
@@ -260,5 +283,12 @@ def migrate(source: Backend, destination: Backend, indexer: Indexer, *, into_exi
                 if progress:
                     progress(done, len(tenants))
     vectors = "copied" if copy_vectors else ("embedded" if indexer.embedder is not None else "none")
-    return MigrationReport(source=label(source), destination=label(destination), tenants=[t.user_id for t in tenants],
-                           counts=totals, vectors=vectors, embedded=embedded, at=at)
+    return MigrationReport(
+        source=label(source),
+        destination=label(destination),
+        tenants=[t.user_id for t in tenants],
+        counts=totals,
+        vectors=vectors,
+        embedded=embedded,
+        at=at,
+    )

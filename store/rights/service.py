@@ -2,24 +2,27 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import threading
 import time
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any, Callable, Mapping
+from typing import IO, Any
 
-from . import audit, export, export_file, forget, import_write as import_writer, import_check as importer, migrate
 from ..backend import Backend
 from ..errors import InvalidInputError, MemlensError, StoreBusyError, UnknownSessionError
-from ..recall.embeddings import Indexer
 from ..models import AuditEntry, ForgetReceipt, ImportReport, MigrationReport, PendingScrub
+from ..recall.embeddings import Indexer
 from ..schema import audit_t, episodes_t, sessions_t, tenants_t
-from ..tiers.registry import ERASE_ORDER, SECTION_OF, SECTIONS
 from ..tenancy import UNSET, Tenant, all_tenants, require_tenant
+from ..tiers.registry import ERASE_ORDER, SECTION_OF, SECTIONS
 from ..validation import check_flag, check_int, check_name, check_optional_datetime, utcnow
-
+from . import audit, export, export_file, forget, migrate
+from . import import_check as importer
+from . import import_write as import_writer
 
 # Seconds between two after-write checks for a pending scrub (one small read each).
 SCRUB_RETRY_INTERVAL = 1.0
@@ -50,12 +53,14 @@ class DataRights:
 
     # --- export ------------------------------------------------------------------------------
 
-    def export(self, *, user_id: Any = UNSET, include_embeddings: bool = False, actor: str = "api",
-               missing_ok: bool = False) -> dict[str, Any]:
+    def export(
+        self, *, user_id: Any = UNSET, include_embeddings: bool = False, actor: str = "api", missing_ok: bool = False
+    ) -> dict[str, Any]:
         """Everything the store holds for one tenant, grouped by section, with a manifest; see :meth:`store.memory.MemoryStore.export`."""
         buffer = io.StringIO()
-        manifest = self.export_to(buffer, user_ids=[user_id], fmt="jsonl",
-                                  include_embeddings=include_embeddings, actor=actor, missing_ok=missing_ok)
+        manifest = self.export_to(
+            buffer, user_ids=[user_id], fmt="jsonl", include_embeddings=include_embeddings, actor=actor, missing_ok=missing_ok
+        )
         grouped: dict[str, Any] = {"manifest": manifest, **{s: [] for s in SECTIONS}}
         for line in buffer.getvalue().splitlines():
             record = json.loads(line)
@@ -99,14 +104,27 @@ class DataRights:
         if not self.read_only:
             with self._db.write(*tenants, inserting=False) as conn:
                 for tenant in tenants:
-                    audit.record(conn, tenant, action="export", actor=actor, scope={"format": fmt, "embeddings": include_embeddings},
-                                 counts=manifest["counts"], at=at)
+                    audit.record(
+                        conn,
+                        tenant,
+                        action="export",
+                        actor=actor,
+                        scope={"format": fmt, "embeddings": include_embeddings},
+                        counts=manifest["counts"],
+                        at=at,
+                    )
         return manifest
 
     # --- import ------------------------------------------------------------------------------
 
-    def import_(self, source: str | Path | dict[str, Any], *, actor: str = "api", as_user: Any = UNSET,
-                expect_counts: Mapping[str, int] | None = None) -> ImportReport:
+    def import_(
+        self,
+        source: str | Path | dict[str, Any],
+        *,
+        actor: str = "api",
+        as_user: Any = UNSET,
+        expect_counts: Mapping[str, int] | None = None,
+    ) -> ImportReport:
         """Import an export (a path to JSON or JSONL, or the dict :meth:`export` returns); see :meth:`store.memory.MemoryStore.import_`."""
         actor = check_name(actor, "actor")
         expected = import_writer.check_expected(expect_counts)
@@ -114,26 +132,53 @@ class DataRights:
         vectors, reembedded = import_writer.vectors_needed(self._db, self._indexer, checked)
         at = utcnow()
         with self._db.write(*dict.fromkeys(checked.targets.values())) as conn:
-            outcomes = import_writer.apply(conn, self._db.path, self._indexer, checked, vectors, actor=actor, at=at,
-                                           as_user=as_user is not UNSET, max_bytes=self.max_content_bytes)
+            outcomes = import_writer.apply(
+                conn,
+                self._db.path,
+                self._indexer,
+                checked,
+                vectors,
+                actor=actor,
+                at=at,
+                as_user=as_user is not UNSET,
+                max_bytes=self.max_content_bytes,
+            )
             # Inside the transaction: a shortfall raises here and rolls every write back.
             import_writer.require_held(outcomes, expected)
         return ImportReport(
             tenants=[t.user_id for t in dict.fromkeys(checked.targets.values())],
-            counts=outcomes[import_writer.WRITTEN], unchanged=outcomes[import_writer.UNCHANGED],
-            kept_existing=outcomes[import_writer.KEPT], reembedded=reembedded, manifest=checked.manifest,
+            counts=outcomes[import_writer.WRITTEN],
+            unchanged=outcomes[import_writer.UNCHANGED],
+            kept_existing=outcomes[import_writer.KEPT],
+            reembedded=reembedded,
+            manifest=checked.manifest,
         )
 
     # --- migrate -----------------------------------------------------------------------------
 
-    def migrate_from(self, source: Backend, *, into_existing: bool = False, reembed: bool = False, actor: str = "api",
-                     progress: Callable[[int, int], None] | None = None) -> MigrationReport:
+    def migrate_from(
+        self,
+        source: Backend,
+        *,
+        into_existing: bool = False,
+        reembed: bool = False,
+        actor: str = "api",
+        progress: Callable[[int, int], None] | None = None,
+    ) -> MigrationReport:
         """Copy every tenant of ``source`` into this store, verified; see :meth:`store.memory.MemoryStore.migrate_from`."""
         check_flag(into_existing, "into_existing")
         check_flag(reembed, "reembed")
         actor = check_name(actor, "actor")
-        report = migrate.migrate(source, self._db, self._indexer, into_existing=into_existing, reembed=reembed, actor=actor,
-                                 max_bytes=self.max_content_bytes, progress=progress)
+        report = migrate.migrate(
+            source,
+            self._db,
+            self._indexer,
+            into_existing=into_existing,
+            reembed=reembed,
+            actor=actor,
+            max_bytes=self.max_content_bytes,
+            progress=progress,
+        )
         self._indexer.cache.clear()
         return report
 
@@ -167,16 +212,25 @@ class DataRights:
                 if require_tenant(conn, tenant, missing_ok=missing_ok):
                     self._require_session(conn, tenant, session_id)
                     counts = forget.count(conn, scope)
-            return ForgetReceipt(user_id=tenant.user_id, session_id=session_id, before=before, dry_run=True, counts=counts,
-                                 at=at, actor=actor, digest=audit.digest("forget", tenant, scope_record, counts, at))
+            return ForgetReceipt(
+                user_id=tenant.user_id,
+                session_id=session_id,
+                before=before,
+                dry_run=True,
+                counts=counts,
+                at=at,
+                actor=actor,
+                digest=audit.digest("forget", tenant, scope_record, counts, at),
+            )
         with self._scrub_lock:  # so the write below does not start the after-write retry
             with self._db.write(tenant, inserting=False) as conn:
                 counts = nothing
                 if require_tenant(conn, tenant, missing_ok=missing_ok):
                     self._require_session(conn, tenant, session_id)
                     counts = forget.delete(conn, scope)
-                digest = audit.record(conn, tenant, action="forget", actor=actor, scope=scope_record, counts=counts, at=at,
-                                      status={"disk_scrubbed": False})
+                digest = audit.record(
+                    conn, tenant, action="forget", actor=actor, scope=scope_record, counts=counts, at=at, status={"disk_scrubbed": False}
+                )
                 forget.mark_pending(conn, tenant, digest, at)
             # Only this tenant's vectors changed: other tenants keep their matrices and indexes.
             self._indexer.cache.drop_tenant(tenant.key)
@@ -184,9 +238,19 @@ class DataRights:
                 scrubbed, reason = self._scrub_locked(budget=1.0)
             except StoreBusyError as error:
                 scrubbed, reason = False, f"{error}; the scrub stays pending"
-        return ForgetReceipt(user_id=tenant.user_id, session_id=session_id, before=before, dry_run=False, counts=counts,
-                             at=at, actor=actor, digest=digest, disk_scrubbed=scrubbed, scrub_pending_reason=reason,
-                             out_of_reach=self._db.out_of_reach)
+        return ForgetReceipt(
+            user_id=tenant.user_id,
+            session_id=session_id,
+            before=before,
+            dry_run=False,
+            counts=counts,
+            at=at,
+            actor=actor,
+            digest=digest,
+            disk_scrubbed=scrubbed,
+            scrub_pending_reason=reason,
+            out_of_reach=self._db.out_of_reach,
+        )
 
     def scrub(self) -> bool:
         """Make deleted content unrecoverable from the files: delete expired key-value entries,; see :meth:`store.memory.MemoryStore.scrub`."""
@@ -198,8 +262,12 @@ class DataRights:
             pending = forget.read_pending(conn)
         if pending is None:
             return None
-        return PendingScrub(erasures=len(pending["erasures"]), since=datetime.fromisoformat(pending["since"]),
-                            digests=[d for _, d in pending["erasures"]], indexes_rewritten=not pending["indexes"])
+        return PendingScrub(
+            erasures=len(pending["erasures"]),
+            since=datetime.fromisoformat(pending["since"]),
+            digests=[d for _, d in pending["erasures"]],
+            indexes_rewritten=not pending["indexes"],
+        )
 
     def _scrub(self, *, budget: float, rewrite: bool = False) -> tuple[bool, str | None]:
         with self._scrub_lock:
@@ -218,9 +286,8 @@ class DataRights:
             pending, erasures = forget.read_pending(conn), forget.erasure_count(conn)
             expiring = forget.tenants_with_expired_kv(conn, utcnow())
         taken = [] if pending is None else pending["erasures"]
-        if rewrite or (pending is not None and pending["indexes"]):
-            if not self._db.rewrite_keyword_indexes():
-                return False, "agents wrote faster than the keyword indexes could be merged; the scrub stays pending"
+        if (rewrite or (pending is not None and pending["indexes"])) and not self._db.rewrite_keyword_indexes():
+            return False, "agents wrote faster than the keyword indexes could be merged; the scrub stays pending"
         self._purge_expired(expiring)
         # Store-wide records only (each change under their lock): no tenant's writers wait.
         with self._db.write(inserting=False, whole_store=False) as conn:
@@ -274,10 +341,8 @@ class DataRights:
         with self._db.read() as conn:
             needed = forget.read_pending(conn) is not None or forget.has_expired_kv(conn, utcnow())
         if needed:
-            try:
+            with contextlib.suppress(StoreBusyError):
                 self._scrub(budget=budget)
-            except StoreBusyError:
-                pass
 
     def after_write(self) -> None:
         """After each committed write, at most once a second: retry a pending scrub (any
@@ -303,13 +368,17 @@ class DataRights:
         if session_id is None:
             return
         known = conn.execute(tenant.select(sessions_t, sessions_t.c.pk).where(sessions_t.c.session_id == session_id)).first()
-        known = known or conn.execute(tenant.select(episodes_t, episodes_t.c.pk).where(episodes_t.c.session_id == session_id).limit(1)).first()
+        known = (
+            known or conn.execute(tenant.select(episodes_t, episodes_t.c.pk).where(episodes_t.c.session_id == session_id).limit(1)).first()
+        )
         if not known:
             raise UnknownSessionError(f"no session {session_id!r} for this user; nothing was erased")
 
     # --- audit -------------------------------------------------------------------------------
 
-    def audit_log(self, *, user_id: Any = UNSET, all_tenants: bool = False, limit: int = 1000, origin: str | None = None) -> list[AuditEntry]:
+    def audit_log(
+        self, *, user_id: Any = UNSET, all_tenants: bool = False, limit: int = 1000, origin: str | None = None
+    ) -> list[AuditEntry]:
         """Audit entries, newest first: one tenant's, or with ``all_tenants=True`` the whole store's; see :meth:`store.memory.MemoryStore.audit_log`."""
         check_flag(all_tenants, "all_tenants")
         check_int(limit, "limit", minimum=1)
@@ -324,5 +393,3 @@ class DataRights:
                 stmt = stmt.where(audit_t.c.origin == origin)
             rows = conn.execute(stmt.order_by(audit_t.c.at.desc(), audit_t.c.pk.desc()).limit(limit)).all()
         return [audit.to_model(r) for r in rows]
-
-

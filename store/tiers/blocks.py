@@ -33,17 +33,11 @@ def get_block(conn: Connection, tenant: Tenant, name: str) -> Block | None:
 
 def put_block(conn: Connection, tenant: Tenant, name: str, content: str, now: datetime) -> Block:
     """Replace a block's content, keeping its slot; a new block takes the last slot."""
-    updated = conn.execute(
-        tenant.update(blocks_t).where(blocks_t.c.name == name).values(content=content, updated_at=now)
-    )
+    updated = conn.execute(tenant.update(blocks_t).where(blocks_t.c.name == name).values(content=content, updated_at=now))
     if updated.rowcount == 0:
         last = conn.execute(tenant.select(blocks_t, func.max(blocks_t.c.pinned_order))).scalar()
         order = 0 if last is None else last + 1
-        conn.execute(
-            blocks_t.insert().values(
-                tenant.stamp({"name": name, "content": content, "pinned_order": order, "updated_at": now})
-            )
-        )
+        conn.execute(blocks_t.insert().values(tenant.stamp({"name": name, "content": content, "pinned_order": order, "updated_at": now})))
     return get_block(conn, tenant, name)  # type: ignore[return-value]
 
 

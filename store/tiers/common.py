@@ -5,8 +5,9 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
 from sqlalchemy import Connection
 
@@ -64,6 +65,4 @@ def ids_present(conn: Connection, tenant: Tenant, table: Any, ids: list[str]) ->
 
 
 def find_session(conn: Connection, tenant: Tenant, session_id: str) -> int | None:
-    return conn.execute(
-        tenant.select(sessions_t, sessions_t.c.pk).where(sessions_t.c.session_id == session_id)
-    ).scalar()
+    return conn.execute(tenant.select(sessions_t, sessions_t.c.pk).where(sessions_t.c.session_id == session_id)).scalar()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import UTC, date, datetime, time
 from typing import Any
 
 from sqlalchemy import BigInteger, Connection, func, tuple_, type_coerce
@@ -82,8 +82,12 @@ def stored(tenant: Tenant, rows: list[dict[str, Any]]) -> list[Episode]:
     their JSON read back, so what is returned equals what a later read gives."""
     return [
         Episode.model_construct(
-            id=row["id"], user_id=tenant.user_id, session_id=row["session_id"], occurred_at=row["occurred_at"],
-            input=row["input"], output=row["output"],
+            id=row["id"],
+            user_id=tenant.user_id,
+            session_id=row["session_id"],
+            occurred_at=row["occurred_at"],
+            input=row["input"],
+            output=row["output"],
             tool_calls=[] if row["tool_calls"] == "[]" else json.loads(row["tool_calls"]),
             metadata={} if row["metadata"] == "{}" else json.loads(row["metadata"]),
         )
@@ -103,8 +107,9 @@ def drop_for_replacement(conn: Connection, tenant: Tenant, rows: list[dict[str, 
     old = {
         r.id: r
         for r in conn.execute(
-            tenant.select(episodes_t, episodes_t.c.pk, episodes_t.c.id, episodes_t.c.content_hash,
-                          episodes_t.c.consolidated_at).where(episodes_t.c.id.in_(sorted(taken)))
+            tenant.select(episodes_t, episodes_t.c.pk, episodes_t.c.id, episodes_t.c.content_hash, episodes_t.c.consolidated_at).where(
+                episodes_t.c.id.in_(sorted(taken))
+            )
         )
     }
     for row in rows:
@@ -193,13 +198,17 @@ def episodes_per_day(conn: Connection, tenant: Tenant, *, first_day: date, days:
     """How many of the tenant's episodes occurred on each of ``days`` UTC days from
     ``first_day``, zeros included. Counted in the database (one row per active day), so a
     tenant with 100k episodes sends back at most ``days`` rows, not its episodes."""
-    start = to_micros(datetime.combine(first_day, time(), timezone.utc))
+    start = to_micros(datetime.combine(first_day, time(), UTC))
     # Stored as UTC microseconds; offset from the first midnight, whole days are the UTC days.
     day = (type_coerce(episodes_t.c.occurred_at, BigInteger) - start) // DAY_MICROS
-    stmt = tenant.select(episodes_t, day.label("day"), func.count()).where(
-        type_coerce(episodes_t.c.occurred_at, BigInteger) >= start,
-        type_coerce(episodes_t.c.occurred_at, BigInteger) < start + days * DAY_MICROS,
-    ).group_by(day)
+    stmt = (
+        tenant.select(episodes_t, day.label("day"), func.count())
+        .where(
+            type_coerce(episodes_t.c.occurred_at, BigInteger) >= start,
+            type_coerce(episodes_t.c.occurred_at, BigInteger) < start + days * DAY_MICROS,
+        )
+        .group_by(day)
+    )
     counts = [0] * days
     for index, n in conn.execute(stmt):
         counts[int(index)] = n

@@ -59,16 +59,13 @@ def add_fact(
     fact and its ``valid_from``, and only adds the new sources, so the history never shows a
     belief ending and restarting at the same value."""
     open_row = conn.execute(
-        tenant.select(facts_t).where(
-            facts_t.c.subject == subject, facts_t.c.predicate == predicate, facts_t.c.valid_until.is_(None)
-        )
+        tenant.select(facts_t).where(facts_t.c.subject == subject, facts_t.c.predicate == predicate, facts_t.c.valid_until.is_(None))
     ).first()
     if open_row is not None and open_row.object == object:
         sources = loads(open_row.source_episode_ids)
         added = [s for s in source_episode_ids if s not in sources]
         if added:
-            conn.execute(tenant.update(facts_t).where(facts_t.c.pk == open_row.pk)
-                         .values(source_episode_ids=json.dumps(sources + added)))
+            conn.execute(tenant.update(facts_t).where(facts_t.c.pk == open_row.pk).values(source_episode_ids=json.dumps(sources + added)))
             open_row = conn.execute(tenant.select(facts_t).where(facts_t.c.pk == open_row.pk)).one()
         return to_model(open_row), open_row.pk
     if open_row is not None:

@@ -50,8 +50,9 @@ AUDIT = Tier("audit", audit_t, audit_t.c.pk, "audit", "audit")
 
 BY_NAME = {tier.name: tier for tier in TIERS}
 # Children before parents, so cascades never hide a count; receipts list tiers in this order.
-ERASE_ORDER = tuple(BY_NAME[name] for name in (
-    "kv_entries", "task_states", "scratchpad_entries", "checkpoints", "facts", "episodes", "sessions", "blocks"))
+ERASE_ORDER = tuple(
+    BY_NAME[name] for name in ("kv_entries", "task_states", "scratchpad_entries", "checkpoints", "facts", "episodes", "sessions", "blocks")
+)
 # What overviews count per tenant (TierCounts), in the order the CLI shows them.
 COUNTED = (*(tier for tier in TIERS if tier.label is not None), BY_NAME["task_states"])
 EXPORTED = (*TIERS, AUDIT)

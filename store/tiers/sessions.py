@@ -14,8 +14,19 @@ from ..errors import InvalidInputError, UnknownCheckpointError, UnknownSessionEr
 from ..models import Checkpoint, CheckpointDiff, KeyValueEntry, ScratchpadEntry, SessionStats, TaskState
 from ..schema import checkpoints_t, episodes_t, from_micros, kv_t, scratch_t, task_t, to_micros
 from ..tenancy import Tenant
+from ..validation import (
+    check_datetime,
+    check_flag,
+    check_int,
+    check_json,
+    check_name,
+    check_number,
+    check_text,
+    check_ttl,
+    parse_time,
+    utcnow,
+)
 from .common import ensure_session, find_session, loads, new_id, touch_tenant
-from ..validation import check_datetime, check_flag, check_int, check_json, check_name, check_number, check_text, check_ttl, parse_time, utcnow
 
 _MISSING = object()
 
@@ -51,9 +62,7 @@ class SessionMemory:
         return or_(kv_t.c.expires_at.is_(None), kv_t.c.expires_at > now)
 
     def _purge_expired(self, conn: Connection, pk: int, now: datetime) -> None:
-        conn.execute(
-            self.tenant.delete(kv_t).where(kv_t.c.session_pk == pk, kv_t.c.expires_at.is_not(None), kv_t.c.expires_at <= now)
-        )
+        conn.execute(self.tenant.delete(kv_t).where(kv_t.c.session_pk == pk, kv_t.c.expires_at.is_not(None), kv_t.c.expires_at <= now))
 
     # --- key-value entries with TTL ---------------------------------------------
 
@@ -74,9 +83,7 @@ class SessionMemory:
             if updated.rowcount == 0:
                 conn.execute(
                     kv_t.insert().values(
-                        self.tenant.stamp(
-                            {"session_pk": pk, "key": key, "value": text, "expires_at": expires, "updated_at": now}
-                        )
+                        self.tenant.stamp({"session_pk": pk, "key": key, "value": text, "expires_at": expires, "updated_at": now})
                     )
                 )
 
@@ -91,9 +98,7 @@ class SessionMemory:
             pk = self._pk(conn)
             if pk is None:
                 return None
-            row = conn.execute(
-                self.tenant.select(kv_t).where(kv_t.c.session_pk == pk, kv_t.c.key == key, self._live(utcnow()))
-            ).first()
+            row = conn.execute(self.tenant.select(kv_t).where(kv_t.c.session_pk == pk, kv_t.c.key == key, self._live(utcnow()))).first()
         return None if row is None else _kv_model(row)
 
     def exists(self, key: str) -> bool:
@@ -115,9 +120,7 @@ class SessionMemory:
             pk = self._pk(conn)
             if pk is None:
                 return []
-            rows = conn.execute(
-                self.tenant.select(kv_t).where(kv_t.c.session_pk == pk, self._live(utcnow())).order_by(kv_t.c.key)
-            ).all()
+            rows = conn.execute(self.tenant.select(kv_t).where(kv_t.c.session_pk == pk, self._live(utcnow())).order_by(kv_t.c.key)).all()
         return [_kv_model(r) for r in rows]
 
     def list_keys(self) -> list[str]:
@@ -297,9 +300,7 @@ class SessionMemory:
                 .where(checkpoints_t.c.session_pk == pk)
                 .order_by(checkpoints_t.c.created_at, checkpoints_t.c.pk)
             ).all()
-        return [
-            Checkpoint(id=r.id, session_id=self.session_id, description=r.description, created_at=r.created_at) for r in rows
-        ]
+        return [Checkpoint(id=r.id, session_id=self.session_id, description=r.description, created_at=r.created_at) for r in rows]
 
     def delete_checkpoint(self, checkpoint_id: str) -> None:
         check_name(checkpoint_id, "checkpoint_id")
@@ -318,11 +319,7 @@ class SessionMemory:
         now = to_micros(utcnow())
 
         def live(snapshot):
-            return {
-                k: json.loads(v["value"])
-                for k, v in snapshot["kv"].items()
-                if v["expires_at"] is None or v["expires_at"] > now
-            }
+            return {k: json.loads(v["value"]) for k, v in snapshot["kv"].items() if v["expires_at"] is None or v["expires_at"] > now}
 
         old_kv, new_kv = live(before), live(after)
         old_notes = [n["content"] for n in before["scratchpad"]]
@@ -355,9 +352,7 @@ class SessionMemory:
         task = conn.execute(self.tenant.select(task_t).where(task_t.c.session_pk == pk)).first()
         notes = conn.execute(self.tenant.select(scratch_t).where(scratch_t.c.session_pk == pk).order_by(scratch_t.c.pk)).all()
         return {
-            "kv": {
-                r.key: {"value": r.value, "expires_at": None if r.expires_at is None else to_micros(r.expires_at)} for r in kv
-            },
+            "kv": {r.key: {"value": r.value, "expires_at": None if r.expires_at is None else to_micros(r.expires_at)} for r in kv},
             "task_state": None if task is None else task.state,
             "scratchpad": [{"created_at": to_micros(n.created_at), "content": n.content} for n in notes],
         }
@@ -367,9 +362,7 @@ class SessionMemory:
     def get_stats(self) -> SessionStats:
         with self._db.read() as conn:
             pk = self._pk(conn)
-            episodes = conn.execute(
-                self.tenant.select(episodes_t, func.count()).where(episodes_t.c.session_id == self.session_id)
-            ).scalar()
+            episodes = conn.execute(self.tenant.select(episodes_t, func.count()).where(episodes_t.c.session_id == self.session_id)).scalar()
             if pk is None:
                 return SessionStats(
                     session_id=self.session_id, keys=0, scratchpad_entries=0, checkpoints=0, has_task_state=False, episodes=episodes
@@ -387,11 +380,14 @@ class SessionMemory:
                 episodes=episodes,
             )
 
-    def require_exists(self) -> "SessionMemory":
+    def require_exists(self) -> SessionMemory:
         with self._db.read() as conn:
-            known = self._pk(conn) is not None or conn.execute(
-                self.tenant.select(episodes_t, episodes_t.c.pk).where(episodes_t.c.session_id == self.session_id).limit(1)
-            ).first()
+            known = (
+                self._pk(conn) is not None
+                or conn.execute(
+                    self.tenant.select(episodes_t, episodes_t.c.pk).where(episodes_t.c.session_id == self.session_id).limit(1)
+                ).first()
+            )
         if not known:
             raise UnknownSessionError(f"no session {self.session_id!r} for this user")
         return self

@@ -3,7 +3,7 @@ memlens store record for record, without changing a byte of it."""
 
 import hashlib
 import sqlite3
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -29,14 +29,16 @@ from store.errors import (  # noqa: E402
 
 from ..conftest import dump  # noqa: E402
 
-T0 = datetime(2026, 3, 1, 9, 30, 15, 123456, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 1, 9, 30, 15, 123456, tzinfo=UTC)
 USERS = ("alice", "bob", None)
 
 
 def transcript(n: int) -> list[Message]:
     call = ToolCall(id=f"call-{n}", tool="search", args={"q": f"query {n}", "k": 3})
-    return [Message(role=Role.ASSISTANT, content="", tool_calls=(call,)),
-            Message(role=Role.TOOL, content=f"result {n}", name="search", tool_call_id=f"call-{n}")]
+    return [
+        Message(role=Role.ASSISTANT, content="", tool_calls=(call,)),
+        Message(role=Role.TOOL, content=f"result {n}", name="search", tool_call_id=f"call-{n}"),
+    ]
 
 
 async def write_loomflow(path) -> SqliteMemory:
@@ -44,20 +46,36 @@ async def write_loomflow(path) -> SqliteMemory:
     mem = SqliteMemory(path, embedder=HashEmbedder())
     for u, user in enumerate(USERS):
         for i in range(3):
-            await mem.remember(Episode(
-                id=f"{user}-ep{i}", session_id=f"s{i % 2}", user_id=user, occurred_at=T0 + timedelta(minutes=10 * i + u),
-                input=f"question {i} from {user}", output=f"answer {i}",
-                tool_transcript=transcript(i) if i == 1 else None,
-            ))
+            await mem.remember(
+                Episode(
+                    id=f"{user}-ep{i}",
+                    session_id=f"s{i % 2}",
+                    user_id=user,
+                    occurred_at=T0 + timedelta(minutes=10 * i + u),
+                    input=f"question {i} from {user}",
+                    output=f"answer {i}",
+                    tool_transcript=transcript(i) if i == 1 else None,
+                )
+            )
         await mem.update_block("persona", f"{user} likes tea", user_id=user)
         await mem.append_block("notes", "first.", user_id=user)
         await mem.append_block("notes", " second.", user_id=user)
         if user is not None:
-            await mem.facts.append(Fact(user_id=user, subject=user, predicate="lives_in", object="Porto", valid_from=T0,
-                                        sources=[f"{user}-ep0"]))
+            await mem.facts.append(
+                Fact(user_id=user, subject=user, predicate="lives_in", object="Porto", valid_from=T0, sources=[f"{user}-ep0"])
+            )
             # Supersedes the Porto fact: loomflow closes it at this one's valid_from.
-            await mem.facts.append(Fact(user_id=user, subject=user, predicate="lives_in", object="Lisbon",
-                                        valid_from=T0 + timedelta(days=30), confidence=0.8, sources=[f"{user}-ep2"]))
+            await mem.facts.append(
+                Fact(
+                    user_id=user,
+                    subject=user,
+                    predicate="lives_in",
+                    object="Lisbon",
+                    valid_from=T0 + timedelta(days=30),
+                    confidence=0.8,
+                    sources=[f"{user}-ep2"],
+                )
+            )
     # The same episode id in two tenants: unrelated records.
     await mem.remember(Episode(id="shared-id", session_id="s9", user_id="alice", input="alice's", output="x", occurred_at=T0))
     await mem.remember(Episode(id="shared-id2", session_id="s9", user_id="bob", input="bob's", output="y", occurred_at=T0))
@@ -98,7 +116,10 @@ async def test_every_record_loomflow_wrote_is_in_the_store_as_loomflow_reads_it(
     report = import_loomflow_sqlite(target, source)
 
     assert {k: (t.read, t.written, t.unchanged) for k, t in report.tiers.items()} == {
-        "episodes": (11, 11, 0), "blocks": (6, 6, 0), "facts": (4, 4, 0)}
+        "episodes": (11, 11, 0),
+        "blocks": (6, 6, 0),
+        "facts": (4, 4, 0),
+    }
     assert report.tool_transcript_messages == 6 and set(report.tenants) == set(USERS)
     ours = LoomflowMemory(target)
     for user in USERS:
@@ -177,16 +198,31 @@ def _sqlite(path, *statements):
     conn.close()
 
 
-@pytest.mark.parametrize("make, error", [
-    (lambda p: p.write_text("hello, not a database\n" * 200), UnrecognizedSourceError),
-    (lambda p: p.write_bytes(b""), UnrecognizedSourceError),
-    (lambda p: _sqlite(p, "CREATE TABLE notes (x)"), UnrecognizedSourceError),
-    (lambda p: MemoryStore.open(p).close(), UnrecognizedSourceError),  # a memlens store, not loomflow's
-    (lambda p: _sqlite(p, "CREATE TABLE working_blocks (user_id, name, content, pinned_order, updated_at)",
-                       "CREATE VIEW episodes AS SELECT 1 AS id"), UnrecognizedSourceError),
-    (lambda p: _sqlite(p, "CREATE TABLE working_blocks (name, content, pinned_order, updated_at)",
-                       "CREATE TABLE episodes (id, session_id, occurred_at, input, output, embedding)"), UnrecognizedSourceError),
-])
+@pytest.mark.parametrize(
+    "make, error",
+    [
+        (lambda p: p.write_text("hello, not a database\n" * 200), UnrecognizedSourceError),
+        (lambda p: p.write_bytes(b""), UnrecognizedSourceError),
+        (lambda p: _sqlite(p, "CREATE TABLE notes (x)"), UnrecognizedSourceError),
+        (lambda p: MemoryStore.open(p).close(), UnrecognizedSourceError),  # a memlens store, not loomflow's
+        (
+            lambda p: _sqlite(
+                p,
+                "CREATE TABLE working_blocks (user_id, name, content, pinned_order, updated_at)",
+                "CREATE VIEW episodes AS SELECT 1 AS id",
+            ),
+            UnrecognizedSourceError,
+        ),
+        (
+            lambda p: _sqlite(
+                p,
+                "CREATE TABLE working_blocks (name, content, pinned_order, updated_at)",
+                "CREATE TABLE episodes (id, session_id, occurred_at, input, output, embedding)",
+            ),
+            UnrecognizedSourceError,
+        ),
+    ],
+)
 def test_a_file_that_is_not_a_loomflow_database_is_refused(tmp_path, target, make, error):
     source = tmp_path / "other.db"
     make(source)
@@ -196,15 +232,21 @@ def test_a_file_that_is_not_a_loomflow_database_is_refused(tmp_path, target, mak
     assert dump(target.path) == before and fingerprint(source) == stamp
 
 
-@pytest.mark.parametrize("change, error, says", [
-    ("ALTER TABLE episodes ADD COLUMN importance REAL", SourceSchemaTooNewError, "importance"),
-    ("ALTER TABLE facts ADD COLUMN graph_id TEXT", SourceSchemaTooNewError, "graph_id"),
-    ("UPDATE episodes SET occurred_at = 'yesterday' WHERE id = 'bob-ep1'", ImportValidationError, "episodes['bob-ep1'].occurred_at"),
-    ("UPDATE episodes SET input = '', output = '' WHERE id = 'alice-ep2'", ImportValidationError, "episodes['alice-ep2']"),
-    ("UPDATE facts SET sources = '{' WHERE object = 'Porto'", ImportValidationError, "sources"),
-    ("UPDATE episode_tool_transcripts SET message_json = '{\"role\": \"system\", \"content\": \"x\"}'",
-     ImportValidationError, "tool_transcript"),
-])
+@pytest.mark.parametrize(
+    "change, error, says",
+    [
+        ("ALTER TABLE episodes ADD COLUMN importance REAL", SourceSchemaTooNewError, "importance"),
+        ("ALTER TABLE facts ADD COLUMN graph_id TEXT", SourceSchemaTooNewError, "graph_id"),
+        ("UPDATE episodes SET occurred_at = 'yesterday' WHERE id = 'bob-ep1'", ImportValidationError, "episodes['bob-ep1'].occurred_at"),
+        ("UPDATE episodes SET input = '', output = '' WHERE id = 'alice-ep2'", ImportValidationError, "episodes['alice-ep2']"),
+        ("UPDATE facts SET sources = '{' WHERE object = 'Porto'", ImportValidationError, "sources"),
+        (
+            'UPDATE episode_tool_transcripts SET message_json = \'{"role": "system", "content": "x"}\'',
+            ImportValidationError,
+            "tool_transcript",
+        ),
+    ],
+)
 async def test_a_newer_schema_or_a_bad_record_writes_nothing(tmp_path, target, change, error, says):
     source = tmp_path / "bot.db"
     await write_loomflow(source)
@@ -262,8 +304,9 @@ async def test_the_command_imports_blocks_into_a_new_store_and_leaves_the_source
         assert s.get_block("persona", user_id="alice").content == "alice likes tea"
 
 
-@pytest.mark.parametrize("make", [lambda p: None, lambda p: p.write_text("not a database\n" * 100),
-                                  lambda p: _sqlite(p, "CREATE TABLE notes (x)")])
+@pytest.mark.parametrize(
+    "make", [lambda p: None, lambda p: p.write_text("not a database\n" * 100), lambda p: _sqlite(p, "CREATE TABLE notes (x)")]
+)
 def test_the_command_refuses_in_one_line_and_creates_nothing(tmp_path, make):
     source, db = tmp_path / "bot.db", tmp_path / "memlens.db"
     make(source)

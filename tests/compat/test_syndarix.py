@@ -75,12 +75,19 @@ async def test_clear_counts_keys_and_keeps_task_state_and_scratchpad(wm):
 
 async def test_task_state_round_trip_keeps_progress_as_given(wm):
     assert await wm.get_task_state() is None
-    state = TaskState(task_id="t1", task_type="report", description="write it", total_steps=10, current_step=2,
-                      progress_percent=55.0, context={"k": "v"})
+    state = TaskState(
+        task_id="t1", task_type="report", description="write it", total_steps=10, current_step=2, progress_percent=55.0, context={"k": "v"}
+    )
     await wm.set_task_state(state)
     got = await wm.get_task_state()
     assert (got.task_id, got.task_type, got.description, got.current_step, got.total_steps, got.context) == (
-        "t1", "report", "write it", 2, 10, {"k": "v"})
+        "t1",
+        "report",
+        "write it",
+        2,
+        10,
+        {"k": "v"},
+    )
     assert got.progress_percent == 55.0  # not recomputed as 20% from the steps
     assert got.started_at == state.started_at and got.updated_at >= state.started_at
 
@@ -135,11 +142,11 @@ async def test_scope_levels_map_to_tenant_and_session(mem_store):
     await b.set("k", "b")
     await c.set("k", "c")
     assert [await m.get("k") for m in (a, b, c)] == ["a", "b", "c"]
-    assert [s.session_id for s in mem_store.sessions(user_id="p1")] == ["agent-7/s", "s"] or \
-        sorted(s.session_id for s in mem_store.sessions(user_id="p1")) == ["agent-7/s", "s"]
+    assert [s.session_id for s in mem_store.sessions(user_id="p1")] == ["agent-7/s", "s"] or sorted(
+        s.session_id for s in mem_store.sessions(user_id="p1")
+    ) == ["agent-7/s", "s"]
     assert a.scope.scope_type == ScopeLevel.SESSION and a.scope.parent.scope_id == "p1"
-    direct = await WorkingMemory.create(ScopeContext(ScopeLevel.SESSION, "s", ScopeContext(ScopeLevel.PROJECT, "p2")),
-                                        store=mem_store)
+    direct = await WorkingMemory.create(ScopeContext(ScopeLevel.SESSION, "s", ScopeContext(ScopeLevel.PROJECT, "p2")), store=mem_store)
     assert await direct.get("k") == "b"
 
 
@@ -151,7 +158,6 @@ async def test_health_close_and_stats(wm):
     await wm.create_checkpoint()
     stats = await wm.get_stats()
     assert stats["scope_type"] == "session" and stats["scope_id"] == "sess"
-    assert (stats["user_keys"], stats["checkpoint_count"], stats["scratchpad_entries"], stats["has_task_state"]) == (
-        1, 1, 1, False)
+    assert (stats["user_keys"], stats["checkpoint_count"], stats["scratchpad_entries"], stats["has_task_state"]) == (1, 1, 1, False)
     await wm.close()
     assert await wm.get("a") == 1  # close leaves the shared store open

@@ -18,9 +18,9 @@ Reads are ``REPEATABLE READ, READ ONLY``: one snapshot for everything read insid
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
 
 from sqlalchemy import Connection, exc, text
 from sqlalchemy.engine import URL, make_url
@@ -35,7 +35,8 @@ from ...errors import (
     StoreOpenError,
 )
 from ...tenancy import Tenant
-from . import ddl, engine as pg_engine, erasure, locks, partitions
+from . import ddl, erasure, locks, partitions
+from . import engine as pg_engine
 from .changes import ChangeCounter
 from .errors import LOCK_TIMEOUT_S, translate, translated
 from .keyword import SNAPSHOT_VERSION, PostgresKeywordIndex
@@ -53,7 +54,9 @@ def parse(url: str) -> URL:
     except exc.ArgumentError as error:
         raise StoreOpenError(f"not a database URL: {error}") from None
     if parsed.drivername not in ("postgresql", "postgresql+psycopg", "postgres"):
-        raise StoreOpenError(f"memlens reaches PostgreSQL through psycopg 3: use postgresql:// or postgresql+psycopg://, not {parsed.drivername}://")
+        raise StoreOpenError(
+            f"memlens reaches PostgreSQL through psycopg 3: use postgresql:// or postgresql+psycopg://, not {parsed.drivername}://"
+        )
     if not parsed.database:
         raise StoreOpenError("a PostgreSQL store URL names its database: postgresql://user@host/DATABASE")
     return parsed.set(drivername="postgresql+psycopg")
@@ -93,8 +96,15 @@ class PostgresBackend:
         try:
             with self.engine.connect() as conn:
                 version = ddl.read_version(conn)
-                foreign = [] if version else list(conn.execute(text(
-                    "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY 1 LIMIT 5")).scalars())
+                foreign = (
+                    []
+                    if version
+                    else list(
+                        conn.execute(
+                            text("SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY 1 LIMIT 5")
+                        ).scalars()
+                    )
+                )
                 width = self._vector_width(conn) if version else None
                 conn.rollback()
         except exc.DBAPIError as error:
@@ -102,16 +112,22 @@ class PostgresBackend:
         if foreign:
             raise ForeignDatabaseError(f"{self.path} holds tables of another application ({', '.join(foreign)}); memlens will not touch it")
         if version > ddl.CURRENT_VERSION:
-            raise SchemaTooNewError(f"{self.path} has schema version {version}, newer than this memlens understands "
-                                    f"({ddl.CURRENT_VERSION}); upgrade memlens to open it. Nothing was changed.")
+            raise SchemaTooNewError(
+                f"{self.path} has schema version {version}, newer than this memlens understands "
+                f"({ddl.CURRENT_VERSION}); upgrade memlens to open it. Nothing was changed."
+            )
         if version == 0 and (self.read_only or not create):
             hint = "" if self.read_only else " (pass create=True to create a store there)"
             raise StoreNotFoundError(f"{self.path} holds no memlens store; nothing was created{hint}")
         if 0 < version < ddl.CURRENT_VERSION and self.read_only:
-            raise StoreOpenError(f"{self.path} has schema version {version} and needs migrating to {ddl.CURRENT_VERSION}; open it once without read_only")
+            raise StoreOpenError(
+                f"{self.path} has schema version {version} and needs migrating to {ddl.CURRENT_VERSION}; open it once without read_only"
+            )
         if width is not None and vector_dim is not None and width != vector_dim:
-            raise ModelMismatchError(f"{self.path} keeps vectors of {width} dimensions and this embedder makes {vector_dim}; "
-                                     "open it with the model that made them")
+            raise ModelMismatchError(
+                f"{self.path} keeps vectors of {width} dimensions and this embedder makes {vector_dim}; "
+                "open it with the model that made them"
+            )
         if version < ddl.CURRENT_VERSION:
             try:
                 with self.engine.begin() as conn:
@@ -119,8 +135,10 @@ class PostgresBackend:
             except exc.DBAPIError as error:
                 message = str(getattr(error, "orig", error)).lower()
                 if "vector" in message and ("extension" in message or "control file" in message):
-                    raise StoreOpenError(f"cannot create a store in {self.path}: the server lacks the pgvector extension "
-                                         "(install it, or have an administrator run CREATE EXTENSION vector)") from None
+                    raise StoreOpenError(
+                        f"cannot create a store in {self.path}: the server lacks the pgvector extension "
+                        "(install it, or have an administrator run CREATE EXTENSION vector)"
+                    ) from None
                 raise translate(error, self.path) from None
 
     @staticmethod
@@ -187,8 +205,10 @@ class PostgresBackend:
                     yield conn
                 break
         else:
-            raise StoreBusyError(f"{self.path} is busy: the partitions of {', '.join(repr(t.key) for t in gone)} were dropped "
-                                 "again and again while this write waited; nothing was changed, try again")
+            raise StoreBusyError(
+                f"{self.path} is busy: the partitions of {', '.join(repr(t.key) for t in gone)} were dropped "
+                "again and again while this write waited; nothing was changed, try again"
+            )
         if self.after_write is not None:
             self.after_write()
 

@@ -14,6 +14,7 @@ connection string for a server across a network.
 
 from __future__ import annotations
 
+import contextlib
 import select
 import threading
 
@@ -80,10 +81,8 @@ class ChangeCounter:
 
     def _close(self) -> None:
         if self._conn is not None:
-            try:
+            with contextlib.suppress(psycopg.Error):
                 self._conn.close()
-            except psycopg.Error:
-                pass
 
     def close(self) -> None:
         with self._lock:

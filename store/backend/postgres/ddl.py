@@ -292,8 +292,7 @@ def migrate(conn: Connection, *, dim: int) -> int:
     if start < CURRENT_VERSION:
         conn.execute(
             text(
-                "INSERT INTO memlens_meta (key, value) VALUES ('schema_version', :v) "
-                "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+                "INSERT INTO memlens_meta (key, value) VALUES ('schema_version', :v) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
             ),
             {"v": str(CURRENT_VERSION)},
         )

@@ -58,10 +58,7 @@ def _analysed_parents(conn: Connection, parents: list[str]) -> list[str]:
     """Parents with statistics over all their partitions (only a manual ANALYZE of the parent
     makes them; autovacuum never does): their samples can hold any tenant's rows."""
     rows = conn.execute(
-        text(
-            "SELECT DISTINCT tablename FROM pg_stats WHERE inherited AND tablename = ANY(:p) "
-            "AND schemaname = current_schema()"
-        ),
+        text("SELECT DISTINCT tablename FROM pg_stats WHERE inherited AND tablename = ANY(:p) AND schemaname = current_schema()"),
         {"p": parents},
     )
     return list(rows.scalars())
@@ -133,8 +130,10 @@ def _scrub(conn: Connection, own: dict[str, str], tenant: Tenant, parents: list[
     # the rights are checked first, or a scrub could report bytes gone that were never touched.
     missing = _unmaintainable(conn, [*tables, "pg_catalog.pg_statistic"])
     if missing:
-        reason = (f"the database role may not VACUUM {', '.join(missing)} (it needs the MAINTAIN privilege: "
-                  "pg_maintain or superuser for pg_statistic); old bytes may remain until an administrator runs the scrub")
+        reason = (
+            f"the database role may not VACUUM {', '.join(missing)} (it needs the MAINTAIN privilege: "
+            "pg_maintain or superuser for pg_statistic); old bytes may remain until an administrator runs the scrub"
+        )
         return ScrubResult(False, reason, (), dropped)
     step = "VACUUM (FULL)"
     try:
@@ -163,7 +162,9 @@ def _scrub(conn: Connection, own: dict[str, str], tenant: Tenant, parents: list[
     except DBAPIError as error:
         if getattr(error.orig, "sqlstate", None) != "42501":  # insufficient_privilege
             raise
-        return ScrubResult(False, f"the database role may not run {step}; old bytes may remain until an administrator does", tuple(tables), dropped)
+        return ScrubResult(
+            False, f"the database role may not run {step}; old bytes may remain until an administrator does", tuple(tables), dropped
+        )
     if recycles:
         return ScrubResult(False, WAL_RECYCLED, tuple(tables), dropped)
     return ScrubResult(True, None, tuple(tables), dropped)

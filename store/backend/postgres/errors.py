@@ -6,8 +6,8 @@ failed; a raw psycopg or SQLAlchemy error never reaches a caller.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from sqlalchemy import exc
 
@@ -48,8 +48,10 @@ def connection_error(orig: BaseException, address: str) -> MemlensError:
         if "fatal:" in line.lower() or "failed:" in line.lower():
             summary = line.strip()
     if "database" in lowered and "does not exist" in lowered:
-        return StoreNotFoundError(f"cannot open {address}: the database does not exist ({summary}); "
-                                  "memlens creates a store inside an existing database: CREATE DATABASE first")
+        return StoreNotFoundError(
+            f"cannot open {address}: the database does not exist ({summary}); "
+            "memlens creates a store inside an existing database: CREATE DATABASE first"
+        )
     if "password authentication failed" in lowered or "no password supplied" in lowered:
         return StoreOpenError(f"cannot open {address}: the server refused the role's password ({summary})")
     if "role" in lowered and "does not exist" in lowered:
@@ -65,21 +67,28 @@ def translate(error: BaseException, address: str, *, connecting: bool = False) -
     state = getattr(orig, "sqlstate", None) or getattr(getattr(orig, "diag", None), "sqlstate", None)
     text = _message(orig)
     if state in _BUSY:
-        return StoreBusyError(f"{address} is busy: the write met {_BUSY[state]} with another connection "
-                              f"(lock timeout {LOCK_TIMEOUT_S} s); nothing was changed, try again ({text})")
+        return StoreBusyError(
+            f"{address} is busy: the write met {_BUSY[state]} with another connection "
+            f"(lock timeout {LOCK_TIMEOUT_S} s); nothing was changed, try again ({text})"
+        )
     if state in _READ_ONLY:
         return ReadOnlyStoreError(f"{address} is open read-only; reopen it with read_only=False to change it")
     if state in _PRIVILEGE:
-        return ReadOnlyStoreError(f"{address}: the database role may not do this ({text}); "
-                                  "grant it the privilege, or open the store with read_only=True to look at it")
+        return ReadOnlyStoreError(
+            f"{address}: the database role may not do this ({text}); "
+            "grant it the privilege, or open the store with read_only=True to look at it"
+        )
     if state == _DIMENSION and "dimensions" in text:
-        return ModelMismatchError(f"{address} keeps vectors of another width than this embedder makes ({text}); "
-                                  "open it with the model that made them")
+        return ModelMismatchError(
+            f"{address} keeps vectors of another width than this embedder makes ({text}); open it with the model that made them"
+        )
     if state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03"):
         if connecting:
             return connection_error(orig, address)
-        return StoreUnavailableError(f"lost the connection to the PostgreSQL server of {address} ({text}); "
-                                     "if this was a write, it may or may not have committed: read before retrying")
+        return StoreUnavailableError(
+            f"lost the connection to the PostgreSQL server of {address} ({text}); "
+            "if this was a write, it may or may not have committed: read before retrying"
+        )
     return StoreDatabaseError(f"{address}: the server refused a statement ({state}: {text}); nothing was changed")
 
 

@@ -20,15 +20,16 @@ from __future__ import annotations
 import math
 import re
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from sqlalchemy import Connection, Table, bindparam, cast, func, literal_column, select, text
 from sqlalchemy.dialects.postgresql import TSQUERY, array
 
-from ..shared import marked_terms
 from ...schema import episodes_t, facts_t
 from ...tenancy import Tenant
 from ...tiers.episodes import filtered
+from ..shared import marked_terms
 
 K1, B, IDF_FLOOR = 1.2, 0.75, 1e-6
 MAX_KEYWORD_MATCHES = 1000
@@ -74,20 +75,29 @@ def _item_query(lexeme: str, prefix: bool):
     return cast(quoted.concat(":*") if prefix else quoted, TSQUERY)
 
 
-def _totals(conn: Connection, tenant: Tenant, table: Table, cache: "StatisticsCache") -> tuple[int, float]:
+def _totals(conn: Connection, tenant: Tenant, table: Table, cache: StatisticsCache) -> tuple[int, float]:
     """The tenant's row count and average token count in ``table``."""
     _, length = _search(table)
-    count, average = cache.kept(conn, (tenant.key, table.name),
-                                lambda: tuple(conn.execute(tenant.select(table, func.count(), func.avg(length))).one()))
+    count, average = cache.kept(
+        conn, (tenant.key, table.name), lambda: tuple(conn.execute(tenant.select(table, func.count(), func.avg(length))).one())
+    )
     return count, float(average or 0.0)
 
 
-def _statistics(conn: Connection, tenant: Tenant, table: Table, query_items: list[tuple[str, bool]],
-                cache: "StatisticsCache") -> tuple[int, float, list[int]]:
+def _statistics(
+    conn: Connection, tenant: Tenant, table: Table, query_items: list[tuple[str, bool]], cache: StatisticsCache
+) -> tuple[int, float, list[int]]:
     count, average = _totals(conn, tenant, table, cache)
-    df = [cache.kept(conn, (tenant.key, table.name, lexeme, prefix), lambda lexeme=lexeme, prefix=prefix: conn.execute(
-              tenant.select(table, func.count()).where(_matches(table, _item_query(lexeme, prefix)))).scalar())
-          for lexeme, prefix in query_items]
+    df = [
+        cache.kept(
+            conn,
+            (tenant.key, table.name, lexeme, prefix),
+            lambda lexeme=lexeme, prefix=prefix: conn.execute(
+                tenant.select(table, func.count()).where(_matches(table, _item_query(lexeme, prefix)))
+            ).scalar(),
+        )
+        for lexeme, prefix in query_items
+    ]
     return count, average, df
 
 
@@ -109,7 +119,7 @@ def _term_counts(table: Table, query_items: list[tuple[str, bool]]) -> list:
 
 def bm25(count: int, average: float, df: list[int], tf: list[int], length: int) -> float:
     score = 0.0
-    for n, f in zip(df, tf):
+    for n, f in zip(df, tf, strict=True):
         if not f:
             continue
         idf = max(math.log((count - n + 0.5) / (n + 0.5)), IDF_FLOOR)
@@ -117,7 +127,7 @@ def bm25(count: int, average: float, df: list[int], tf: list[int], length: int) 
     return score
 
 
-def _ranked(conn: Connection, tenant: Tenant, table: Table, expression: str, stmt, limit: int, cache: "StatisticsCache"):
+def _ranked(conn: Connection, tenant: Tenant, table: Table, expression: str, stmt, limit: int, cache: StatisticsCache):
     query_items = items(expression)
     count, average, df = _statistics(conn, tenant, table, query_items, cache)
     rows = conn.execute(stmt).all()
@@ -128,7 +138,9 @@ def _ranked(conn: Connection, tenant: Tenant, table: Table, expression: str, stm
 
 def _candidates(tenant: Tenant, table: Table, expression: str, *extra):
     _, length = _search(table)
-    return tenant.select(table, table.c.pk, length, *_term_counts(table, items(expression)), *extra).where(_matches(table, _as_query(expression)))
+    return tenant.select(table, table.c.pk, length, *_term_counts(table, items(expression)), *extra).where(
+        _matches(table, _as_query(expression))
+    )
 
 
 # The key under which PostgresBackend.read() puts the change counter it read before the
@@ -215,8 +227,11 @@ class PostgresKeywordIndex:
     def phrase_episodes(self, conn, tenant, phrases, limit, session_id, since, until):
         # Each phrase through phraseto_tsquery (its words in order, <-> between them) from a bound
         # parameter, so nothing in it is query syntax; the phrases OR-ed together.
-        queries = [func.phraseto_tsquery(literal_column("'memlens'"), func.memlens_fold(bindparam(f"phrase{i}", " ".join(words))))
-                   for i, words in enumerate(phrases) if words]
+        queries = [
+            func.phraseto_tsquery(literal_column("'memlens'"), func.memlens_fold(bindparam(f"phrase{i}", " ".join(words))))
+            for i, words in enumerate(phrases)
+            if words
+        ]
         if not queries:
             return []
         query = queries[0]
@@ -230,7 +245,10 @@ class PostgresKeywordIndex:
         if not pks:
             return {}
         e = episodes_t
-        marks = [func.ts_headline(literal_column("'memlens'"), func.memlens_fold(c), _as_query(expression), _HEADLINE) for c in (e.c.input, e.c.output)]
+        marks = [
+            func.ts_headline(literal_column("'memlens'"), func.memlens_fold(c), _as_query(expression), _HEADLINE)
+            for c in (e.c.input, e.c.output)
+        ]
         rows = conn.execute(tenant.select(e, e.c.pk, *marks).where(e.c.pk.in_(pks)))
         return {pk: marked_terms(*marked) for pk, *marked in rows}
 
@@ -242,8 +260,11 @@ class PostgresKeywordIndex:
         ranked = _ranked(conn, tenant, f, expression, stmt, limit, self.statistics)
         if not ranked:
             return []
-        marks = [func.ts_headline(literal_column("'memlens'"), func.memlens_fold(c), _as_query(expression), _HEADLINE)
-                 for c in (f.c.subject, f.c.predicate, f.c.object)]
-        marked = {pk: marked_terms(*m) for pk, *m in conn.execute(tenant.select(f, f.c.pk, *marks).where(f.c.pk.in_([pk for pk, _ in ranked])))}
+        marks = [
+            func.ts_headline(literal_column("'memlens'"), func.memlens_fold(c), _as_query(expression), _HEADLINE)
+            for c in (f.c.subject, f.c.predicate, f.c.object)
+        ]
+        marked = {
+            pk: marked_terms(*m) for pk, *m in conn.execute(tenant.select(f, f.c.pk, *marks).where(f.c.pk.in_([pk for pk, _ in ranked])))
+        }
         return [(pk, score, marked.get(pk, [])) for pk, score in ranked]
-

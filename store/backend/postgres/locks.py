@@ -10,7 +10,7 @@ comes earlier in that order than one it holds, so writers never deadlock on them
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from sqlalchemy import Connection, text
 

@@ -14,15 +14,15 @@ reader). Likewise a tenant's partitions leave by ``DETACH ... CONCURRENTLY`` bef
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from sqlalchemy import Connection, Engine, text
 
 from ...tenancy import Tenant
 from . import locks
-from .errors import LOCK_TIMEOUT_S
 from .ddl import PARTITIONED
+from .errors import LOCK_TIMEOUT_S
 
 
 def suffix(tenant: Tenant) -> str:

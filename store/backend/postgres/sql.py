@@ -4,9 +4,23 @@ bulk inserts with ordered RETURNING, a row version from ``xmin``, and JSON throu
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from sqlalchemy import BigInteger, Column, ColumnElement, Connection, Table, Text, TypeDecorator, cast, func, literal, literal_column, type_coerce
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    ColumnElement,
+    Connection,
+    Table,
+    Text,
+    TypeDecorator,
+    cast,
+    func,
+    literal,
+    literal_column,
+    type_coerce,
+)
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, insert
 
 from ..shared import upsert
@@ -14,7 +28,7 @@ from .locks import take_record
 
 
 def _path(path: str) -> list[str]:
-    """"$.a.b" -> ["a", "b"] (the only JSON paths the store uses: object keys from the root)."""
+    """ "$.a.b" -> ["a", "b"] (the only JSON paths the store uses: object keys from the root)."""
     if path == "$":
         return []
     if not path.startswith("$."):

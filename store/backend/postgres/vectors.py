@@ -16,7 +16,7 @@ so a deleted (erased) row is never returned even before VACUUM removes it from t
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from pgvector.sqlalchemy import Vector
@@ -58,8 +58,18 @@ def _best_first(rows) -> list[tuple[int, float]]:
     return sorted(((pk, float(score)) for pk, score in rows), key=lambda row: (-row[1], row[0]))
 
 
-def nearest(conn: Connection, tenant: Tenant, kind: str, query: Sequence[float], k: int, *, approximate: bool = False,
-            ef_search: int = EF_SEARCH, candidates: int = 0, allowed: Sequence[int] | None = None) -> list[tuple[int, float]]:
+def nearest(
+    conn: Connection,
+    tenant: Tenant,
+    kind: str,
+    query: Sequence[float],
+    k: int,
+    *,
+    approximate: bool = False,
+    ef_search: int = EF_SEARCH,
+    candidates: int = 0,
+    allowed: Sequence[int] | None = None,
+) -> list[tuple[int, float]]:
     """The tenant's ``k`` items of ``kind`` closest to ``query``: (item key, cosine similarity),
     best first. ``approximate`` uses the tenant's HNSW index if it has one (see :func:`build_index`),
     asking it for ``max(k, candidates)`` rows with ``ef_search`` and keeping the best ``k``
@@ -84,8 +94,10 @@ def nearest(conn: Connection, tenant: Tenant, kind: str, query: Sequence[float],
     # ef_search below the rows asked for would cap what one pass of the index can return.
     # One round trip for the three settings (three SET LOCALs were most of a 4 ms search at 5k).
     conn.execute(
-        text("SELECT set_config('hnsw.ef_search', :ef, true), set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-             "set_config('hnsw.max_scan_tuples', :scan, true)"),
+        text(
+            "SELECT set_config('hnsw.ef_search', :ef, true), set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+            "set_config('hnsw.max_scan_tuples', :scan, true)"
+        ),
         {"ef": str(max(int(ef_search), wanted)), "scan": str(MAX_SCAN_TUPLES)},
     )
     # relaxed_order returns rows roughly in order; each carries its exact distance (the index
@@ -141,7 +153,8 @@ def similarities(conn: Connection, tenant: Tenant, kind: str, query: Sequence[fl
     if not pks:
         return {}
     stmt = tenant.select(vectors_t, vectors_t.c.item_pk, (1 - _distance(query)).label("similarity")).where(
-        vectors_t.c.kind == kind, _item_in(pks))
+        vectors_t.c.kind == kind, _item_in(pks)
+    )
     return {pk: float(similarity) for pk, similarity in conn.execute(stmt)}
 
 
@@ -175,8 +188,9 @@ class PgvectorIndex:
     sampled_recall = staticmethod(sampled_recall)
 
     @staticmethod
-    def nearest(conn: Connection, tenant: Tenant, kind: str, query: Sequence[float], k: int,
-                allowed: Sequence[int] | None = None) -> list[tuple[int, float]]:
+    def nearest(
+        conn: Connection, tenant: Tenant, kind: str, query: Sequence[float], k: int, allowed: Sequence[int] | None = None
+    ) -> list[tuple[int, float]]:
         return nearest(conn, tenant, kind, query, k, approximate=True, allowed=allowed)
 
     def build(self, tenant: Tenant) -> None:

@@ -12,9 +12,9 @@ import os
 import sqlite3
 import stat
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
 from urllib.parse import quote
 
 from sqlalchemy import Connection, Engine, create_engine, event, exc
@@ -27,12 +27,11 @@ from ...errors import (
     NotADatabaseError,
     ReadOnlyStoreError,
     SchemaTooNewError,
-    StoreNotFoundError,
     StoreBusyError,
+    StoreNotFoundError,
     StoreOpenError,
 )
-from . import schema_check
-from . import maintenance
+from . import maintenance, schema_check
 from .keyword import SqliteKeywordIndex
 from .migrations import APPLICATION_ID, CURRENT_VERSION, migrate, read_version
 
@@ -102,9 +101,7 @@ def translate(error: BaseException, path: Path) -> MemlensError | None:
     if "file is not a database" in message:
         return NotADatabaseError(f"{path} is not an SQLite database (or it is encrypted)")
     if "malformed" in message or "disk image" in message:
-        return DamagedStoreError(
-            f"{path} is damaged ({orig}); restore it from a backup or recover it with `sqlite3 {path.name} .recover`"
-        )
+        return DamagedStoreError(f"{path} is damaged ({orig}); restore it from a backup or recover it with `sqlite3 {path.name} .recover`")
     if "readonly" in message or "read-only" in message or "attempt to write a readonly" in message:
         reason = _read_only_reason(path)
         if reason:
@@ -117,7 +114,9 @@ def translate(error: BaseException, path: Path) -> MemlensError | None:
         )
     if "unable to open database file" in message:
         reason = _read_only_reason(path)
-        return StoreOpenError(f"cannot open {path}" + (f": {reason}" if reason else f" ({orig}); check that it and its folder are readable"))
+        return StoreOpenError(
+            f"cannot open {path}" + (f": {reason}" if reason else f" ({orig}); check that it and its folder are readable")
+        )
     return None
 
 
@@ -156,10 +155,7 @@ def inspect_file(path: Path, *, empty_ok: bool = False) -> tuple[bool, int]:
             raise ForeignDatabaseError(f"{path} is an empty SQLite database, not a memlens store; memlens will not touch it")
         if app_id != APPLICATION_ID or "memlens_meta" not in tables:
             shown = ", ".join(sorted(tables)[:5]) or "none"
-            raise ForeignDatabaseError(
-                f"{path} is an SQLite database of another application (tables: {shown}); "
-                "memlens will not touch it"
-            )
+            raise ForeignDatabaseError(f"{path} is an SQLite database of another application (tables: {shown}); memlens will not touch it")
         version = schema_check.verify(conn, path)
     except sqlite3.Error as error:
         raise translate(error, path) or StoreOpenError(f"cannot read {path}: {error}") from error
@@ -234,8 +230,7 @@ class Database:
         initialised, version = inspect_file(self.path, empty_ok=create and not read_only) if exists else (False, 0)
         if read_only and version < CURRENT_VERSION:
             raise StoreOpenError(
-                f"{self.path} has schema version {version} and needs migrating to {CURRENT_VERSION}; "
-                "open it once without read_only"
+                f"{self.path} has schema version {version} and needs migrating to {CURRENT_VERSION}; open it once without read_only"
             )
         # Nothing can change a file on a read-only filesystem, so SQLite may skip the -shm it
         # could not create there; elsewhere an immutable reader would miss other processes' writes.

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from typing import Iterable
+from collections.abc import Iterable
 
 from ..shared import MARK_END, MARK_START, marked_terms
 from .migrations import _FTS_TOKENIZER

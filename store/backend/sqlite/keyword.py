@@ -9,18 +9,18 @@ hits, never which words its query keeps: :func:`common_terms` reads the tenant's
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from datetime import datetime
 from functools import lru_cache
-from typing import Callable, ContextManager
 
 from sqlalchemy import Connection, bindparam, column, func, literal_column, select, table
 
-from . import highlight
-from ..shared import marked_terms
 from ...schema import episodes_t, facts_t
 from ...tenancy import Tenant
 from ...tiers.episodes import filtered
-
+from ..shared import marked_terms
+from . import highlight
 
 
 def fts_expression(terms: list[str], *, min_prefix: int | None, too_common: set[str] = frozenset()) -> str | None:
@@ -87,10 +87,17 @@ def is_common(conn: Connection, tenant: Tenant, term: str) -> bool:
     (LIMIT); the first costs at most what the keyword query itself spends walking the word's matches."""
     e = episodes_t
     fts, match, _, _ = _fts("episodes_fts", f'"{term}"', 2)
-    mine = conn.execute(
-        select(e.c.pk).select_from(fts.join(e, e.c.pk == fts.c.rowid)).where(match, tenant.owns_unindexed(e))
-        .order_by(fts.c.rowid.desc()).limit(COMMON_WINDOW)
-    ).scalars().all()
+    mine = (
+        conn.execute(
+            select(e.c.pk)
+            .select_from(fts.join(e, e.c.pk == fts.c.rowid))
+            .where(match, tenant.owns_unindexed(e))
+            .order_by(fts.c.rowid.desc())
+            .limit(COMMON_WINDOW)
+        )
+        .scalars()
+        .all()
+    )
     if len(mine) < COMMON_WINDOW:
         return False
     # Too common when the tenant wrote fewer than COMMON_WINDOW / COMMON_SHARE episodes since the
@@ -113,7 +120,7 @@ class CommonWords:
     meanwhile changes the counter, so an answer is never older than the counter it is kept under.
     """
 
-    def __init__(self, read: Callable[[], ContextManager[Connection]], data_version: Callable[[], int]):
+    def __init__(self, read: Callable[[], AbstractContextManager[Connection]], data_version: Callable[[], int]):
         self._read, self._data_version = read, data_version
         self._lock = threading.Lock()
         self._version: int | None = None
@@ -205,8 +212,15 @@ def keyword_episodes(
     return [(pk, -score, []) for pk, score in conn.execute(stmt, values)]
 
 
-def phrase_episodes(conn: Connection, tenant: Tenant, phrases: list[tuple[str, ...]], limit: int,
-                    session_id: str | None, since: datetime | None, until: datetime | None) -> list[int]:
+def phrase_episodes(
+    conn: Connection,
+    tenant: Tenant,
+    phrases: list[tuple[str, ...]],
+    limit: int,
+    session_id: str | None,
+    since: datetime | None,
+    until: datetime | None,
+) -> list[int]:
     # Quoted, so a phrase is its words in sequence and nothing in them is FTS5 syntax.
     expression = " OR ".join('"' + " ".join(words).replace('"', '""') + '"' for words in phrases if words)
     if not expression:
@@ -237,7 +251,7 @@ class SqliteKeywordIndex:
     """:class:`store.backend.interface.KeywordIndex` on the FTS5 tables of one store; ``read`` and
     ``data_version`` are the store's (see :class:`CommonWords`)."""
 
-    def __init__(self, read: Callable[[], ContextManager[Connection]], data_version: Callable[[], int]):
+    def __init__(self, read: Callable[[], AbstractContextManager[Connection]], data_version: Callable[[], int]):
         self.common_words = CommonWords(read, data_version)
 
     def expression(self, conn: Connection, tenant: Tenant, terms: list[str], *, min_prefix: int | None, cut_common: bool) -> str | None:

@@ -5,10 +5,10 @@ truncated (old frames keep old pages). ``secure_delete`` (set at open) zeroes fr
 from __future__ import annotations
 
 import time
-from typing import Callable, ContextManager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 
 from sqlalchemy import Connection
-
 
 # Pages one merge step writes. One 'optimize' held the write lock for the whole index rewrite
 # (0.75-2.9 s at 1M episodes here, with every agent write waiting); a step of 100 pages holds
@@ -17,7 +17,7 @@ MERGE_PAGES = 100
 KEYWORD_INDEXES = ("episodes_fts", "facts_fts")
 
 
-def rewrite_keyword_indexes(write: Callable[[], ContextManager[Connection]], max_steps: int = 100_000) -> bool:
+def rewrite_keyword_indexes(write: Callable[[], AbstractContextManager[Connection]], max_steps: int = 100_000) -> bool:
     """FTS5 keeps deleted terms in old segments until they are merged. A negative 'merge' is an
     'optimize' done in steps: each step folds every segment (new ones included) into one merge
     and writes ``MERGE_PAGES`` pages of it, so once a step finds nothing to do the index is one

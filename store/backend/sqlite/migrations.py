@@ -8,7 +8,7 @@ today exactly what it created the day it shipped, whatever the ORM tables in
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from sqlalchemy import Connection, text
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from sqlalchemy import create_engine
@@ -39,7 +39,7 @@ def normalise(sql: str | None) -> str | None:
     return None if sql is None else re.sub(r"\s+", " ", sql).strip()
 
 
-@lru_cache(maxsize=None)
+@cache
 def expected_schema(version: int) -> tuple[dict[str, Entry], dict[str, Entry]]:
     """What memlens's migrations create up to ``version``, by lower-cased name, and the
     planner tables SQLite may add (allowed, not required)."""

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import sqlite3
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy import Column, ColumnElement, Connection, Table, func, literal_column, select
 from sqlalchemy.dialects.sqlite import insert
 
-from ..shared import upsert
 from ...tenancy import Tenant
+from ..shared import upsert
 
 
 class SqliteSql:
@@ -95,7 +96,7 @@ def _insert_many(conn: Connection, table: Table, rows: list[dict[str, Any]]) -> 
     full = head + ", ".join([one] * per_statement)
     for start in range(0, len(rows), per_statement):
         chunk = rows[start : start + per_statement]
-        values = [row[name] if f is None else f(row[name]) for row in chunk for name, f in zip(columns, convert)]
+        values = [row[name] if f is None else f(row[name]) for row in chunk for name, f in zip(columns, convert, strict=True)]
         conn.exec_driver_sql(full if len(chunk) == per_statement else head + ", ".join([one] * len(chunk)), tuple(values))
 
 
