@@ -107,7 +107,7 @@ def keyword_tables() -> None:
 
     from corpus import memories
 
-    from store.recall.keyword import _TOKEN, bm25_small
+    from store.recall.keyword import WORD_PATTERN, bm25_small
     from store.schema import scratch_t
     from store.tiers.common import ensure_session
 
@@ -132,7 +132,7 @@ def keyword_tables() -> None:
         ]
         for label, kind, query, texts, target in cases:
             documents = dict(enumerate(texts))
-            plain = timed_ms(lambda: [_TOKEN.findall(t.lower()) for t in texts])
+            plain = timed_ms(lambda: [WORD_PATTERN.findall(t.lower()) for t in texts])
             ranking = timed_ms(lambda: bm25_small(query, documents, prefix_last=False))
             recall = timed_ms(lambda: store.recall(query, user_id="u", kind=kind, mode="keyword", limit=10))
             results[label] = (recall, target)

@@ -1,51 +1,61 @@
 """``AsyncMemoryStore``: the same methods as coroutines, each run in a worker thread so
-the event loop never waits on SQLite or the model."""
+the event loop never waits on SQLite or the model.
+
+The methods themselves are written out in :mod:`store.aio_methods` (generated from the sync
+classes, and kept in step by a test), so every signature is visible to a type checker."""
 
 from __future__ import annotations
 
 import asyncio
-import functools
-import inspect
 from pathlib import Path
 from typing import Any
 
+from .aio_methods import AsyncMemoryStoreMethods, AsyncSessionMemoryMethods
 from .memory import MemoryStore
+from .tenancy import UNSET
 from .tiers.sessions import SessionMemory
+from .validation import DEFAULT_MAX_CONTENT_BYTES
 
 
-def _wrap_methods(cls, target_cls, exclude=()):
-    """Give ``cls`` an async twin of every public method of ``target_cls``."""
-    for name, method in inspect.getmembers(target_cls, inspect.isfunction):
-        if name.startswith("_") or name in exclude or hasattr(cls, name):
-            continue
+class AsyncSessionMemory(AsyncSessionMemoryMethods):
+    """Asynchronous working memory of one session; get it from :meth:`AsyncMemoryStore.session`."""
 
-        def make(name=name, method=method):
-            @functools.wraps(method)
-            async def call(self, *args, **kwargs):
-                return await asyncio.to_thread(getattr(self._sync, name), *args, **kwargs)
-
-            return call
-
-        setattr(cls, name, make())
-    return cls
-
-
-class AsyncSessionMemory:
     def __init__(self, sync: SessionMemory):
         self._sync = sync
         self.session_id = sync.session_id
         self.user_id = sync.user_id
 
 
-class AsyncMemoryStore:
+class AsyncMemoryStore(AsyncMemoryStoreMethods):
     """Asynchronous façade over :class:`MemoryStore`; open it with ``await AsyncMemoryStore.open(...)``."""
 
     def __init__(self, sync: MemoryStore):
         self._sync = sync
 
     @classmethod
-    async def open(cls, path_or_url: str | Path, **options: Any) -> AsyncMemoryStore:
-        return cls(await asyncio.to_thread(MemoryStore.open, path_or_url, **options))
+    async def open(
+        cls,
+        path_or_url: str | Path,
+        *,
+        read_only: bool = False,
+        create: bool = True,
+        max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
+        scratchpad_limit: int = 100,
+        embedder: Any = "default",
+        check_model: bool = True,
+    ) -> AsyncMemoryStore:
+        """:meth:`MemoryStore.open`, in a worker thread."""
+        sync = await asyncio.to_thread(
+            MemoryStore.open,
+            path_or_url,
+            read_only=read_only,
+            create=create,
+            max_content_bytes=max_content_bytes,
+            scratchpad_limit=scratchpad_limit,
+            embedder=embedder,
+            check_model=check_model,
+        )
+        return cls(sync)
 
     @property
     def sync(self) -> MemoryStore:
@@ -56,9 +66,9 @@ class AsyncMemoryStore:
     def path(self) -> Path:
         return self._sync.path
 
-    def session(self, session_id: str, **kwargs: Any) -> AsyncSessionMemory:
+    def session(self, session_id: str, *, user_id: str | None = UNSET, create: bool = True) -> AsyncSessionMemory:
         # Creating the handle touches no database unless create=False; that check is cheap and local.
-        return AsyncSessionMemory(self._sync.session(session_id, **kwargs))
+        return AsyncSessionMemory(self._sync.session(session_id, user_id=user_id, create=create))
 
     async def close(self) -> None:
         await asyncio.to_thread(self._sync.close)
@@ -68,7 +78,3 @@ class AsyncMemoryStore:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
-
-
-_wrap_methods(AsyncMemoryStore, MemoryStore, exclude={"open", "close", "session"})
-_wrap_methods(AsyncSessionMemory, SessionMemory)

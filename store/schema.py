@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from sqlalchemy import BigInteger, ForeignKey, Index, Integer, LargeBinary, MetaData, String, Text, TypeDecorator, UniqueConstraint
+from sqlalchemy import BigInteger, ForeignKey, Index, Integer, LargeBinary, MetaData, String, Table, Text, TypeDecorator, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import UserDefinedType
 
@@ -230,15 +230,22 @@ class AuditRow(Base):
 
 
 T = Base.metadata.tables
-meta_t = MetaRow.__table__
-tenants_t = TenantRow.__table__
-blocks_t = BlockRow.__table__
-episodes_t = EpisodeRow.__table__
-facts_t = FactRow.__table__
-sessions_t = SessionRow.__table__
-kv_t = KeyValueRow.__table__
-task_t = TaskStateRow.__table__
-scratch_t = ScratchpadRow.__table__
-checkpoints_t = CheckpointRow.__table__
-vectors_t = VectorRow.__table__
-audit_t = AuditRow.__table__
+
+
+def _table(row: type[Base]) -> Table:
+    """A mapped class's table, typed as the ``Table`` it is (``__table__`` is declared as a ``FromClause``)."""
+    return T[row.__tablename__]
+
+
+meta_t = _table(MetaRow)
+tenants_t = _table(TenantRow)
+blocks_t = _table(BlockRow)
+episodes_t = _table(EpisodeRow)
+facts_t = _table(FactRow)
+sessions_t = _table(SessionRow)
+kv_t = _table(KeyValueRow)
+task_t = _table(TaskStateRow)
+scratch_t = _table(ScratchpadRow)
+checkpoints_t = _table(CheckpointRow)
+vectors_t = _table(VectorRow)
+audit_t = _table(AuditRow)

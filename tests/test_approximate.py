@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from store import MemoryStore
+from store import MemoryStore, testing
 from store.embedding import FakeEmbedder
 from store.recall import approximate
 from store.recall.approximate import ApproximateIndex
@@ -40,9 +40,9 @@ def fill(s: MemoryStore, user: str, rows: int = ROWS, session: str = "s1") -> No
 def warm_index(s: MemoryStore, user: str):
     """Search once (which queues the build), wait for it, and return the index now in use."""
     s.recall("w1 v1", user_id=user, mode="vector")
-    assert s._indexer.cache.settle(timeout=120)
-    with s._db.read() as conn:
-        vectors = s._indexer.cache.searchable(conn, s._tenant(user), "episode", s.embedder.dim)
+    assert testing.vector_cache(s).settle(timeout=120)
+    with testing.backend(s).read() as conn:
+        vectors = testing.vector_cache(s).searchable(conn, testing.tenant(s, user), "episode", s.embedder.dim)
     assert vectors.approximate is not None and vectors.approximate.covered == len(vectors.pks)
     return vectors.approximate
 
@@ -125,8 +125,8 @@ def test_rows_written_by_another_process_are_found_with_the_index_warm(db_path):
         in_another_process(db_path, 's.remember("zebra giraffe okapi", "noted", user_id="alice")')
         hits = s.recall("zebra giraffe okapi", user_id="alice", mode="vector")
         assert hits[0].text.startswith("zebra giraffe okapi") and hits[0].scores.vector > 0.8
-        with s._db.read() as conn:  # found past the index, which did not have to be rebuilt
-            assert s._indexer.cache.searchable(conn, s._tenant("alice"), "episode", s.embedder.dim).approximate is index
+        with testing.backend(s).read() as conn:  # found past the index, which did not have to be rebuilt
+            assert testing.vector_cache(s).searchable(conn, testing.tenant(s, "alice"), "episode", s.embedder.dim).approximate is index
 
 
 @pytest.mark.parametrize("erase", ["session", "tenant"])
@@ -195,12 +195,12 @@ def test_a_build_that_fails_leaves_the_tenant_searched_exactly_and_says_why(db_p
     with MemoryStore.open(db_path, embedder=FakeEmbedder()) as s:
         fill(s, "alice")
         first = vector_hits(s, "note about w3 and v3", "alice")
-        assert s._indexer.cache.settle(timeout=120)
-        assert isinstance(s._indexer.cache.index_failure, MemoryError)
+        assert testing.vector_cache(s).settle(timeout=120)
+        assert isinstance(testing.vector_cache(s).index_failure, MemoryError)
         assert vector_hits(s, "note about w3 and v3", "alice") == first
-        assert s._indexer.cache.settle(timeout=120) and attempts == [ROWS]  # not retried on every search
-        with s._db.read() as conn:
-            assert s._indexer.cache.searchable(conn, s._tenant("alice"), "episode", s.embedder.dim).approximate is None
+        assert testing.vector_cache(s).settle(timeout=120) and attempts == [ROWS]  # not retried on every search
+        with testing.backend(s).read() as conn:
+            assert testing.vector_cache(s).searchable(conn, testing.tenant(s, "alice"), "episode", s.embedder.dim).approximate is None
 
 
 def test_the_query_encoder_can_still_load_after_an_index_was_built():
@@ -275,18 +275,18 @@ def test_erasures_the_audit_entries_do_not_account_for_drop_every_tenant():
     cache.notice_erasures(None)
 
     def cached():
-        cache._matrices.update({(user, "episode"): TenantMatrix(dim=4) for user in ("alice", "bob", "carol")})
-        return cache._matrices
+        testing.cached_matrices(cache).update({(user, "episode"): TenantMatrix(dim=4) for user in ("alice", "bob", "carol")})
+        return testing.cached_matrices(cache)
 
     cached()
     counter[0], entries[:] = 1, [(7, "alice")]
     cache.notice_erasures(None)
-    assert sorted(k[0] for k in cache._matrices) == ["bob", "carol"]
+    assert sorted(k[0] for k in testing.cached_matrices(cache)) == ["bob", "carol"]
     cached()
     counter[0], entries[:] = 3, entries + [(9, "bob")]
     cache.notice_erasures(None)
-    assert cache._matrices == {}
+    assert testing.cached_matrices(cache) == {}
     cached()
     counter[0], entries[:] = 4, entries + [(12, "carol")]  # in step again: only carol's go
     cache.notice_erasures(None)
-    assert sorted(k[0] for k in cache._matrices) == ["alice", "bob"]
+    assert sorted(k[0] for k in testing.cached_matrices(cache)) == ["alice", "bob"]

@@ -32,3 +32,55 @@ async def test_async_calls_do_not_block_the_event_loop(db_path):
         await s.remember_many([{"input": f"e{i}" * 50} for i in range(3000)], user_id="u")
         beat.cancel()
         assert ticks > 10
+
+
+def test_the_async_methods_are_generated_from_the_sync_ones():
+    """``store/aio_methods.py`` is what ``python -m tests.aio_codegen`` writes from today's classes."""
+    from . import aio_codegen
+
+    assert aio_codegen.TARGET.read_text() == aio_codegen.formatted(aio_codegen.generate()), (
+        "MemoryStore or SessionMemory changed: run `python -m tests.aio_codegen` and commit store/aio_methods.py"
+    )
+
+
+USER_PROGRAM = """
+import asyncio
+from store import AsyncMemoryStore, MemoryStore
+from store.models import Block, RecallHit
+
+async def main() -> None:
+    async with await AsyncMemoryStore.open("m.db") as s:
+        block: Block = await s.update_block("persona", "likes tea", user_id="alice")
+        hits: list[RecallHit] = await s.recall("tea", user_id="alice", limit=3)
+        await s.session("s1", user_id="alice").set("k", 1)
+{wrong}
+
+with MemoryStore.open("m.db") as sync:
+    sync.remember("q", "a", user_id="alice")
+"""
+
+
+def _mypy(program: str, tmp_path) -> tuple[int, str]:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "user_program.py").write_text(program)
+    root = Path(__file__).parent.parent
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--cache-dir", str(tmp_path / "cache"), str(tmp_path / "user_program.py")],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env={**__import__("os").environ, "MYPYPATH": str(root)},
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_a_type_checker_sees_the_public_api(tmp_path):
+    """A user's program type-checks against the store's signatures, async ones included, and a
+    wrong argument is an error the checker names (it would pass unseen with generated methods)."""
+    code, out = _mypy(USER_PROGRAM.format(wrong=""), tmp_path)
+    assert code == 0, out
+    code, out = _mypy(USER_PROGRAM.format(wrong='        await s.recall("tea", user_id="alice", limit="three")'), tmp_path)
+    assert code == 1 and 'Argument "limit" to "recall" of "AsyncMemoryStoreMethods" has incompatible type "str"' in out, out

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from store import MemoryStore
+from store import MemoryStore, testing
 from store.embedding import FakeEmbedder
 from store.errors import (
     OutputExistsError,
@@ -76,7 +76,7 @@ def test_require_tenant_names_close_matches(store):
     store.update_block("b", "v", user_id="Alice")
     store.update_block("b", "v", user_id="carol")
     store.update_block("b", "v", user_id="rob")
-    with store._db.read() as conn:
+    with testing.backend(store).read() as conn:
         assert require_tenant(conn, Tenant.of("Alice")) is True
         assert require_tenant(conn, Tenant.of("alice"), missing_ok=True) is False
         assert require_tenant(conn, Tenant.of(None), missing_ok=True) is False

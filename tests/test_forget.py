@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from store import MemoryStore
+from store import MemoryStore, testing
 from store.embedding import FakeEmbedder
 from store.errors import UnknownSessionError
 
@@ -59,7 +59,7 @@ def vector_blobs(s: MemoryStore, user) -> list[bytes]:
     from store.schema import vectors_t
     from store.tenancy import Tenant
 
-    with s._db.read() as conn:
+    with testing.backend(s).read() as conn:
         return list(conn.execute(Tenant.of(user).select(vectors_t, vectors_t.c.vector)).scalars())
 
 
@@ -110,7 +110,7 @@ def test_nothing_is_left_to_read_or_search(two_tenants):
     for mode in ("hybrid", "keyword", "vector"):
         assert s.recall(mine[0], user_id="alice", mode=mode, kind="all") == []
     assert "alice" not in [t.user_id for t in s.tenants()]
-    with s._db.read() as conn:
+    with testing.backend(s).read() as conn:
         assert conn.exec_driver_sql("SELECT count(*) FROM vectors WHERE user_id = 'alice'").scalar() == 0
 
 

@@ -17,7 +17,7 @@ import store.backend.sqlite.database
 import store.backend.sqlite.maintenance
 import store.rights.service
 from inspector.cli import main as cli_main
-from store import MemoryStore
+from store import MemoryStore, testing
 from store.embedding import FakeEmbedder
 from store.errors import StoreBusyError
 from store.validation import set_clock
@@ -237,11 +237,11 @@ def test_an_erasure_between_snapshot_and_version_check_is_still_noticed(db_path)
     with MemoryStore.open(db_path, embedder=FakeEmbedder()) as s:
         s.remember("zebra giraffe secret words", user_id="alice")
         s.warm_vectors(user_id="alice")
-        cache = s._indexer.cache
-        with s._db.read() as conn:
+        cache = testing.vector_cache(s)
+        with testing.backend(s).read() as conn:
             conn.exec_driver_sql("SELECT 1 FROM episodes").all()  # the snapshot starts before the forget
             subprocess.run([sys.executable, "-c", FORGET_AND_REFILL.format(root=ROOT, path=str(db_path))], check=True)
-            cache.get(conn, s._tenant("alice"), "episode", 64)
+            cache.get(conn, testing.tenant(s, "alice"), "episode", 64)
         hits = s.recall("zebra giraffe secret", user_id="alice", mode="vector")
         assert [h.scores.vector for h in hits] == [0.0, 0.0]
 
@@ -264,7 +264,7 @@ def test_expired_entries_are_not_exported_and_leave_the_disk(db_path):
             assert [e["key"] for e in exported["kv_entries"]] == ["long"]
             assert "zqexpired" not in str(exported)
             memory.set("new", 1)  # a write to the session deletes its expired rows
-            with s._db.read() as conn:
+            with testing.backend(s).read() as conn:
                 keys = {k for (k,) in conn.exec_driver_sql("SELECT key FROM kv_entries")}
             assert keys == {"long", "new", "idle"}
         assert b"zqexpiredvalue3" in file_bytes(db_path)  # its session was not written to
@@ -292,12 +292,12 @@ def test_an_erasure_committed_during_a_scrub_stays_pending(db_path, monkeypatch)
     with MemoryStore.open(db_path, embedder=FakeEmbedder()) as s:
         plant(s, "alice")
         theirs = plant(s, "bob")
-        real = s._db.rewrite_keyword_indexes
+        real = testing.backend(s).rewrite_keyword_indexes
 
         def rewrite_then_another_erasure(**kwargs):
             done = real(**kwargs)
             # Another process erases bob now, and dies before its own scrub.
-            with s._db.write() as conn:
+            with testing.backend(s).write() as conn:
                 counts = forget.delete(conn, forget.Scope(Tenant("bob"), None, None))
                 digest = audit.record(
                     conn,
@@ -312,7 +312,7 @@ def test_an_erasure_committed_during_a_scrub_stays_pending(db_path, monkeypatch)
                 forget.mark_pending(conn, Tenant("bob"), digest, utcnow())
             return done
 
-        monkeypatch.setattr(s._db, "rewrite_keyword_indexes", rewrite_then_another_erasure)
+        monkeypatch.setattr(testing.backend(s), "rewrite_keyword_indexes", rewrite_then_another_erasure)
         assert s.forget(user_id="alice").disk_scrubbed
         pending = s.pending_scrub()
         assert pending.erasures == 1 and not pending.indexes_rewritten  # bob's merge is still owed

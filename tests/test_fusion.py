@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 
+from store import testing
 from store.recall import fusion
 from store.recall.ranking import Ranked
 from tests.conftest import T0
@@ -168,13 +169,13 @@ def test_hybrid_marks_its_hits_with_one_highlight_query(store, monkeypatch):
         user_id="u",
     )
     calls = []
-    original = type(store._recall._db.keyword).episode_highlights
+    original = type(testing.keyword_index(store)).episode_highlights
 
     def counted(self, conn, tenant, expression, pks):
         calls.append(list(pks))
         return original(self, conn, tenant, expression, pks)
 
-    monkeypatch.setattr(type(store._recall._db.keyword), "episode_highlights", counted)
+    monkeypatch.setattr(type(testing.keyword_index(store)), "episode_highlights", counted)
     hits = store.recall("jammed printer", user_id="u", limit=5)
     assert len(calls) == 1
     assert len(calls[0]) == len(hits) == 5
@@ -189,22 +190,22 @@ def test_hybrid_gives_the_same_hits_when_the_query_is_still_being_encoded(ticket
     from store.recall import hits as recall_hits
 
     query = "what is OPS-4471 about"
-    indexer = tickets._indexer
+    indexer = testing.indexer(tickets)
     reads, first_read = [], threading.Event()
-    original = recall_hits.Recall._episode_texts
+    original = recall_hits.Recall.episode_texts
 
     def counted(self, pks):
         reads.append(len(pks))
         first_read.set()
         return original(self, pks)
 
-    monkeypatch.setattr(recall_hits.Recall, "_episode_texts", counted)
+    monkeypatch.setattr(recall_hits.Recall, "episode_texts", counted)
     indexer.encode_query(query)  # kept: the search finds its vector ready and reads every text at once
     at_once = [(h.id, h.scores, h.matched_terms) for h in tickets.recall(query, user_id="u", limit=5)]
     assert len(reads) == 1
     reads.clear()
     first_read.clear()
-    indexer._queries.clear()
+    testing.forget_query_vectors(tickets)
     encode = indexer.encode_query
 
     def held(text):

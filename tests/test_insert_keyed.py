@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy import select
 
-from store import MemoryStore
+from store import MemoryStore, testing
 from store.backend.sqlite.sql import SQL
 from store.schema import episodes_t
 from store.tenancy import Tenant
@@ -39,7 +39,7 @@ def check(conn, batch, keys):
 
 
 def test_keys_come_back_in_input_order(db_path):
-    with MemoryStore.open(db_path, embedder=None) as s, s._db.write() as conn:
+    with MemoryStore.open(db_path, embedder=None) as s, testing.backend(s).write() as conn:
         first = rows("a", 5)
         check(conn, first, SQL.insert_keyed(conn, episodes_t, first))
         conn.execute(episodes_t.delete().where(episodes_t.c.id == "a4"))  # the top key is free again
@@ -50,7 +50,7 @@ def test_keys_come_back_in_input_order(db_path):
 
 
 def test_keys_map_right_when_the_table_holds_the_largest_key(db_path):
-    with MemoryStore.open(db_path, embedder=None) as s, s._db.write() as conn:
+    with MemoryStore.open(db_path, embedder=None) as s, testing.backend(s).write() as conn:
         top = rows("top", 1)
         top[0]["pk"] = 2**63 - 1
         conn.execute(episodes_t.insert(), top)
@@ -61,7 +61,7 @@ def test_keys_map_right_when_the_table_holds_the_largest_key(db_path):
 
 
 def test_rows_with_their_columns_in_another_order_are_stored_alike(db_path):
-    with MemoryStore.open(db_path, embedder=None) as s, s._db.write() as conn:
+    with MemoryStore.open(db_path, embedder=None) as s, testing.backend(s).write() as conn:
         batch = rows("d", 3)
         batch[1] = {k: batch[1][k] for k in reversed(list(batch[1]))}
         keys = SQL.insert_keyed(conn, episodes_t, batch)
@@ -78,7 +78,7 @@ def test_a_bulk_insert_is_a_few_statements_and_the_keyword_index_holds_every_row
     from store.backend.sqlite.sql import ROWS_PER_STATEMENT
 
     n = 2 * ROWS_PER_STATEMENT + 7
-    with MemoryStore.open(db_path, embedder=None) as s, s._db.write() as conn:
+    with MemoryStore.open(db_path, embedder=None) as s, testing.backend(s).write() as conn:
         raw = conn.connection.driver_connection
         seen: list[str] = []
         raw.set_trace_callback(seen.append)

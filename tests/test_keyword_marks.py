@@ -10,7 +10,7 @@ import sqlite3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from store import MemoryStore
+from store import MemoryStore, testing
 from store.backend.shared import MARK_END, MARK_START, marked_terms
 from store.backend.sqlite.keyword import episode_highlights, fts_expression
 from store.recall.query import MIN_PREFIX, query_terms
@@ -65,7 +65,7 @@ def test_marks_equal_the_index_highlights_for_every_query(db_path):
     with MemoryStore.open(db_path, embedder=None) as s:
         s.remember_many([{"input": i, "output": o} for i, o in TEXTS], user_id="u")
         s.remember_many([{"input": i, "output": o} for i, o in TEXTS], user_id="other")
-        with s._db.read() as conn:
+        with testing.backend(s).read() as conn:
             pks = list(conn.exec_driver_sql("SELECT pk FROM episodes WHERE user_id = 'u' ORDER BY pk").scalars())
             checked = 0
             for query in QUERIES:
@@ -118,6 +118,6 @@ def test_marks_equal_the_index_highlights_on_random_texts(tmp_path_factory, docs
         return
     with MemoryStore.open(db_path, embedder=None) as s:
         s.remember_many(items, user_id="u")
-        with s._db.read() as conn:
+        with testing.backend(s).read() as conn:
             pks = list(conn.exec_driver_sql("SELECT pk FROM episodes").scalars())
             assert episode_highlights(conn, Tenant("u"), expression, pks) == index_marks(db_path, pks, expression)

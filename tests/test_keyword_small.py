@@ -10,10 +10,10 @@ import sqlite3
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from store import MemoryStore
+from store import MemoryStore, testing
 from store.backend.sqlite.keyword import common_terms
 from store.recall import keyword as search
-from store.recall.keyword import _TOKEN, MIN_PREFIX, bm25_small, query_terms
+from store.recall.keyword import MIN_PREFIX, WORD_PATTERN, bm25_small, query_terms
 from store.tenancy import Tenant
 
 
@@ -24,7 +24,7 @@ def reference_bm25(query: str, documents: dict[int, str], *, prefix_last: bool):
     if not terms or not documents:
         return []
     prefix = terms[-1] if prefix_last and len(terms[-1]) >= MIN_PREFIX and not query.endswith(" ") else None
-    tokenised = {pk: [w.lower() for w in _TOKEN.findall(doc)] for pk, doc in documents.items()}
+    tokenised = {pk: [w.lower() for w in WORD_PATTERN.findall(doc)] for pk, doc in documents.items()}
     average = sum(len(t) for t in tokenised.values()) / len(tokenised) or 1.0
 
     def hits(term, words):
@@ -118,7 +118,7 @@ def snapshot_held(path) -> bool:
 def test_the_probe_sees_an_open_read_transaction(store):
     store.update_block("b", "x", user_id="u")
     assert not snapshot_held(store.path)
-    with store._db.read() as conn:
+    with testing.backend(store).read() as conn:
         conn.exec_driver_sql("SELECT count(*) FROM blocks").all()
         assert snapshot_held(store.path)
     assert not snapshot_held(store.path)
@@ -167,7 +167,7 @@ def test_another_tenants_writes_never_hide_my_exact_keyword_hit(db_path):
         # For b, whose every episode holds it, the word is still left out: its rarer word ranks.
         rare = s.remember("status of the weather for the lamp", user_id="b")
         assert s.recall("weather status", user_id="b", mode="keyword")[0].id == rare.id
-        with s._db.read() as conn:
+        with testing.backend(s).read() as conn:
             assert common_terms(conn, Tenant("b"), query_terms("weather status")) == {"weather"}
             assert common_terms(conn, Tenant("a"), query_terms("weather status")) == set()
 
@@ -177,7 +177,7 @@ def test_a_small_tenant_gets_no_cut_at_all(db_path):
     with MemoryStore.open(db_path, embedder=None) as s:
         s.remember_many([{"input": f"weather report number {i}"} for i in range(1500)], user_id="big")
         s.remember_many([{"input": f"weather note {i}"} for i in range(50)], user_id="small")
-        with s._db.read() as conn:
+        with testing.backend(s).read() as conn:
             assert common_terms(conn, Tenant("big"), query_terms("zebra weather")) == {"weather"}
             assert common_terms(conn, Tenant("small"), query_terms("zebra weather")) == set()
 
@@ -189,7 +189,7 @@ def test_the_cut_for_a_tenant_does_not_depend_on_who_wrote_last(db_path):
         s.remember_many([{"input": f"weather report number {i}"} for i in range(1500)], user_id="a")
         s.remember_many([{"input": f"weather elsewhere {i}"} for i in range(2000)], user_id="b")
         s.remember_many([{"input": f"note {i} about lunch"} for i in range(2000)], user_id="c")
-        with s._db.read() as conn:
+        with testing.backend(s).read() as conn:
             assert common_terms(conn, Tenant("a"), query_terms("zebra weather")) == {"weather"}
             assert common_terms(conn, Tenant("c"), query_terms("zebra weather")) == set()
 
@@ -210,7 +210,7 @@ def test_another_tenants_writes_without_the_word_do_not_lift_my_cut(db_path):
         assert sorted(before) == sorted(e.id for e in lisbon)  # 'invoice' is cut: only the rarer word ranks
         s.remember_many([{"input": f"lunch {i} with the team"} for i in range(3000)], user_id="c")
         assert mine() == before
-        with s._db.read() as conn:
+        with testing.backend(s).read() as conn:
             assert common_terms(conn, Tenant("a"), query_terms("invoice Lisbon")) == {"invoice"}
             assert common_terms(conn, Tenant("c"), query_terms("invoice lunch")) == {"lunch"}
 
@@ -223,7 +223,7 @@ def test_a_word_once_in_my_newest_episodes_is_not_common(db_path):
         s.remember_many([{"input": f"weather log {i}"} for i in range(3000)], user_id="b")
         latest = s.remember("the weather at the garage", user_id="a")
         assert s.recall("weather plans", user_id="a", mode="keyword", limit=1)[0].id == latest.id
-        with s._db.read() as conn:
+        with testing.backend(s).read() as conn:
             assert common_terms(conn, Tenant("a"), query_terms("weather plans")) == {"plans"}
 
 

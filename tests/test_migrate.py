@@ -125,7 +125,7 @@ def test_another_model_is_refused_unless_reembedding_is_asked_for(source, tmp_pa
 
 def test_a_copy_that_does_not_match_is_rolled_back(source, target, tmp_path, monkeypatch):
     # A writer that silently drops notes: without the read-back, this migration "succeeds".
-    monkeypatch.setattr(import_write._Writer, "_note", lambda self, tenant, r: import_write.WRITTEN)
+    monkeypatch.setattr(import_write.Writer, "write_note", lambda self, tenant, r: import_write.WRITTEN)
     before = dump(tmp_path / "target.db")
     with pytest.raises(MigrationMismatchError, match="scratchpad") as info:
         target.migrate_from(source)
@@ -134,7 +134,7 @@ def test_a_copy_that_does_not_match_is_rolled_back(source, target, tmp_path, mon
 
 
 def test_a_vector_changed_in_the_copy_is_caught(source, target, tmp_path, monkeypatch):
-    real = import_write._Writer._bulk
+    real = import_write.Writer.write_bulk
 
     def flipped(self, tenant, kind, batch):
         for r in batch[:1]:
@@ -142,7 +142,7 @@ def test_a_vector_changed_in_the_copy_is_caught(source, target, tmp_path, monkey
                 self.vectors[(tenant, kind, r.id)] = bytes(len(r.embedding))
         return real(self, tenant, kind, batch)
 
-    monkeypatch.setattr(import_write._Writer, "_bulk", flipped)
+    monkeypatch.setattr(import_write.Writer, "write_bulk", flipped)
     before = dump(tmp_path / "target.db")
     with pytest.raises(MigrationMismatchError):
         target.migrate_from(source)

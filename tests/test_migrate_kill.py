@@ -34,7 +34,7 @@ real = embeddings.make_embedder
 embeddings.make_embedder = lambda spec: FakeEmbedder() if spec == "default" else real(spec)
 if os.environ.get("PAUSE_AFTER"):
     import store.rights.migrate as migrate
-    copy, copied = migrate._copy_tenant, []
+    copy, copied = migrate.copy_tenant, []
     def paused(*args, **kwargs):
         result = copy(*args, **kwargs)
         copied.append(1)
@@ -42,7 +42,7 @@ if os.environ.get("PAUSE_AFTER"):
             open(os.environ["MARK"], "w").close()
             time.sleep(600)
         return result
-    migrate._copy_tenant = paused
+    migrate.copy_tenant = paused
 from inspector.cli import main
 sys.exit(main(sys.argv[1:]))
 """

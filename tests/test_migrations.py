@@ -6,7 +6,7 @@ import sqlite3
 from sqlalchemy import create_engine, inspect
 
 from store import MemoryStore
-from store.backend.sqlite.migrations import CURRENT_VERSION, MIGRATIONS, _split
+from store.backend.sqlite.migrations import CURRENT_VERSION, MIGRATIONS, split_statements
 from store.schema import Base
 
 from .conftest import T0
@@ -74,5 +74,5 @@ def test_a_version_3_store_migrates_with_its_rows_and_keyword_indexes(tmp_path):
 
 
 def test_split_keeps_trigger_bodies_whole():
-    statements = _split("CREATE TABLE a (x);\nCREATE TRIGGER t AFTER INSERT ON a BEGIN\n  SELECT 1;\n  SELECT 2;\nEND;\n")
+    statements = split_statements("CREATE TABLE a (x);\nCREATE TRIGGER t AFTER INSERT ON a BEGIN\n  SELECT 1;\n  SELECT 2;\nEND;\n")
     assert len(statements) == 2 and statements[1].endswith("END;")

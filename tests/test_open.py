@@ -4,7 +4,7 @@ import sqlite3
 
 import pytest
 
-from store import MemoryStore
+from store import MemoryStore, testing
 from store.backend.sqlite.migrations import CURRENT_VERSION, MIGRATIONS
 from store.errors import (
     DamagedStoreError,
@@ -35,7 +35,7 @@ def test_everything_persists_across_reopen(db_path):
 
 
 def test_pragmas_are_set(store):
-    with store._db.raw() as conn:
+    with testing.backend(store).raw() as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert conn.execute("PRAGMA secure_delete").fetchone()[0] == 1
         assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
@@ -124,7 +124,7 @@ def test_an_older_schema_is_migrated(db_path):
 def test_a_damaged_database_gives_a_clear_error(db_path):
     with MemoryStore.open(db_path) as s:
         s.remember_many([{"input": f"episode number {i} " * 20} for i in range(400)], user_id="u")
-        with s._db.raw() as raw:
+        with testing.backend(s).raw() as raw:
             raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     data = bytearray(db_path.read_bytes())
     page = 4096

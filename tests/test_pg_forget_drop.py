@@ -16,7 +16,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from store import MemoryStore
+from store import MemoryStore, testing
 from store.backend.postgres import ddl, partitions
 from store.embedding import FakeEmbedder
 from store.tenancy import Tenant
@@ -124,7 +124,7 @@ def test_purged_expired_keys_leave_the_data_directory(pg_server, pg_url):
             s.session("quiet", user_id="u").set("idle", "zqexpiredvalue2", ttl=60)
             memory.set("long", "zqkeptvalue")
             s.session("o", user_id="other").set("theirs", "zqotherkeptvalue", ttl=3600)
-            with s._db.write() as conn:
+            with testing.backend(s).write() as conn:
                 conn.exec_driver_sql("ANALYZE")  # as autovacuum would: statistics copy values too
             assert b"zqexpiredvalue2" in scan(pg_server)
             clock[0] += timedelta(minutes=5)

@@ -9,6 +9,7 @@ from store.backend.sqlite import keyword as sqlite_keyword
 from store.tenancy import Tenant
 
 pytest.importorskip("psycopg")
+from store import testing
 from store.backend.postgres import ddl, partitions  # noqa: E402
 from store.backend.postgres import engine as pg_engine
 from store.backend.postgres.keyword import PostgresKeywordIndex, items  # noqa: E402
@@ -57,7 +58,7 @@ def by_id(conn, hits) -> dict[str, float]:
 def test_scores_equal_fts5_bm25_on_the_same_episodes(pg, db_path, query):
     s = MemoryStore.open(db_path)
     s.remember_many([{"input": q, "output": a} for q, a in CORPUS], user_id="alice")
-    with s._db.read() as conn:
+    with testing.backend(s).read() as conn:
         expression = sqlite_keyword.fts_expression(query, min_prefix=None)
         pk_to_id = dict(conn.execute(text("SELECT pk, input || '|' || output FROM episodes")).all())
         expected = {

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import event
 
-from store import MemoryStore
+from store import MemoryStore, testing
 
 pytest.importorskip("psycopg")
 
@@ -22,7 +22,7 @@ def counted(monkeypatch):
     seen: list[str] = []
 
     def watch(store: MemoryStore) -> None:
-        @event.listens_for(store._db.engine, "before_cursor_execute")
+        @event.listens_for(testing.backend(store).engine, "before_cursor_execute")
         def record(conn, cursor, statement, *args):
             if "count(" in statement.lower():
                 seen.append(statement)

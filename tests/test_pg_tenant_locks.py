@@ -17,7 +17,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from store import MemoryStore
+from store import MemoryStore, testing
 from store.backend.postgres import backend as pg_backend
 from store.backend.postgres import locks
 from store.embedding import FakeEmbedder
@@ -44,7 +44,7 @@ def hold_write(s: MemoryStore, tenant: str, started: threading.Event, release: t
     from store.tiers.common import touch_tenant
 
     def run():
-        with s._db.write(Tenant(tenant)) as conn:
+        with testing.backend(s).write(Tenant(tenant)) as conn:
             touch_tenant(conn, Tenant(tenant), utcnow())
             started.set()
             release.wait(30)
@@ -79,7 +79,7 @@ def test_a_store_wide_writer_holds_off_every_tenant_and_waits_for_them(pg_url, s
         with psycopg.connect(libpq(pg_url), autocommit=True) as other:
             other.execute("SELECT pg_advisory_lock_shared(%s)", (locks.STORE_LOCK,))  # a tenant writer, mid-transaction
             with pytest.raises(StoreBusyError):
-                with s._db.write() as conn:  # a store-wide write (re-embedding, a migration) waits for it
+                with testing.backend(s).write() as conn:  # a store-wide write (re-embedding, a migration) waits for it
                     conn.exec_driver_sql("SELECT 1")
             s.remember("tenant writers share the store lock", user_id="bob")
         assert len(s.episodes(user_id="bob").items) == 1
@@ -96,7 +96,7 @@ def test_writers_locking_the_same_tenants_in_opposite_orders_never_deadlock(pg_u
         def write(order: list[str], rounds: int) -> None:
             try:
                 for _ in range(rounds):
-                    with s._db.write(*(Tenant(k) for k in order)) as conn:
+                    with testing.backend(s).write(*(Tenant(k) for k in order)) as conn:
                         for key in order:
                             conn.exec_driver_sql("SELECT pg_sleep(0.005)")
                             conn.exec_driver_sql("UPDATE tenants SET last_activity = last_activity + 1 WHERE user_id = %s", (key,))
@@ -186,7 +186,7 @@ def interleave(url: str, tmp_path: Path, meanwhile) -> None:
 
 
 def pending_record(url: str) -> tuple[int, dict]:
-    with MemoryStore.open(url, embedder=None, read_only=True, check_model=False) as s, s._db.read() as conn:
+    with MemoryStore.open(url, embedder=None, read_only=True, check_model=False) as s, testing.backend(s).read() as conn:
         return forget.erasure_count(conn), forget.read_pending(conn)
 
 
@@ -195,7 +195,7 @@ def test_two_tenants_erased_at_once_both_count_and_both_stay_pending(pg_url, tmp
         s.remember("alice's", user_id="alice")
         s.remember("bob's", user_id="bob")
     with MemoryStore.open(pg_url, embedder=None) as s:
-        monkeypatch.setattr(s._db, "flush_erased_pages", lambda *args: (False, "held back by the test"))
+        monkeypatch.setattr(testing.backend(s), "flush_erased_pages", lambda *args: (False, "held back by the test"))
         interleave(pg_url, tmp_path, lambda: s.forget(user_id="bob"))
     erasures, pending = pending_record(pg_url)
     assert erasures == 2, "an erasure went uncounted: caches would keep its vectors"
@@ -214,7 +214,7 @@ def test_expired_keys_purged_during_an_erasure_stay_pending_beside_it(pg_url, tm
         with MemoryStore.open(pg_url, embedder=None) as s:
             s.session("s", user_id="carol").set("k2", "zqexpiring2", ttl=60)
             clock[0] += timedelta(minutes=5)
-            monkeypatch.setattr(s._db, "flush_erased_pages", lambda *args: (False, "held back by the test"))
+            monkeypatch.setattr(testing.backend(s), "flush_erased_pages", lambda *args: (False, "held back by the test"))
             interleave(pg_url, tmp_path, s.purge_expired)
     finally:
         set_clock(None)

@@ -11,6 +11,7 @@ from store import MemoryStore
 from store.errors import UnknownTenantError, UnsupportedByBackendError
 
 pytest.importorskip("psycopg")
+from store import testing
 from store.backend.postgres import vectors as pg_vectors  # noqa: E402
 
 TOPICS = ["invoice", "train", "garden", "printer", "holiday", "recipe", "football", "dentist"]
@@ -121,7 +122,7 @@ def test_refused_where_it_cannot_exist_and_for_a_tenant_the_store_does_not_hold(
         fill(s, "alice", 5)
         with pytest.raises(UnknownTenantError):
             s.build_vector_index(user_id="alcie")
-        with s._db.read() as conn:  # nothing was made for the typo
+        with testing.backend(s).read() as conn:  # nothing was made for the typo
             from store.tenancy import Tenant
 
             assert not pg_vectors.has_index(conn, Tenant("alcie"))

@@ -4,7 +4,7 @@ from datetime import timedelta
 
 import pytest
 
-from store import MemoryStore
+from store import MemoryStore, testing
 from store.embedding import FakeEmbedder
 from store.errors import InvalidInputError, ModelMismatchError
 
@@ -125,7 +125,7 @@ def test_vector_index_follows_writes_and_deletes_from_another_store_object(db_pa
         assert len(reader.recall("apple", user_id="u", mode="vector", limit=10)) == 1
         writer.remember_many([{"input": f"apple {i}"} for i in range(3)], user_id="u")
         assert len(reader.recall("apple", user_id="u", mode="vector", limit=10)) == 4
-        with writer._db.write() as conn:
+        with testing.backend(writer).write() as conn:
             conn.exec_driver_sql("DELETE FROM episodes WHERE input = 'first apple'")
         texts = [h.text for h in reader.recall("apple", user_id="u", mode="vector", limit=10)]
         assert len(texts) == 3 and "first apple" not in texts

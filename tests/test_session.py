@@ -2,6 +2,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from store import testing
 from store.errors import InvalidInputError, UnknownCheckpointError, UnknownSessionError
 from store.validation import set_clock
 
@@ -111,7 +112,7 @@ def test_restore_is_all_or_nothing(store):
     mem.set("k", "after")
     mem.append_scratchpad("note")
     damaged = {"kv": {"k": {"value": '"before"', "expires_at": None}}, "task_state": None, "scratchpad": [{"created_at": "bad"}]}
-    with store._db.write() as conn:
+    with testing.backend(store).write() as conn:
         conn.execute(update(checkpoints_t).values(snapshot=json.dumps(damaged)))
     with pytest.raises(TypeError):
         mem.restore_checkpoint(cp)

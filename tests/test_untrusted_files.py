@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine
 
-from store import MemoryStore
+from store import MemoryStore, testing
 from store.backend.sqlite.migrations import MIGRATIONS
 from store.errors import DamagedStoreError, InvalidMetadataError, StoreOpenError, UntrustedSchemaError
 
@@ -157,13 +157,13 @@ def test_connections_distrust_the_schema_except_in_memlens_writes(saved_store):
     """trusted_schema is off for everything but memlens's own write transactions, whose FTS5
     triggers need it; the pages of a crafted file are size-checked and never memory-mapped."""
     with MemoryStore.open(saved_store) as s:
-        with s._db.read() as conn:
+        with testing.backend(s).read() as conn:
             assert conn.exec_driver_sql("PRAGMA trusted_schema").scalar() == 0
             assert conn.exec_driver_sql("PRAGMA cell_size_check").scalar() == 1
             assert conn.exec_driver_sql("PRAGMA mmap_size").scalar() == 0
-        with s._db.write() as conn:
+        with testing.backend(s).write() as conn:
             assert conn.exec_driver_sql("PRAGMA trusted_schema").scalar() == 1
-        with s._db.read() as conn:
+        with testing.backend(s).read() as conn:
             assert conn.exec_driver_sql("PRAGMA trusted_schema").scalar() == 0
         s.remember("still writes through the keyword index", user_id="alice")
         assert s.recall("keyword", user_id="alice", mode="keyword")[0].text.startswith("still writes")

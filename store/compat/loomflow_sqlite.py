@@ -169,9 +169,9 @@ def _read(path: Path) -> tuple[dict[str, Any], list[str], int]:
                     shutil.copyfile(path.parent / (path.name + suffix), Path(folder) / ("source.db" + suffix))
                 if _stamp(path) != before:
                     raise SourceChangedError(f"{path} changed while it was being copied; nothing was imported (is an agent writing to it?)")
-                result = _load(path, sqlite3.connect(copy))
+                result = read_memory(path, sqlite3.connect(copy))
         else:
-            result = _load(path, sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True))
+            result = read_memory(path, sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True))
     except sqlite3.Error as exc:
         raise UnrecognizedSourceError(f"{path} is not a readable loomflow database ({exc}); nothing was imported") from None
     if _stamp(path) != before:
@@ -179,7 +179,7 @@ def _read(path: Path) -> tuple[dict[str, Any], list[str], int]:
     return result
 
 
-def _load(path: Path, connection: sqlite3.Connection) -> tuple[dict[str, Any], list[str], int]:
+def read_memory(path: Path, connection: sqlite3.Connection) -> tuple[dict[str, Any], list[str], int]:
     with closing(connection) as conn:
         # Its schema is someone else's: run none of its SQL functions, write nothing.
         conn.execute("PRAGMA trusted_schema = OFF")

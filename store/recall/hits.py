@@ -184,13 +184,13 @@ class Recall:
         if self.mode == "hybrid" and vector_job is not None and not vector_job.done():
             # The query is still being encoded: read the texts of the candidates already named
             # meanwhile (half of them or more), instead of after the wait (1-1.5 ms for ~100 rows).
-            texts = self._episode_texts([pk for pk, _, _ in keyword] + extra)
+            texts = self.episode_texts([pk for pk, _, _ in keyword] + extra)
         vector = vector_job.result() if vector_job is not None else []
         candidates = fuse(vector, keyword)
         if self.mode == "hybrid":
             # Hybrid judges every candidate by its text (coverage, exact ids) and its cosine.
             candidates = self.hybrid_candidates(candidates, extra)
-            texts.update(self._episode_texts([c.pk for c in candidates if c.pk not in texts]))
+            texts.update(self.episode_texts([c.pk for c in candidates if c.pk not in texts]))
             self.fill_cosines("episode", candidates)
         ranked = fusion.order(candidates, texts, self.fusion_query, self.mode)[:limit]
         late = [c.pk for c in ranked if (c.keyword_rank or c.exact) and c.pk not in marked]
@@ -216,7 +216,7 @@ class Recall:
             )
         return hits
 
-    def _episode_texts(self, pks: list[int]) -> dict[int, str]:
+    def episode_texts(self, pks: list[int]) -> dict[int, str]:
         """Searchable text by key. The rows are kept, so the hits among them are not read again."""
         if not pks:
             return {}
@@ -228,7 +228,7 @@ class Recall:
         return texts
 
     def _episodes(self, pks: list[int]) -> dict[int, Episode]:
-        """The episodes by key: the candidates' rows kept by :meth:`_episode_texts`, the rest read."""
+        """The episodes by key: the candidates' rows kept by :meth:`episode_texts`, the rest read."""
         found = {pk: _candidate_episode(self._candidates[pk]) for pk in pks if pk in self._candidates}
         rows = self._episode_rows([pk for pk in pks if pk not in found])
         return found | {pk: episode_tier.to_model(row) for pk, row in rows.items()}

@@ -7,7 +7,7 @@ import re
 # Shorter prefixes expand to thousands of terms (a 3-letter prefix took 605 ms p95 at 100k rows,
 # MEASUREMENTS.md); from four letters the expansion is small and needs no prefix index.
 MIN_PREFIX = 4
-_TOKEN = re.compile(r"\w+", re.UNICODE)
+WORD_PATTERN = re.compile(r"\w+", re.UNICODE)
 # Words so common they only make FTS slow (tens of thousands of matches) and rankings noisy.
 STOPWORDS = frozenset(
     [
@@ -84,6 +84,6 @@ STOPWORDS = frozenset(
 
 
 def query_terms(query: str) -> list[str]:
-    words = [w.lower() for w in _TOKEN.findall(query)]
+    words = [w.lower() for w in WORD_PATTERN.findall(query)]
     kept = [w for w in words if w not in STOPWORDS]
     return kept or words

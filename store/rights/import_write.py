@@ -83,7 +83,7 @@ def vectors_needed(backend: Backend, indexer: Indexer, checked: Checked) -> tupl
     return out, embedded
 
 
-class _Writer:
+class Writer:
     def __init__(
         self, conn: Connection, indexer: Indexer, checked: Checked, vectors, at: datetime, max_bytes: int, keep_origin: bool = False
     ):
@@ -102,18 +102,18 @@ class _Writer:
         records = [r for _, r in self.checked.records]
         for r in records:
             if r.type == "session":
-                self._count(r, self._session(self.checked.target(r), r))
+                self._count(r, self.write_session(self.checked.target(r), r))
         for kind in ("episode", "fact"):
             by_tenant: dict[Tenant, list[Any]] = {}
             for r in records:
                 if r.type == kind:
                     by_tenant.setdefault(self.checked.target(r), []).append(r)
             for tenant, batch in by_tenant.items():
-                for r, outcome in zip(batch, self._bulk(tenant, kind, batch), strict=True):
+                for r, outcome in zip(batch, self.write_bulk(tenant, kind, batch), strict=True):
                     self._count(r, outcome)
         for r in records:
             if r.type not in ("session", "episode", "fact"):
-                self._count(r, getattr(self, f"_{r.type}")(self.checked.target(r), r))
+                self._count(r, getattr(self, f"write_{r.type}")(self.checked.target(r), r))
 
     def _count(self, r: Any, outcome: str) -> None:
         tenant, section = self.checked.target(r), SECTION_OF[r.type]
@@ -133,7 +133,7 @@ class _Writer:
             return UNCHANGED
         return WRITTEN if r.updated_at > row.updated_at else KEPT
 
-    def _block(self, tenant: Tenant, r: Any) -> str:
+    def write_block(self, tenant: Tenant, r: Any) -> str:
         row = self.conn.execute(tenant.select(blocks_t).where(blocks_t.c.name == r.name)).first()
         if row is None:
             taken = self.conn.execute(tenant.select(blocks_t, blocks_t.c.pk).where(blocks_t.c.pinned_order == r.pinned_order)).first()
@@ -148,7 +148,7 @@ class _Writer:
             self.conn.execute(tenant.update(blocks_t).where(blocks_t.c.pk == row.pk).values(content=r.content, updated_at=r.updated_at))
         return outcome
 
-    def _bulk(self, tenant: Tenant, kind: str, batch: list[Any]) -> list[str]:
+    def write_bulk(self, tenant: Tenant, kind: str, batch: list[Any]) -> list[str]:
         """Outcomes for a tenant's episodes (or facts) in file order; new ones inserted in bulk."""
         table = episodes_t if kind == "episode" else facts_t
         existing = rows_by_id(self.conn, tenant, table, [r.id for r in batch])
@@ -216,7 +216,7 @@ class _Writer:
             return WRITTEN
         return KEPT
 
-    def _session(self, tenant: Tenant, r: Any) -> str:
+    def write_session(self, tenant: Tenant, r: Any) -> str:
         stmt = tenant.select(sessions_t).where(sessions_t.c.session_id == r.session_id)
         row = self.conn.execute(stmt).first()
         if row is None:
@@ -229,7 +229,7 @@ class _Writer:
         self.conn.execute(tenant.update(sessions_t).where(sessions_t.c.pk == row.pk).values(created_at=created, updated_at=updated))
         return WRITTEN
 
-    def _kv(self, tenant: Tenant, r: Any) -> str:
+    def write_kv(self, tenant: Tenant, r: Any) -> str:
         session_pk = self._session_pk(tenant, r.session_id)
         values = {"value": check_json(r.value, "value", limit=self.max_bytes), "expires_at": r.expires_at, "updated_at": r.updated_at}
         row = self.conn.execute(tenant.select(kv_t).where(kv_t.c.session_pk == session_pk, kv_t.c.key == r.key)).first()
@@ -241,7 +241,7 @@ class _Writer:
             self.conn.execute(tenant.update(kv_t).where(kv_t.c.pk == row.pk).values(**values))
         return outcome
 
-    def _task_state(self, tenant: Tenant, r: Any) -> str:
+    def write_task_state(self, tenant: Tenant, r: Any) -> str:
         session_pk = self._session_pk(tenant, r.session_id)
         state = r.state.model_dump_json()  # as set_task_state stores it
         row = self.conn.execute(tenant.select(task_t).where(task_t.c.session_pk == session_pk)).first()
@@ -253,7 +253,7 @@ class _Writer:
         self.conn.execute(task_t.insert().values(tenant.stamp({"session_pk": session_pk, "state": state, "updated_at": r.updated_at})))
         return WRITTEN
 
-    def _note(self, tenant: Tenant, r: Any) -> str:
+    def write_note(self, tenant: Tenant, r: Any) -> str:
         session_pk = self._session_pk(tenant, r.session_id)
         same = tenant.select(scratch_t, scratch_t.c.pk).where(
             scratch_t.c.session_pk == session_pk, scratch_t.c.created_at == r.created_at, scratch_t.c.content == r.content
@@ -265,7 +265,7 @@ class _Writer:
         )
         return WRITTEN
 
-    def _checkpoint(self, tenant: Tenant, r: Any) -> str:
+    def write_checkpoint(self, tenant: Tenant, r: Any) -> str:
         row = self.conn.execute(tenant.select(checkpoints_t).where(checkpoints_t.c.id == r.id)).first()
         if row is not None:
             same = (row.description, row.created_at, json.loads(row.snapshot)) == (r.description, r.created_at, r.snapshot)
@@ -280,7 +280,7 @@ class _Writer:
         self.conn.execute(checkpoints_t.insert().values(tenant.stamp(values)))
         return WRITTEN
 
-    def _audit(self, tenant: Tenant, r: Any) -> str:
+    def write_audit(self, tenant: Tenant, r: Any) -> str:
         same = tenant.select(audit_t, audit_t.c.pk).where(audit_t.c.digest == r.digest, audit_t.c.action == r.action)
         if self.conn.execute(same).first():
             return UNCHANGED
@@ -318,7 +318,7 @@ def apply(
     its audit entries keep the origin they had there (a local erasure stays a local erasure);
     an import's are imported history."""
     check_model_of(conn, indexer.embedder, store_path)
-    writer = _Writer(conn, indexer, checked, vectors, at, max_bytes, keep_origin=action == "migrate")
+    writer = Writer(conn, indexer, checked, vectors, at, max_bytes, keep_origin=action == "migrate")
     writer.run()
     source_of = {tenant: user_id for user_id, tenant in checked.targets.items()}
     for tenant in checked.targets.values():

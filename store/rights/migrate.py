@@ -225,7 +225,7 @@ def _verify(plan: _Plan, conn: Connection, tenant: Tenant, expected: _Contents, 
         )
 
 
-def _copy_tenant(plan: _Plan, source: Connection, destination: Connection, tenant: Tenant) -> tuple[dict[str, int], int]:
+def copy_tenant(plan: _Plan, source: Connection, destination: Connection, tenant: Tenant) -> tuple[dict[str, int], int]:
     records, expected, lacking = _source_records(plan, source, tenant)
     checked = _checked(plan, tenant, records)
     vectors, embedded = _vectors(plan, destination, tenant, checked)
@@ -277,7 +277,7 @@ def migrate(
         with destination.write(*tenants, whole_store=True) as destination_conn:
             _check_destination(destination_conn, tenants, into_existing, destination)
             for done, tenant in enumerate(tenants, start=1):
-                counts, made = _copy_tenant(plan, source_conn, destination_conn, tenant)
+                counts, made = copy_tenant(plan, source_conn, destination_conn, tenant)
                 totals = {s: totals[s] + counts[s] for s in SECTIONS}
                 embedded += made
                 if progress:

@@ -261,14 +261,14 @@ async def test_a_newer_schema_or_a_bad_record_writes_nothing(tmp_path, target, c
 async def test_a_source_written_to_during_the_read_is_refused(tmp_path, target, monkeypatch):
     source = tmp_path / "bot.db"
     await write_loomflow(source)
-    real = loomflow_sqlite._load
+    real = loomflow_sqlite.read_memory
 
     def load_while_loomflow_writes(path, conn):
         result = real(path, conn)
         _sqlite(source, "UPDATE working_blocks SET content = 'changed'")
         return result
 
-    monkeypatch.setattr(loomflow_sqlite, "_load", load_while_loomflow_writes)
+    monkeypatch.setattr(loomflow_sqlite, "read_memory", load_while_loomflow_writes)
     before = dump(target.path)
     with pytest.raises(SourceChangedError):
         import_loomflow_sqlite(target, source)

@@ -129,7 +129,7 @@ CREATE INDEX ix_checkpoints_user_id ON checkpoints (user_id);
 
 
 def _m001_core(conn: Connection) -> None:
-    for statement in _split(_CORE_DDL):
+    for statement in split_statements(_CORE_DDL):
         conn.exec_driver_sql(statement)
     conn.exec_driver_sql(f"PRAGMA application_id = {APPLICATION_ID}")
 
@@ -194,7 +194,7 @@ END;
 
 
 def _m002_search(conn: Connection) -> None:
-    for statement in _split(_VECTORS_DDL + _SEARCH_DDL):
+    for statement in split_statements(_VECTORS_DDL + _SEARCH_DDL):
         conn.exec_driver_sql(statement)
     # Rows written before this migration join the keyword indexes now.
     conn.exec_driver_sql("INSERT INTO episodes_fts(episodes_fts) VALUES ('rebuild')")
@@ -218,7 +218,7 @@ CREATE INDEX ix_audit_log_user_id ON audit_log (user_id);
 
 
 def _m003_audit(conn: Connection) -> None:
-    for statement in _split(_AUDIT_DDL):
+    for statement in split_statements(_AUDIT_DDL):
         conn.exec_driver_sql(statement)
 
 
@@ -295,11 +295,11 @@ ALTER TABLE audit_log ADD COLUMN origin VARCHAR NOT NULL DEFAULT 'local';
 
 
 def _m004_per_tenant_ids(conn: Connection) -> None:
-    for statement in _split(_PER_TENANT_IDS_DDL):
+    for statement in split_statements(_PER_TENANT_IDS_DDL):
         conn.exec_driver_sql(statement)
 
 
-def _split(script: str) -> list[str]:
+def split_statements(script: str) -> list[str]:
     """Split DDL on statement ends, keeping trigger bodies (which contain ';') whole."""
     statements, current = [], []
     for line in script.strip().splitlines():

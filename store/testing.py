@@ -1,0 +1,56 @@
+"""The one door tests use into a store's parts.
+
+The public API (``store.__all__``) is what users get. Some tests must go below it: run SQL on
+the store's own connection to check what is on disk, count what the keyword index is asked,
+wait for the vector index to finish building, or resolve a ``user_id`` the way the store does.
+They do it through these functions, never through a store's private attributes, so a change of
+how the store is composed changes this module and no test (``tests/test_sanctioned_door.py``
+holds that). Nothing here is part of the public API or its stability promise.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .backend.interface import Backend, KeywordIndex
+    from .memory import MemoryStore
+    from .recall.embeddings import Indexer
+    from .recall.vectors import TenantMatrix, VectorCache
+    from .tenancy import Tenant
+
+
+def backend(store: MemoryStore) -> Backend:
+    """The store's database backend: ``read()``, ``write()``, ``raw()``, its engine, its maintenance steps."""
+    return store._db
+
+
+def keyword_index(store: MemoryStore) -> KeywordIndex:
+    """The backend's full-text index, as recall calls it."""
+    return store._db.keyword
+
+
+def indexer(store: MemoryStore) -> Indexer:
+    """What embeds texts and keeps the vectors of the store's tenants."""
+    return store._indexer
+
+
+def vector_cache(store: MemoryStore) -> VectorCache:
+    """The per-tenant vector matrices (and approximate indexes) the store searches."""
+    return store._indexer.cache
+
+
+def tenant(store: MemoryStore, user_id: Any) -> Tenant:
+    """``user_id`` resolved to a tenant as the store's own methods resolve it."""
+    return store._tenant(user_id)
+
+
+def forget_query_vectors(store: MemoryStore) -> None:
+    """Drop the store's cache of encoded queries, so the next search encodes its query again."""
+    with store._indexer._queries_lock:
+        store._indexer._queries.clear()
+
+
+def cached_matrices(cache: VectorCache) -> dict[tuple[str, str], TenantMatrix]:
+    """The cache's matrices by (tenant key, kind): the live mapping, to seed or inspect."""
+    return cache._matrices
