@@ -22,7 +22,10 @@ import tempfile
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .embedding import Embedder
 
 PROBE = "memlens demo vectors: the probe sentence that identifies a model by what it computes"
 
@@ -42,7 +45,7 @@ class ReusedVectors:
     """An embedder that answers from the vectors a previous demo build kept, and asks the
     wrapped one (``inner``) only for texts it has not seen. ``save()`` keeps what it learnt."""
 
-    def __init__(self, inner: Any, folder: str | Path):
+    def __init__(self, inner: Embedder, folder: str | Path):
         self.inner = inner
         self.name = inner.name
         self.folder = Path(folder)

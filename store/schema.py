@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import BigInteger, ForeignKey, Index, Integer, LargeBinary, MetaData, String, Table, Text, TypeDecorator, UniqueConstraint
+from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
-from sqlalchemy.types import UserDefinedType
+from sqlalchemy.types import TypeEngine, UserDefinedType
 
 NAMING = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -30,14 +32,14 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 Int64 = BigInteger().with_variant(Integer(), "sqlite")
 
 
-class _PgVector(UserDefinedType):
+class _PgVector(UserDefinedType[bytes]):
     cache_ok = True
 
-    def get_col_spec(self, **kw) -> str:
+    def get_col_spec(self, **kw: Any) -> str:
         return "vector"
 
 
-class PackedVector(TypeDecorator):
+class PackedVector(TypeDecorator[bytes]):
     """An embedding as the store handles it: float32 bytes. Kept as a BLOB; on PostgreSQL as a
     pgvector ``vector`` (so the server can rank by distance), converted at the boundary: pgvector's
     text form is a JSON array of numbers."""
@@ -45,17 +47,17 @@ class PackedVector(TypeDecorator):
     impl = LargeBinary
     cache_ok = True
 
-    def load_dialect_impl(self, dialect):
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
         return dialect.type_descriptor(_PgVector() if dialect.name == "postgresql" else LargeBinary())
 
-    def process_bind_param(self, value, dialect):
+    def process_bind_param(self, value: bytes | None, dialect: Dialect) -> Any:
         if value is None or dialect.name != "postgresql":
             return value
         import numpy as np
 
         return json.dumps(np.frombuffer(value, dtype=np.float32).tolist())
 
-    def process_result_value(self, value, dialect):
+    def process_result_value(self, value: Any, dialect: Dialect) -> bytes | None:
         if value is None or dialect.name != "postgresql":
             return value
         import numpy as np
@@ -73,14 +75,14 @@ def from_micros(value: int) -> datetime:
     return datetime.fromtimestamp(seconds, UTC).replace(microsecond=micros)
 
 
-class UtcMicros(TypeDecorator):
+class UtcMicros(TypeDecorator[datetime]):
     impl = Int64
     cache_ok = True
 
-    def process_bind_param(self, value, dialect):
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> int | None:
         return None if value is None else to_micros(value)
 
-    def process_result_value(self, value, dialect):
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
         return None if value is None else from_micros(value)
 
 

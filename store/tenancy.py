@@ -10,10 +10,11 @@ can be built without the partition.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Delete, Select, Table, Update, delete, func, select, update
+from sqlalchemy import BindParameter, ColumnElement, Connection, Delete, Select, Table, Update, delete, func, select, update
 
 from .errors import InvalidInputError, UnknownTenantError
 from .schema import tenants_t
@@ -59,18 +60,18 @@ class Tenant:
     def is_anonymous(self) -> bool:
         return self.key == ANONYMOUS_KEY
 
-    def owns(self, table: Table):
+    def owns(self, table: Table) -> ColumnElement[bool]:
         return table.c.user_id == self.key
 
-    def select(self, table: Table, *columns: Any) -> Select:
+    def select(self, table: Table, *columns: Any) -> Select[Any]:
         return select(*(columns or (table,))).where(self.owns(table))
 
-    def select_keys(self, table: Table, key_column: Any, keys: list[int]) -> Select:
+    def select_keys(self, table: Table, key_column: Any, keys: Sequence[int] | BindParameter[Any]) -> Select[Any]:
         """Rows by primary key, still only this tenant's. The tenant test is written so SQLite
         cannot use the (unselective) tenant index for it and looks the keys up directly."""
         return select(table).where(key_column.in_(keys), table.c.user_id.concat("") == self.key)
 
-    def owns_unindexed(self, table: Table):
+    def owns_unindexed(self, table: Table) -> ColumnElement[bool]:
         """The tenant test written so SQLite cannot use the tenant index for it: for queries that
         another index drives (the keyword index, row keys) and that stop after a few rows."""
         return table.c.user_id.concat("") == self.key
@@ -94,44 +95,44 @@ def user_id_of(key: str) -> str | None:
     return None if key == ANONYMOUS_KEY else key
 
 
-def count_by_tenant(conn, table: Table) -> dict[str, int]:
+def count_by_tenant(conn: Connection, table: Table) -> dict[str, int]:
     """Rows per tenant key, for overviews that span tenants (they never return content)."""
     rows = conn.execute(select(table.c.user_id, func.count()).group_by(table.c.user_id))
     return {key: count for key, count in rows}
 
 
-def tenants_having(conn, table: Table, *conditions: Any) -> list[Tenant]:
+def tenants_having(conn: Connection, table: Table, *conditions: Any) -> list[Tenant]:
     """The tenants, in key order, with a row of ``table`` meeting ``conditions``: for store-wide
     maintenance that then works tenant by tenant (purging expired keys)."""
     stmt = select(table.c.user_id).where(*conditions).distinct()
     return [Tenant(key) for key in sorted(conn.execute(stmt).scalars())]
 
 
-def keys_and_tenants(conn, table: Table, key_column: Any, *conditions: Any) -> list[tuple[int, str]]:
+def keys_and_tenants(conn: Connection, table: Table, key_column: Any, *conditions: Any) -> list[tuple[int, str]]:
     """(row key, tenant key) of the rows meeting ``conditions``, by row key: which tenants a
     store-wide log names (the caches drop only the erased tenants' vectors)."""
     stmt = select(key_column, table.c.user_id).where(*conditions).order_by(key_column)
     return [(int(pk), key) for pk, key in conn.execute(stmt)]
 
 
-def named_tenants_exist(conn, tenants_table: Table) -> bool:
+def named_tenants_exist(conn: Connection, tenants_table: Table) -> bool:
     stmt = select(tenants_table.c.user_id).where(tenants_table.c.user_id != ANONYMOUS_KEY).limit(1)
     return conn.execute(stmt).first() is not None
 
 
-def other_tenants_exist(conn, tenants_table: Table, tenant: Tenant) -> bool:
+def other_tenants_exist(conn: Connection, tenants_table: Table, tenant: Tenant) -> bool:
     """Whether any tenant but ``tenant`` has written to the store (index-wide statistics are
     then not this tenant's alone)."""
     stmt = select(tenants_table.c.user_id).where(tenants_table.c.user_id != tenant.key).limit(1)
     return conn.execute(stmt).first() is not None
 
 
-def all_tenants(conn, tenants_table: Table) -> list[Tenant]:
+def all_tenants(conn: Connection, tenants_table: Table) -> list[Tenant]:
     """Every tenant that has written anything, for store-wide maintenance (re-embedding)."""
     return [Tenant(key) for key in conn.execute(select(tenants_table.c.user_id)).scalars()]
 
 
-def tenants_with_history(conn, tenants_table: Table, audit_table: Table) -> list[Tenant]:
+def tenants_with_history(conn: Connection, tenants_table: Table, audit_table: Table) -> list[Tenant]:
     """Every tenant with a tenant row or an audit entry, in key order: an erased tenant has lost
     its row but keeps its audit entries, and moving a whole store must move those too."""
     keys = set(conn.execute(select(tenants_table.c.user_id)).scalars())
@@ -139,7 +140,7 @@ def tenants_with_history(conn, tenants_table: Table, audit_table: Table) -> list
     return [Tenant(key) for key in sorted(keys)]
 
 
-def require_tenant(conn, tenant: Tenant, *, missing_ok: bool = False) -> bool:
+def require_tenant(conn: Connection, tenant: Tenant, *, missing_ok: bool = False) -> bool:
     """Whether ``tenant`` holds anything in this store (has a tenant row). Unless ``missing_ok``,
     a missing tenant raises :class:`UnknownTenantError` naming tenants whose names differ only
     slightly, so ``alice`` typed for ``Alice`` is caught rather than acted on as an empty tenant."""

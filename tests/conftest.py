@@ -115,6 +115,14 @@ def pg_server():
 
 
 @pytest.fixture
+def pg_vector_ops(pg_server) -> None:
+    """For tests of the server's own vector search (pgvector's distances, its HNSW index):
+    skipped, with the reason, where the test server cannot run them."""
+    if pg_server.vector_ops_unavailable:
+        pytest.skip(pg_server.vector_ops_unavailable)
+
+
+@pytest.fixture
 def pg_url(pg_server) -> str:
     """The SQLAlchemy URL of a new, empty database (pgvector available) for this test alone."""
     return pg_server.fresh_database()

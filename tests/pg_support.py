@@ -33,6 +33,8 @@ class PgServer:
     admin_url: str  # libpq URL of the maintenance database, superuser
     data_dir: Path | None  # None for an external server: no byte scan possible
     created: list[str] = field(default_factory=list)
+    # Why pgvector's distances and HNSW index cannot run on this server, or None when they can.
+    vector_ops_unavailable: str | None = None
     _numbers: itertools.count = field(default_factory=lambda: itertools.count(1))
 
     def url(self, database: str, *, driver: str = "postgresql+psycopg") -> str:
@@ -81,7 +83,43 @@ def start() -> tuple[PgServer, object | None]:
 
     with psycopg.connect(server.url(TEMPLATE, driver="postgresql"), autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    server.vector_ops_unavailable = vector_ops_failure(server)
     return server, handle
+
+
+def vector_ops_failure(server: PgServer) -> str | None:
+    """Rank 384-wide vectors by cosine distance and build an HNSW index over them, in a database of
+    its own: None when that works, else why not.
+
+    The embedded server's pgvector is a prebuilt binary; on a CPU without the instructions it was
+    compiled for, its distance functions (from 16 dimensions up) and its HNSW build die with
+    SIGILL (seen on an AMD EPYC with AVX2 and no AVX-512: "terminated by signal 4: Illegal
+    instruction"), and the postmaster then restarts every backend. Probing once, before any
+    test connects, keeps that crash from failing unrelated tests; the tests that need the
+    server's vector operations skip with this reason instead."""
+    import psycopg
+
+    with server.admin() as conn:
+        conn.execute(f'CREATE DATABASE "memlens_hnsw_probe" TEMPLATE {TEMPLATE}')
+    try:
+        with psycopg.connect(server.url("memlens_hnsw_probe", driver="postgresql"), autocommit=True) as conn:
+            conn.execute("CREATE TABLE v (e vector(384))")
+            conn.execute("INSERT INTO v SELECT ARRAY(SELECT random() FROM generate_series(1, 384))::vector FROM generate_series(1, 200)")
+            conn.execute("SELECT e <=> (SELECT e FROM v LIMIT 1) FROM v").fetchall()
+            conn.execute("CREATE INDEX ON v USING hnsw (e vector_cosine_ops)")
+        reason = None
+    except psycopg.OperationalError as error:
+        reason = f"this server's pgvector cannot compute vector distances on this CPU (the backend died: {str(error).splitlines()[0]})"
+    deadline = time.monotonic() + 60
+    while True:  # after a crash the server restarts its backends: wait until it accepts connections again
+        try:
+            with server.admin() as conn:
+                conn.execute('DROP DATABASE IF EXISTS "memlens_hnsw_probe"')
+            return reason
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 def stop(server: PgServer, handle) -> None:

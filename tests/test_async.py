@@ -68,7 +68,16 @@ def _mypy(program: str, tmp_path) -> tuple[int, str]:
     (tmp_path / "user_program.py").write_text(program)
     root = Path(__file__).parent.parent
     done = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--cache-dir", str(tmp_path / "cache"), str(tmp_path / "user_program.py")],
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--follow-imports=silent",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            str(tmp_path / "user_program.py"),
+        ],
         capture_output=True,
         text=True,
         cwd=root,

@@ -54,6 +54,7 @@ def searched(monkeypatch):
 QUERIES = ["the printer number", "garden", "invoice 147", "a holiday by train", "dentist appointment"]
 
 
+@pytest.mark.usefixtures("pg_vector_ops")
 def test_recall_with_the_index_finds_what_the_in_memory_search_finds_and_never_loads_the_vectors(pg_url, searched):
     with MemoryStore.open(pg_url) as s:
         fill(s, "alice")
@@ -87,6 +88,7 @@ def test_recall_with_the_index_finds_what_the_in_memory_search_finds_and_never_l
         assert s.drop_vector_index(user_id="alice") is False
 
 
+@pytest.mark.usefixtures("pg_vector_ops")
 def test_an_erased_memory_never_comes_back_and_another_connections_write_is_found_at_once(pg_url, searched):
     secret = "the spare key of the red van is under the third flowerpot"
     with MemoryStore.open(pg_url) as s:
@@ -129,6 +131,7 @@ def test_refused_where_it_cannot_exist_and_for_a_tenant_the_store_does_not_hold(
             assert not pg_vectors.has_index(conn, Tenant("alice"))
 
 
+@pytest.mark.usefixtures("pg_vector_ops")
 def test_the_index_command_builds_reports_and_drops_and_refuses_a_sqlite_store(pg_url, tmp_path, capsys):
     from inspector.cli import main
 

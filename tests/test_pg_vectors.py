@@ -9,7 +9,10 @@ from store.tenancy import Tenant
 
 pytest.importorskip("psycopg")
 from store.backend.postgres import ddl, partitions, vectors  # noqa: E402
-from store.backend.postgres import engine as pg_engine
+from store.backend.postgres import engine as pg_engine  # noqa: E402
+
+# Every test here ranks by the server's own distances.
+pytestmark = pytest.mark.usefixtures("pg_vector_ops")
 
 ALICE, BOB, CAROL = Tenant("alice"), Tenant("bob"), Tenant("carol")
 DIM = 32

@@ -6,6 +6,11 @@ every baseline changes with it. The richer demo `memlens demo` builds is in :mod
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..memory import MemoryStore
+
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -141,7 +146,7 @@ _ANONYMOUS_TURNS = [
 ]
 
 
-def _episodes(turns, start: datetime, step: timedelta) -> list[dict[str, Any]]:
+def _episodes(turns: list[tuple[str, str, str]], start: datetime, step: timedelta) -> list[dict[str, Any]]:
     items = []
     for index, (user_text, agent_text, session) in enumerate(turns):
         tools = []
@@ -160,7 +165,7 @@ def _episodes(turns, start: datetime, step: timedelta) -> list[dict[str, Any]]:
     return items
 
 
-def fill(store, now: datetime) -> None:
+def fill(store: MemoryStore, now: datetime) -> None:
     """Write the compact demo into an empty ``store``, its clock at ``now``."""
     day = timedelta(days=1)
 

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..memory import MemoryStore
+
 import random
 from datetime import datetime
 
@@ -244,7 +249,7 @@ BLOCKS = [
 ]
 
 
-def async_refactor(store, user_id: str | None) -> None:
+def async_refactor(store: MemoryStore, user_id: str | None) -> None:
     """A session checkpointed mid-task, then finished (the compact store has it too)."""
     refactor = store.session("refactor-async", user_id=user_id)
     refactor.set("branch", "feat/async-client")
@@ -256,7 +261,7 @@ def async_refactor(store, user_id: str | None) -> None:
     refactor.update_task_progress(4, status="done")
 
 
-def working(store, user_id: str | None, ids: dict[str, str]) -> None:
+def working(store: MemoryStore, user_id: str | None, ids: dict[str, str]) -> None:
     """An async refactor checkpointed mid-task, then finished; a ticket fix still open."""
     async_refactor(store, user_id)
     ticket = store.session("tickets-payments", user_id=user_id)

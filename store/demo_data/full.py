@@ -8,6 +8,11 @@ embedded in one batch and written in one transaction.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..memory import MemoryStore
+
 import random
 from datetime import datetime, timedelta
 
@@ -18,7 +23,7 @@ SEED = 20261120
 PERSONAS = (kiosk, patient, developer, traveller)
 
 
-def fill(store, now: datetime, seed: int = SEED) -> None:
+def fill(store: MemoryStore, now: datetime, seed: int = SEED) -> None:
     """Write the full demo into an empty ``store``; the same ``seed`` and ``now`` give the same content."""
     rng = random.Random(seed)
     for module in PERSONAS:

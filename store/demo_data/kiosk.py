@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..memory import MemoryStore
+
 import random
 from datetime import datetime, timedelta
 
@@ -34,7 +39,7 @@ TOPICS = [
 ]
 
 
-def working(store, user_id: str | None, ids: dict[str, str]) -> None:
+def working(store: MemoryStore, user_id: str | None, ids: dict[str, str]) -> None:
     store.session("kiosk-1", user_id=user_id).set("language", "en", ttl=timedelta(minutes=30))
 
 

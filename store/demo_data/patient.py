@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..memory import MemoryStore
+
 import random
 from datetime import datetime
 
@@ -216,7 +221,7 @@ BLOCKS = [
 ]
 
 
-def working(store, user_id: str | None, ids: dict[str, str]) -> None:
+def working(store: MemoryStore, user_id: str | None, ids: dict[str, str]) -> None:
     """The 16-week plan mid-way, with a checkpoint before the knee made it change."""
     plan = store.session("training-plan", user_id=user_id)
     plan.set("weekly_km", 32)

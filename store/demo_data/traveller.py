@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..memory import MemoryStore
+
 import random
 from datetime import datetime, timedelta
 
@@ -321,7 +326,7 @@ BLOCKS = [
 ]
 
 
-def working(store, user_id: str | None, ids: dict[str, str]) -> None:
+def working(store: MemoryStore, user_id: str | None, ids: dict[str, str]) -> None:
     """The Lisbon trip, mid-task: two checkpoints, the second after the train was booked."""
     trip = store.session("trip-lisbon", user_id=user_id)
     trip.set("destination", "Lisbon")

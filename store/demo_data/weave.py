@@ -79,7 +79,7 @@ class Persona:
 def fill(template: str, rng: random.Random, slots: dict[str, tuple[str, ...]], chosen: dict[str, str]) -> str:
     """``template`` with each ``{slot}`` replaced; a slot used twice in one turn keeps its value."""
 
-    def value(match: re.Match) -> str:
+    def value(match: re.Match[str]) -> str:
         name = match.group(1)
         if name not in chosen:
             chosen[name] = rng.choice(slots[name])

@@ -24,4 +24,5 @@ import numpy as np
 
 def cosines(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
     """The dot product of each row with ``query`` (vectors are normalised: their cosine)."""
-    return np.einsum("ij,j->i", rows, query)
+    scores: np.ndarray = np.einsum("ij,j->i", rows, query)
+    return scores

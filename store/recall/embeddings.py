@@ -50,7 +50,7 @@ def record_model(conn: Connection, embedder: Embedder) -> None:
         sql(conn).upsert(conn, meta_t, {"key": key, "value": value}, ["key"], {"value": value})
 
 
-def check_model(conn: Connection, embedder: Embedder | None, path: Path) -> None:
+def check_model(conn: Connection, embedder: Embedder | None, path: Path | str) -> None:
     name, _ = recorded_model(conn)
     if embedder is not None and name is not None and name != embedder.name:
         raise ModelMismatchError(

@@ -72,7 +72,7 @@ def identifiers(query: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def identifier_pattern(tokens: Iterable[str]) -> re.Pattern | None:
+def identifier_pattern(tokens: Iterable[str]) -> re.Pattern[str] | None:
     """Matches any of the tokens as a whole: not inside a longer id (``INV-3174`` is not in
     ``INV-31174``, ``contact@x.fr`` not in ``contacts@x.fr``), though it may end a sentence."""
     tokens = list(tokens)
@@ -117,7 +117,7 @@ class Query:
     """What fusion needs from the query, worked out once per search."""
 
     words: tuple[str, ...]
-    pattern: re.Pattern | None
+    pattern: re.Pattern[str] | None
     phrases: tuple[tuple[str, ...], ...]
 
     @classmethod

@@ -300,7 +300,7 @@ class Writer:
 
 def apply(
     conn: Connection,
-    store_path: Path,
+    store_path: Path | str,
     indexer: Indexer,
     checked: Checked,
     vectors,

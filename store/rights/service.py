@@ -12,6 +12,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
+from sqlalchemy import Connection
+
 from ..backend import Backend
 from ..errors import InvalidInputError, MemlensError, StoreBusyError, UnknownSessionError
 from ..models import AuditEntry, ForgetReceipt, ImportReport, MigrationReport, PendingScrub
@@ -364,7 +366,7 @@ class DataRights:
             self._scrub_lock.release()
 
     @staticmethod
-    def _require_session(conn, tenant: Tenant, session_id: str | None) -> None:
+    def _require_session(conn: Connection, tenant: Tenant, session_id: str | None) -> None:
         if session_id is None:
             return
         known = conn.execute(tenant.select(sessions_t, sessions_t.c.pk).where(sessions_t.c.session_id == session_id)).first()

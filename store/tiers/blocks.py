@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Connection, func
+from sqlalchemy import Connection, Row, func
 
 from ..models import Block
 from ..schema import blocks_t
 from ..tenancy import Tenant
 
 
-def _to_model(row) -> Block:
+def _to_model(row: Row[Any]) -> Block:
     return Block(
         user_id=Tenant(row.user_id).user_id,
         name=row.name,

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from datetime import UTC, date, datetime, time
 from typing import Any
 
-from sqlalchemy import BigInteger, Connection, func, tuple_, type_coerce
+from sqlalchemy import BigInteger, Connection, Row, Select, func, tuple_, type_coerce
 
 from ..backend import sql
 from ..errors import InvalidInputError, UnknownEpisodeError
@@ -23,7 +23,7 @@ def embed_text(input: str, output: str) -> str:
     return f"{input}\n{output}".strip()
 
 
-def to_model(row) -> Episode:
+def to_model(row: Row[Any]) -> Episode:
     # Rows were validated on the way in; model_construct skips validating them again.
     return Episode.model_construct(
         id=row.id,
@@ -159,7 +159,7 @@ def decode_cursor(cursor: str) -> tuple[datetime, int]:
         raise InvalidInputError(f"cursor {cursor!r} was not returned by episodes()") from None
 
 
-def filtered(stmt, *, session_id: str | None, since: datetime | None, until: datetime | None):
+def filtered(stmt: Select[Any], *, session_id: str | None, since: datetime | None, until: datetime | None) -> Select[Any]:
     """Restrict an episodes query to a session and the time range ``[since, until)``."""
     if session_id is not None:
         stmt = stmt.where(episodes_t.c.session_id == session_id)

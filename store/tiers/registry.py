@@ -11,6 +11,7 @@ is where the two meet.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import Column, Table
 
@@ -22,7 +23,7 @@ class Tier:
     name: str
     """Its name in counts (``TierCounts``) and forget receipts."""
     table: Table
-    key: Column
+    key: Column[Any]
     """The row key forget selects and deletes by."""
     section: str
     """Its section in export files and import reports."""

@@ -4,6 +4,7 @@ truncated (old frames keep old pages). ``secure_delete`` (set at open) zeroes fr
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -27,9 +28,9 @@ def rewrite_keyword_indexes(write: Callable[[], AbstractContextManager[Connectio
     for table in KEYWORD_INDEXES:
         for _ in range(max_steps):
             with write() as conn:
-                before = conn.exec_driver_sql("SELECT total_changes()").scalar()
+                before: int = conn.exec_driver_sql("SELECT total_changes()").scalar_one()
                 conn.exec_driver_sql(f"INSERT INTO {table}({table}, rank) VALUES ('merge', -{MERGE_PAGES})")
-                worked = conn.exec_driver_sql("SELECT total_changes()").scalar() - before >= 2
+                worked = conn.exec_driver_sql("SELECT total_changes()").scalar_one() - before >= 2
             if not worked:
                 break
         else:
@@ -44,7 +45,7 @@ READER_HOLDS_WAL = (
 )
 
 
-def truncate_wal(raw, budget: float = 1.0, pause: float = 0.05) -> tuple[bool, str | None]:
+def truncate_wal(raw: sqlite3.Connection, budget: float = 1.0, pause: float = 0.05) -> tuple[bool, str | None]:
     """Copy the WAL into the database and truncate it to zero bytes, so old frames are gone.
 
     A TRUNCATE checkpoint waits for readers of old snapshots *while holding the write lock*:
