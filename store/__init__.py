@@ -30,7 +30,8 @@ _LAZY = {
 if TYPE_CHECKING:
     from . import errors, models
     from .aio import AsyncMemoryStore
-    from .memory import UNSET, MemoryStore
+    from .memory import MemoryStore
+    from .tenancy import UNSET
     from .tiers.sessions import SessionMemory
 
 

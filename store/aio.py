@@ -63,7 +63,7 @@ class AsyncMemoryStore(AsyncMemoryStoreMethods):
         return self._sync
 
     @property
-    def path(self) -> Path:
+    def path(self) -> Path | str:
         return self._sync.path
 
     def session(self, session_id: str, *, user_id: str | None = UNSET, create: bool = True) -> AsyncSessionMemory:

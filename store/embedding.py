@@ -17,14 +17,18 @@ import os
 import re
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import ModelNotAvailableError
 
 if TYPE_CHECKING:
     import numpy as np
+    from tokenizers import Tokenizer
+
+    # A loaded model: texts in, one float32 L2-normalised row per text out.
+    Encode = Callable[[list[str]], np.ndarray]
 
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2"
 _PROBES = ["The quick brown fox jumps over the lazy dog.", "Où est la gare ?", "memlens", "a " * 300]
@@ -82,7 +86,7 @@ class LocalModelEmbedder:
         self.backend = backend
         self.threads = threads
         self._lock = threading.Lock()
-        self._encode = None
+        self._encode: Encode | None = None
         self._dim: int | None = None
         self.active_backend: str | None = None
 
@@ -116,11 +120,12 @@ class LocalModelEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if self._encode is None:
             self.warm()
+        assert self._encode is not None  # warm() sets it or raises
         return self._encode(list(texts))
 
     # --- loading -----------------------------------------------------------------
 
-    def _load(self):
+    def _load(self) -> Encode:
         _offline()
         model_dir = self.model_dir
         if self.backend in ("auto", "onnx"):
@@ -165,7 +170,7 @@ def _max_length(model_dir: Path) -> int:
     return 256
 
 
-def _tokenizer(model_dir: Path):
+def _tokenizer(model_dir: Path) -> Tokenizer:
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
@@ -176,7 +181,7 @@ def _tokenizer(model_dir: Path):
     return tokenizer
 
 
-def _onnx_encoder(model_dir: Path, onnx_path: Path, threads: int):
+def _onnx_encoder(model_dir: Path, onnx_path: Path, threads: int) -> Encode:
     import numpy as np
     import onnxruntime as ort
 
@@ -201,7 +206,7 @@ def _onnx_encoder(model_dir: Path, onnx_path: Path, threads: int):
             ids = np.array([e.ids for e in encodings], dtype=np.int64)
             mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
             feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            hidden = session.run(None, {k: v for k, v in feeds.items() if k in wanted})[0]
+            hidden: np.ndarray = session.run(None, {k: v for k, v in feeds.items() if k in wanted})[0]
             chunks.append(_pool(hidden, mask))
         pooled = np.concatenate(chunks)
         out = np.empty_like(pooled)
@@ -211,17 +216,18 @@ def _onnx_encoder(model_dir: Path, onnx_path: Path, threads: int):
     return encode
 
 
-def _pool(hidden, mask):
+def _pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """Mean over real tokens, then L2-normalise: what the model's sentence-transformers modules do."""
     import numpy as np
 
     weights = mask[..., None].astype(np.float32)
     summed = (hidden * weights).sum(axis=1)
     mean = summed / np.clip(weights.sum(axis=1), 1e-9, None)
-    return (mean / np.clip(np.linalg.norm(mean, axis=1, keepdims=True), 1e-12, None)).astype(np.float32)
+    pooled: np.ndarray = (mean / np.clip(np.linalg.norm(mean, axis=1, keepdims=True), 1e-12, None)).astype(np.float32)
+    return pooled
 
 
-def _reference_encoder(model_dir: Path):
+def _reference_encoder(model_dir: Path) -> Encode:
     _offline()
     try:
         from sentence_transformers import SentenceTransformer
@@ -251,11 +257,11 @@ def export_onnx(model_dir: Path, target: Path) -> None:
     class HiddenStates(torch.nn.Module):
         """Keyword arguments in, last hidden state out: positional order differs across transformers versions."""
 
-        def __init__(self, inner):
+        def __init__(self, inner: Any) -> None:
             super().__init__()
             self.inner = inner
 
-        def forward(self, input_ids, attention_mask, token_type_ids):
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
             return self.inner(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).last_hidden_state
 
     tokenizer = _tokenizer(model_dir)

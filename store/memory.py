@@ -18,6 +18,7 @@ from sqlalchemy import func
 
 from . import schema
 from .backend import Backend, open_backend
+from .embedding import Embedder
 from .errors import DuplicateIdError, InvalidInputError, IsolationWarning, ReadOnlyStoreError
 from .models import (
     Activity,
@@ -63,6 +64,9 @@ from .validation import (
     check_text,
     utcnow,
 )
+
+# Sorts a tenant that has no activity time (none is written without one) after all others.
+_NEVER = datetime.min.replace(tzinfo=UTC)
 
 # What overviews count per tenant, by TierCounts field.
 TIER_TABLES = {tier.name: tier.table for tier in COUNTED}
@@ -132,7 +136,8 @@ class MemoryStore:
         return store
 
     @property
-    def path(self) -> Path:
+    def path(self) -> Path | str:
+        """The SQLite file's path, or the PostgreSQL server's URL."""
         return self._db.path
 
     @property
@@ -543,7 +548,7 @@ class MemoryStore:
         tenant = self._tenant(user_id)
         t, e = schema.sessions_t, schema.episodes_t
         with self._db.read() as conn:
-            counts = dict(
+            counts: dict[str, int] = dict(
                 conn.execute(
                     tenant.select(e, e.c.session_id, func.count()).where(e.c.session_id.is_not(None)).group_by(e.c.session_id)
                 ).all()
@@ -592,7 +597,7 @@ class MemoryStore:
         return self._recall.recall_facts(query, user_id=user_id, limit=limit, valid_at=valid_at, mode=mode)
 
     @property
-    def embedder(self):
+    def embedder(self) -> Embedder | None:
         """The embedding model (None: keyword recall only)."""
         return self._recall.embedder
 
@@ -801,7 +806,7 @@ class MemoryStore:
         ]
         # Most recently active first; ties (a frozen clock, one bulk import) by name, anonymous last.
         summaries.sort(key=lambda s: (s.user_id is None, s.user_id or ""))
-        return sorted(summaries, key=lambda s: s.last_activity, reverse=True)
+        return sorted(summaries, key=lambda s: s.last_activity or _NEVER, reverse=True)
 
     def profile(self, *, user_id: str | None = UNSET) -> Profile:
         """A tenant at a glance: its blocks, current facts, counts and activity."""

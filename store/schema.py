@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import BigInteger, ForeignKey, Index, Integer, LargeBinary, MetaData, String, Table, Text, TypeDecorator, UniqueConstraint
 from sqlalchemy.engine import Dialect
@@ -59,7 +59,7 @@ class PackedVector(TypeDecorator[bytes]):
 
     def process_result_value(self, value: Any, dialect: Dialect) -> bytes | None:
         if value is None or dialect.name != "postgresql":
-            return value
+            return cast("bytes | None", value)  # a BLOB comes back as the bytes it was
         import numpy as np
 
         return np.asarray(json.loads(value), dtype=np.float32).tobytes()

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+import shutil
 import sqlite3
 import sys
 import warnings
@@ -36,15 +38,31 @@ def dump(path: Path) -> list[str]:
 MODEL_MODULES = ("onnxruntime", "sentence_transformers", "torch")
 
 
+@pytest.fixture(scope="session")
+def model_runtime_blocker(tmp_path_factory) -> str:
+    """A folder of stand-ins for the model's runtime that raise when imported: put first on a
+    subprocess's PYTHONPATH, it makes a process that loads the model fail loudly."""
+    folder = tmp_path_factory.mktemp("no-model-runtime")
+    for name in MODEL_MODULES:
+        (folder / name).mkdir()
+        (folder / name / "__init__.py").write_text(
+            f"raise RuntimeError('a test not marked `model` loaded {name} in a subprocess: mark it `model` or give it the fake')\n"
+        )
+    return str(folder)
+
+
 @pytest.fixture(autouse=True)
 def fake_default_embedder(request, monkeypatch):
     """Unit tests embed with a fast deterministic fake; tests marked `model` get the real model.
 
     The fake is provably in effect: a test not marked `model` that loads the model's runtime
-    in this process fails."""
+    fails, in this process (checked after it) and in any Python subprocess it starts (the
+    stand-ins of ``model_runtime_blocker`` come first on their PYTHONPATH)."""
     if request.node.get_closest_marker("model"):
         yield
         return
+    blocker = request.getfixturevalue("model_runtime_blocker")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [blocker, os.environ.get("PYTHONPATH")])))
     import store.recall.embeddings
     from store.embedding import FakeEmbedder
 
@@ -63,12 +81,29 @@ def inspector_config_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("MEMLENS_CONFIG_DIR", str(tmp_path / "memlens-config"))
 
 
+# Demo stores built under a frozen clock, by that clock's time: such a build is the same file
+# every time (tests/test_demo.py holds it byte for byte), so each worker builds it once and
+# every later test gets a copy (a build is about 0.7 s of CPU; some 70 tests use one).
+_DEMO_BUILDS: dict[datetime, Path] = {}
+
+
 @pytest.fixture
-def demo(tmp_path: Path) -> Path:
-    """The compact demo store the inspector's tests and snapshots are built on, on the fake embedder."""
+def demo(tmp_path: Path, tmp_path_factory) -> Path:
+    """The compact demo store the inspector's tests are built on, on the fake embedder: a fresh
+    file of this test's own, built now or copied from this worker's build at the same frozen time."""
+    from store.validation import utcnow
+
     from .inspector_support import make_demo
 
-    return make_demo(tmp_path / "demo.db")
+    now = utcnow()
+    built = _DEMO_BUILDS.get(now)
+    if built is None:
+        built = make_demo(tmp_path_factory.mktemp("demo-build") / "demo.db")
+        if utcnow() == now:  # the clock is frozen: the next test at this time gets the same file
+            _DEMO_BUILDS[now] = built
+    target = tmp_path / "demo.db"
+    shutil.copy2(built, target)  # with its permission bits: a new store is its owner's alone
+    return target
 
 
 @pytest.fixture

@@ -203,6 +203,7 @@ def test_a_build_that_fails_leaves_the_tenant_searched_exactly_and_says_why(db_p
             assert testing.vector_cache(s).searchable(conn, testing.tenant(s, "alice"), "episode", s.embedder.dim).approximate is None
 
 
+@pytest.mark.model  # imports the model's runtime (onnxruntime), in a subprocess
 def test_the_query_encoder_can_still_load_after_an_index_was_built():
     """A large tenant's index can be built before the model is first used (a search in keyword
     mode, an inspector opening on it): the encoder's runtime must still import afterwards."""

@@ -155,6 +155,7 @@ def test_as_user_is_refused_for_a_multi_tenant_export(two, db_path, tmp_path):
     assert dump(db_path) == before
 
 
+@pytest.mark.model  # `memlens import` embeds the records with the real model, in its own process
 def test_cli_as_user_and_audit_show_imported_history(two, tmp_path):
     two.forget(user_id="alice", session_id="s", actor="dpo@example.com")
     path = tmp_path / "alice.jsonl"

@@ -32,3 +32,10 @@ def test_no_store_module_imports_textual_or_rich():
     assert "store.memory" in names
     code = "\n".join(f"import {name}" for name in names)
     assert not {"textual", "rich"} & set(loaded_after(code))
+
+
+def test_a_subprocess_of_a_unit_test_cannot_load_the_model_runtime():
+    """The fence around unit tests reaches their subprocesses: loading the model there fails."""
+    for name in ("onnxruntime", "torch", "sentence_transformers"):
+        done = subprocess.run([sys.executable, "-c", f"import {name}"], capture_output=True, text=True)
+        assert done.returncode != 0 and "not marked `model`" in done.stderr, (name, done.stderr[-500:])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
+from types import ModuleType
 
 from sqlalchemy import Connection
 
@@ -20,7 +21,7 @@ __all__ = ["Backend", "KeywordIndex", "ServerVectorIndex", "Sql", "is_url", "ope
 _ENGINES = {"sqlite": "store.backend.sqlite", "postgresql": "store.backend.postgres", "postgres": "store.backend.postgres"}
 
 
-def _engine(name: str):
+def _engine(name: str) -> ModuleType:
     if name not in _ENGINES:
         raise StoreOpenError(
             f"memlens has no backend for {name!r} URLs; its stores are SQLite files (a path or an sqlite:/// URL) "
@@ -49,10 +50,13 @@ def open_backend(path_or_url: str | Path, *, read_only: bool, create: bool, vect
     another width on open (an SQLite file keeps any width and ignores it)."""
     engine = _engine(scheme(path_or_url))
     if vector_dim is None or engine.__name__.endswith("sqlite"):
-        return engine.open_backend(path_or_url, read_only=read_only, create=create)
-    return engine.open_backend(path_or_url, read_only=read_only, create=create, vector_dim=vector_dim)
+        opened: Backend = engine.open_backend(path_or_url, read_only=read_only, create=create)
+    else:
+        opened = engine.open_backend(path_or_url, read_only=read_only, create=create, vector_dim=vector_dim)
+    return opened
 
 
 def sql(conn: Connection) -> Sql:
     """The engine-specific statements for this connection's dialect."""
-    return _engine(conn.dialect.name).SQL
+    statements: Sql = _engine(conn.dialect.name).SQL
+    return statements

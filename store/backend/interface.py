@@ -181,14 +181,14 @@ class Sql(Protocol):
     def row_version(self, table: Table) -> ColumnElement[int]:
         """A column that changes whenever a row is replaced by a new one (SQLite: rowid)."""
 
-    def json_array_items(self, column: Column | ColumnElement, path: str | None = None, *, name: str) -> Any:
+    def json_array_items(self, column: Column[Any] | ColumnElement[Any], path: str | None = None, *, name: str) -> Any:
         """A table-valued function over a JSON array (at ``path`` inside ``column``), with a
         ``value`` column: for ``exists(select ... where value in ...)``."""
 
-    def json_field(self, value: ColumnElement, path: str) -> ColumnElement:
+    def json_field(self, value: ColumnElement[Any], path: str) -> ColumnElement[Any]:
         """The field at ``path`` ("$.a") of a JSON value."""
 
-    def json_set(self, column: Column, fields: dict[str, Any]) -> ColumnElement:
+    def json_set(self, column: Column[Any], fields: dict[str, Any]) -> ColumnElement[Any]:
         """``column``'s JSON object with ``fields`` ("$.a": value) set."""
 
     def serialise(self, conn: Connection, record: str) -> None:

@@ -44,7 +44,7 @@ class MemlensMemoryManager(IMemoryManager):
     def _key(self, input: IMemoryInput) -> str:
         return f"{self.prefix}:{input.memory_type}"
 
-    def _session(self, input: IMemoryInput):
+    def _session(self, input: IMemoryInput) -> Any:  # a SessionMemory (compat names only the public API)
         return self.memory_store.session(input.conversation_id, user_id=self.user_id)
 
     def store(self, input: IMemoryInput) -> str:

@@ -29,6 +29,7 @@ import queue
 import sys
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -74,7 +75,7 @@ def candidates_for(k: int) -> int:
     return max(50, 2 * k)
 
 
-def _usearch_index_class():
+def _usearch_index_class() -> Any:
     """usearch's ``Index``, imported so that onnxruntime can still be imported after it.
 
     usearch's Linux wheel links libstdc++ statically; when it is the first C++ library in the
@@ -148,13 +149,13 @@ class Builder:
 
     def __init__(self, still_wanted: Callable[[object], bool]) -> None:
         self._still_wanted = still_wanted
-        self._jobs: queue.Queue = queue.Queue()
+        self._jobs: queue.Queue[Any] = queue.Queue()
         self._idle = threading.Condition()
         self._pending = 0
         self._thread: threading.Thread | None = None
         self.failure: BaseException | None = None
 
-    def submit(self, job, run: Callable[[], None]) -> None:
+    def submit(self, job: Any, run: Callable[[], None]) -> None:
         with self._idle:
             self._pending += 1
             if self._thread is None:

@@ -7,14 +7,14 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from sqlalchemy import Connection, select
 
 from ..backend import Backend, sql
 from ..embedding import Embedder, LocalModelEmbedder
-from ..errors import InvalidInputError, ModelMismatchError
+from ..errors import InvalidInputError, ModelMismatchError, ModelNotAvailableError
 from ..schema import meta_t, vectors_t
 from ..tenancy import Tenant
 from .vectors import VectorCache
@@ -35,7 +35,7 @@ def make_embedder(spec: Any) -> Embedder | None:
     if isinstance(spec, (str, Path)):
         return LocalModelEmbedder(spec)
     if all(hasattr(spec, attr) for attr in ("name", "embed", "dim")):
-        return spec
+        return cast(Embedder, spec)
     raise InvalidInputError("embedder must be 'default', None, a model directory, or an Embedder")
 
 
@@ -93,7 +93,7 @@ class Indexer:
         vector = self.known_query(text)
         if vector is not None:
             return vector
-        embedder = self.embedder
+        embedder = self.model
         vector = np.asarray(embedder.embed([text])[0])
         vector.setflags(write=False)  # shared between searches: nobody may change it
         with self._queries_lock:
@@ -106,11 +106,18 @@ class Indexer:
     def enabled(self) -> bool:
         return self.embedder is not None
 
+    @property
+    def model(self) -> Embedder:
+        """The embedder, on the paths that run only with one (their callers check :attr:`enabled`)."""
+        if self.embedder is None:
+            raise ModelNotAvailableError("this store was opened without an embedding model (embedder=None): keyword recall only")
+        return self.embedder
+
     def embed(self, texts: Sequence[str], progress: Callable[[int], None] | None = None) -> list[bytes]:
         """float32 bytes per text, in order, computed in batches."""
         out: list[bytes] = []
         for start in range(0, len(texts), EMBED_BATCH):
-            batch = self.embedder.embed(list(texts[start : start + EMBED_BATCH]))
+            batch = self.model.embed(list(texts[start : start + EMBED_BATCH]))
             out.extend(row.tobytes() for row in batch)
             if progress:
                 progress(len(batch))
@@ -151,7 +158,9 @@ class Indexer:
         with self.backend.read() as conn:
             return self.vectors_for(conn, tenant, kind, texts, hashes)
 
-    def save(self, conn: Connection, tenant: Tenant, kind: str, pks, hashes, vectors) -> None:
+    def save(
+        self, conn: Connection, tenant: Tenant, kind: str, pks: Sequence[int], hashes: Sequence[str], vectors: list[bytes] | None
+    ) -> None:
         """Store what :meth:`prepare` made, inside the caller's write transaction."""
         if vectors is None:
             return
@@ -161,10 +170,10 @@ class Indexer:
             sql(conn).serialise(conn, "embedding_model")
             recorded = recorded_model(conn)[0]
             if recorded is None:
-                record_model(conn, self.embedder)
-            elif recorded != self.embedder.name:
+                record_model(conn, self.model)
+            elif recorded != self.model.name:
                 raise ModelMismatchError(
-                    f"{self.backend.path} now holds vectors made with {recorded!r}, not {self.embedder.name!r} "
+                    f"{self.backend.path} now holds vectors made with {recorded!r}, not {self.model.name!r} "
                     "(another process recorded its model first); nothing was written: reopen with that model"
                 )
         self.insert(conn, tenant, kind, pks, hashes, vectors)

@@ -118,7 +118,7 @@ class Recall:
             keys = None if allowed is None else allowed.tolist()
             return _OnDemand(lambda: self.server_index.nearest(self.conn, self.tenant, kind, self.query_vector, limit, keys))
         # The matrix is fetched here: the read transaction's connection stays on this thread.
-        vectors = self.indexer.cache.searchable(self.conn, self.tenant, kind, self.indexer.embedder.dim)
+        vectors = self.indexer.cache.searchable(self.conn, self.tenant, kind, self.indexer.model.dim)
         pks = vectors.pks
         self._matrices[kind] = (pks, vectors.matrix)
 

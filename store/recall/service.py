@@ -10,7 +10,8 @@ from typing import Any, Literal
 from sqlalchemy import func
 
 from .. import schema
-from ..backend import Backend
+from ..backend import Backend, ServerVectorIndex
+from ..embedding import Embedder
 from ..errors import InvalidInputError, UnsupportedByBackendError
 from ..models import RecallHit, VectorIndexReport
 from ..tenancy import UNSET, Tenant, all_tenants, require_tenant
@@ -100,7 +101,7 @@ class RecallService:
             return recall.Recall(self._indexer, self._db.keyword, conn, tenant, query, mode, False).facts(limit, valid_at)
 
     @staticmethod
-    def _time_range(time_range) -> tuple[datetime | None, datetime | None]:
+    def _time_range(time_range: Any) -> tuple[datetime | None, datetime | None]:
         if time_range is None:
             return None, None
         if not isinstance(time_range, (tuple, list)) or len(time_range) != 2:
@@ -117,7 +118,7 @@ class RecallService:
             self._indexer.cache.notice_erasures(conn)
             documents = recall.small_corpus(conn, tenant, kind)
             hashes = {pk: content_hash(text) for pk, text in documents.items()}
-            have = dict(
+            have: dict[int, str] = dict(
                 conn.execute(
                     tenant.select(schema.vectors_t, schema.vectors_t.c.item_pk, schema.vectors_t.c.content_hash).where(
                         schema.vectors_t.c.kind == kind, schema.vectors_t.c.item_pk.in_(list(documents))
@@ -135,19 +136,19 @@ class RecallService:
         checked[(tenant.key, kind)] = self._db.data_version()
 
     @property
-    def embedder(self):
+    def embedder(self) -> Embedder | None:
         """The embedding model (None: keyword recall only)."""
         return self._indexer.embedder
 
     @property
     def model_ready(self) -> bool:
         """True once the embedding model is loaded: semantic recall costs milliseconds from then on."""
-        return self._indexer.enabled and self._indexer.embedder.is_warm
+        return self._indexer.enabled and self._indexer.model.is_warm
 
     def warm_model(self) -> None:
         """Load the embedding model now (blocking); call it from a worker thread to warm in the background."""
         if self._indexer.enabled:
-            self._indexer.embedder.warm()
+            self._indexer.model.warm()
 
     def warm_vectors(self, *, user_id: str | None = UNSET) -> int:
         """Load the tenant's episode vectors into memory now, so its first search does not wait; see :meth:`store.memory.MemoryStore.warm_vectors`."""
@@ -157,7 +158,7 @@ class RecallService:
         with self._db.read() as conn:
             if recall.server_index_of(self._db, conn, tenant) is not None:
                 return 0  # the server searches them
-            pks, _ = self._indexer.cache.get(conn, tenant, "episode", self._indexer.embedder.dim)
+            pks, _ = self._indexer.cache.get(conn, tenant, "episode", self._indexer.model.dim)
         return len(pks)
 
     def build_vector_index(self, *, user_id: str | None = UNSET, sample: int = 100) -> VectorIndexReport:
@@ -186,7 +187,7 @@ class RecallService:
         index.drop(tenant)
         return had
 
-    def _server_index(self):
+    def _server_index(self) -> ServerVectorIndex:
         if self._db.vector_index is None:
             raise UnsupportedByBackendError(
                 f"{self._db.path}: server-side vector indexes need PostgreSQL; this store's tenants of 20,000 vectors "
@@ -222,7 +223,7 @@ class RecallService:
         vectors = self._indexer.embed([text for *_, text in items], advance)
         with self._db.write() as conn:
             conn.execute(v.delete())
-            record_model(conn, self._indexer.embedder)
+            record_model(conn, self._indexer.model)
             for (kind, pk, tenant, text), vector in zip(items, vectors, strict=True):
                 self._indexer.insert(conn, tenant, kind, [pk], [content_hash(text)], [vector])
         self._indexer.cache.clear()

@@ -108,7 +108,8 @@ def signature(conn: Connection, tenant: Tenant, kind: str) -> tuple[int, int, in
         func.coalesce(func.sum(vectors_t.c.item_pk), 0),
         func.coalesce(func.sum(sql(conn).row_version(vectors_t)), 0),
     ).where(vectors_t.c.kind == kind)
-    return tuple(int(v) for v in conn.execute(stmt).one())
+    count, low, high, total = (int(v) for v in conn.execute(stmt).one())
+    return count, low, high, total
 
 
 def load_rows(conn: Connection, tenant: Tenant, kind: str, dim: int, after_pk: int, into: TenantMatrix) -> None:
@@ -200,7 +201,7 @@ class VectorCache:
                 # Another search noticed first (maybe in a newer or older snapshot): start over
                 # from what this snapshot holds, dropping everything, which is always safe.
                 newer = None
-            if newer is not None and len(newer) == erasures - seen:
+            if newer is not None and seen is not None and len(newer) == erasures - seen:
                 for _, key in newer:
                     self._drop(key)
                 self._erasure_mark = newer[-1][0]

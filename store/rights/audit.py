@@ -12,7 +12,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Row
 
 from ..backend import sql
 from ..models import AuditEntry
@@ -30,7 +30,15 @@ def digest(action: str, tenant: Tenant, scope: dict[str, Any], counts: dict[str,
 
 
 def record(
-    conn: Connection, tenant: Tenant, *, action: str, actor: str, scope: dict, counts: dict, at: datetime, status: dict | None = None
+    conn: Connection,
+    tenant: Tenant,
+    *,
+    action: str,
+    actor: str,
+    scope: dict[str, Any],
+    counts: dict[str, int],
+    at: datetime,
+    status: dict[str, Any] | None = None,
 ) -> str:
     """Append an entry; ``status`` is stored in its scope but not digested (it may change later)."""
     value = digest(action, tenant, scope, counts, at)
@@ -57,8 +65,8 @@ def record_imported(
     *,
     action: str,
     actor: str,
-    scope: dict,
-    counts: dict,
+    scope: dict[str, Any],
+    counts: dict[str, int],
     at: datetime,
     digest: str,
     origin: str = "imported",
@@ -82,7 +90,7 @@ def record_imported(
     )
 
 
-def to_model(row) -> AuditEntry:
+def to_model(row: Row[Any]) -> AuditEntry:
     return AuditEntry(
         at=row.at,
         actor=row.actor,

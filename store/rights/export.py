@@ -12,9 +12,9 @@ import hashlib
 import json
 from collections.abc import Callable, Iterator
 from datetime import datetime
-from typing import Any
+from typing import IO, Any
 
-from sqlalchemy import Connection, func, or_, select
+from sqlalchemy import Column, Connection, Select, func, or_, select
 
 from .. import schema
 from ..backend import Backend
@@ -36,7 +36,7 @@ def canonical(record: dict[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
-def _pages(conn: Connection, stmt, key) -> Iterator[Any]:
+def _pages(conn: Connection, stmt: Select[Any], key: Column[Any]) -> Iterator[Any]:
     """Rows of ``stmt`` in key order, a chunk at a time, so huge tenants stream in constant memory."""
     last = None
     while True:
@@ -75,7 +75,7 @@ def tenant_records(
         )
     batch: list[Any] = []
 
-    def flush_episodes():
+    def flush_episodes() -> Iterator[tuple[str, dict[str, Any]]]:
         vectors = _vectors(conn, tenant, "episode", [r.pk for r in batch]) if embeddings else {}
         for r in batch:
             record = {
@@ -224,13 +224,13 @@ class Digests:
 
 def count_records(conn: Connection, tenant: Tenant) -> int:
     """A cheap total for progress bars."""
-    return sum(conn.execute(tenant.select(t, func.count())).scalar() for t in (tier.table for tier in EXPORTED))
+    return sum(int(conn.execute(tenant.select(t, func.count())).scalar_one()) for t in (tier.table for tier in EXPORTED))
 
 
 def write(
     backend: Backend,
     tenants: list[Tenant],
-    sink,
+    sink: IO[str],
     *,
     fmt: str,
     embeddings: bool,

@@ -13,10 +13,12 @@ marker says so, in the store, so any later process can finish the work.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Connection, Select, exists, func, literal_column, or_, select
+from sqlalchemy import ColumnElement, Connection, Select, exists, func, literal_column, or_, select
 
 from ..backend import Sql, sql
 from ..schema import (
@@ -50,13 +52,13 @@ class Scope:
         return self.session_id is None and self.before is None
 
 
-def _cites(dialect: Sql, ids: Select, name: str):
+def _cites(dialect: Sql, ids: Select[Any], name: str) -> ColumnElement[bool]:
     """The fact cites at least one episode id produced by ``ids``."""
     sourced = dialect.json_array_items(facts_t.c.source_episode_ids, name=name)
     return exists(select(literal_column("1")).select_from(sourced).where(sourced.c.value.in_(ids)))
 
 
-def scopes(dialect: Sql, scope: Scope) -> dict[str, Select]:
+def scopes(dialect: Sql, scope: Scope) -> dict[str, Select[Any]]:
     """For each tier, the keys of the rows this erasure removes."""
     t, session_id, before = scope.tenant, scope.session_id, scope.before
     sessions = t.select(sessions_t, sessions_t.c.pk)
@@ -95,7 +97,7 @@ def scopes(dialect: Sql, scope: Scope) -> dict[str, Select]:
     return result
 
 
-def erased_episodes(scope: Scope) -> Select:
+def erased_episodes(scope: Scope) -> Select[Any]:
     episodes = scope.tenant.select(episodes_t, episodes_t.c.pk)
     if scope.session_id is not None:
         episodes = episodes.where(episodes_t.c.session_id == scope.session_id)
@@ -112,18 +114,20 @@ RECEIPT_ORDER = [*(tier.name for tier in ERASE_ORDER), "vectors"]
 
 def count(conn: Connection, scope: Scope) -> dict[str, int]:
     stmts = scopes(sql(conn), scope)
-    counts = {name: conn.execute(select(func.count()).select_from(stmt.subquery())).scalar() for name, stmt in stmts.items()}
+    counts: dict[str, int] = {
+        name: conn.execute(select(func.count()).select_from(stmt.subquery())).scalar_one() for name, stmt in stmts.items()
+    }
     counts["vectors"] = _vector_count(conn, scope, stmts)
     return {name: counts.get(name, 0) for name in RECEIPT_ORDER}
 
 
-def _vector_count(conn: Connection, scope: Scope, stmts: dict[str, Select]) -> int:
+def _vector_count(conn: Connection, scope: Scope, stmts: dict[str, Select[Any]]) -> int:
     total = 0
     for name, stmt in stmts.items():
         if name in VECTOR_KINDS:
             total += conn.execute(
                 scope.tenant.select(vectors_t, func.count()).where(vectors_t.c.kind == VECTOR_KINDS[name], vectors_t.c.item_pk.in_(stmt))
-            ).scalar()
+            ).scalar_one()
     return total
 
 
@@ -153,7 +157,7 @@ def delete(conn: Connection, scope: Scope) -> dict[str, int]:
     return {name: counts.get(name, 0) for name in RECEIPT_ORDER}
 
 
-def _amend_surviving_facts(conn: Connection, scope: Scope, stmts: dict[str, Select], erased_facts: list[int]) -> None:
+def _amend_surviving_facts(conn: Connection, scope: Scope, stmts: dict[str, Select[Any]], erased_facts: Sequence[int]) -> None:
     """Facts that stay keep nothing of what goes: erased episode ids leave their source lists,
     and the history rule (:func:`store.tiers.facts.close_gaps`) reopens or re-closes facts
     an erased fact had closed."""
@@ -191,7 +195,7 @@ def erasures_after(conn: Connection, after: int) -> list[tuple[int, str]]:
     return keys_and_tenants(conn, audit_t, audit_t.c.pk, audit_t.c.action == "forget", audit_t.c.origin == "local", audit_t.c.pk > after)
 
 
-def read_pending(conn: Connection) -> dict | None:
+def read_pending(conn: Connection) -> dict[str, Any] | None:
     """``{"since", "indexes", "erasures": [[tenant key, audit digest], ...]}`` or None.
     ``indexes`` is true while the keyword indexes still need rewriting."""
     value = conn.execute(select(meta_t.c.value).where(meta_t.c.key == PENDING_KEY)).scalar()
@@ -213,7 +217,7 @@ def lock_records(conn: Connection) -> None:
     sql(conn).serialise(conn, RECORD_LOCK)
 
 
-def write_pending(conn: Connection, pending: dict | None) -> None:
+def write_pending(conn: Connection, pending: dict[str, Any] | None) -> None:
     if pending is None or (not pending["erasures"] and not pending["indexes"] and not pending.get("expired")):
         conn.execute(meta_t.delete().where(meta_t.c.key == PENDING_KEY))
     else:

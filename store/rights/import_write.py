@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, func
+from sqlalchemy import Connection, Table, func
 
 from ..backend import Backend, sql
 from ..errors import ImportMismatchError, InvalidInputError
@@ -37,7 +37,7 @@ def _text_of(r: Any) -> str:
     return embed_text(r.input, r.output) if r.type == "episode" else fact_text(r.subject, r.predicate, r.object)
 
 
-def rows_by_id(conn: Connection, tenant: Tenant, table, ids: list[str]) -> dict[str, Any]:
+def rows_by_id(conn: Connection, tenant: Tenant, table: Table, ids: list[str]) -> dict[str, Any]:
     """This tenant's rows of ``table`` with these ids, by id."""
     found: dict[str, Any] = {}
     for start in range(0, len(ids), 500):  # SQLite caps bound parameters per statement
@@ -45,7 +45,11 @@ def rows_by_id(conn: Connection, tenant: Tenant, table, ids: list[str]) -> dict[
     return found
 
 
-def vectors_needed(backend: Backend, indexer: Indexer, checked: Checked) -> tuple[dict[tuple[Tenant, str, str], bytes], int]:
+# The vectors an import writes, by (tenant, kind, record id): float32 bytes.
+Vectors = dict[tuple[Tenant, str, str], bytes]
+
+
+def vectors_needed(backend: Backend, indexer: Indexer, checked: Checked) -> tuple[Vectors, int]:
     """Vectors for the episodes and facts the import will add, and how many were embedded
     afresh. Records the tenant already has need none; the file's own vectors are used when they
     come from the store's model (and have its dimension); content the tenant already has a
@@ -85,7 +89,14 @@ def vectors_needed(backend: Backend, indexer: Indexer, checked: Checked) -> tupl
 
 class Writer:
     def __init__(
-        self, conn: Connection, indexer: Indexer, checked: Checked, vectors, at: datetime, max_bytes: int, keep_origin: bool = False
+        self,
+        conn: Connection,
+        indexer: Indexer,
+        checked: Checked,
+        vectors: Vectors,
+        at: datetime,
+        max_bytes: int,
+        keep_origin: bool = False,
     ):
         self.conn, self.indexer, self.checked, self.vectors, self.at = conn, indexer, checked, vectors, at
         self.max_bytes = max_bytes
@@ -139,7 +150,7 @@ class Writer:
             taken = self.conn.execute(tenant.select(blocks_t, blocks_t.c.pk).where(blocks_t.c.pinned_order == r.pinned_order)).first()
             order = r.pinned_order
             if taken:  # the slot is another block's here: go last, as a new block does in the API
-                order = self.conn.execute(tenant.select(blocks_t, func.max(blocks_t.c.pinned_order))).scalar() + 1
+                order = (self.conn.execute(tenant.select(blocks_t, func.max(blocks_t.c.pinned_order))).scalar() or 0) + 1
             values = {"name": r.name, "content": r.content, "pinned_order": order, "updated_at": r.updated_at}
             self.conn.execute(blocks_t.insert().values(tenant.stamp(values)))
             return WRITTEN
@@ -303,7 +314,7 @@ def apply(
     store_path: Path | str,
     indexer: Indexer,
     checked: Checked,
-    vectors,
+    vectors: Vectors,
     *,
     actor: str,
     at: datetime,

@@ -53,7 +53,8 @@ from ..tiers.registry import SECTION_OF, SECTIONS
 from ..validation import utcnow
 from . import import_write
 from .export import Digests, canonical, tenant_records
-from .import_check import check_embedding_dims, validate
+from .import_check import Checked, check_embedding_dims, validate
+from .import_write import Vectors
 
 VECTOR_KINDS = ("episode", "fact")
 # What reading a row that memlens never wrote raises (bad JSON text, a key into a missing session).
@@ -164,7 +165,7 @@ def _source_records(plan: _Plan, conn: Connection, tenant: Tenant) -> tuple[list
     return records, contents, lacking
 
 
-def _checked(plan: _Plan, tenant: Tenant, records: list[dict[str, Any]]):
+def _checked(plan: _Plan, tenant: Tenant, records: list[dict[str, Any]]) -> Checked:
     digests = Digests()
     for record in records:
         digests.add(SECTION_OF[record["type"]], canonical(record))
@@ -172,19 +173,20 @@ def _checked(plan: _Plan, tenant: Tenant, records: list[dict[str, Any]]):
     try:
         checked = validate({"records": records, "manifest": manifest}, plan.max_bytes)
         if plan.copy_vectors:
-            check_embedding_dims(checked, plan.source_dim or plan.indexer.embedder.dim)
+            check_embedding_dims(checked, plan.source_dim or plan.indexer.model.dim)
     except (ImportValidationError, InvalidInputError) as error:
         raise MigrationSourceError(f"{_who(tenant)} of {label(plan.source)}: {error}; nothing was copied") from None
     return checked
 
 
-def _vectors(plan: _Plan, conn: Connection, tenant: Tenant, checked) -> tuple[dict, int]:
+def _vectors(plan: _Plan, conn: Connection, tenant: Tenant, checked: Checked) -> tuple[Vectors, int]:
     """The vectors to write, by (tenant, kind, id), and how many were embedded afresh."""
     if plan.copy_vectors:
         return {(tenant, r.type, r.id): r.embedding for _, r in checked.records if r.type in VECTOR_KINDS and r.embedding is not None}, 0
     if plan.indexer.embedder is None:
         return {}, 0
-    vectors, embedded = {}, 0
+    vectors: Vectors = {}
+    embedded = 0
     for kind in VECTOR_KINDS:
         todo = [r for _, r in checked.records if r.type == kind]
         texts = [embed_text(r.input, r.output) if kind == "episode" else fact_text(r.subject, r.predicate, r.object) for r in todo]
@@ -213,9 +215,9 @@ def _verify(plan: _Plan, conn: Connection, tenant: Tenant, expected: _Contents, 
     mismatches = {f"{tenant.key}/{s}": pair for s, pair in expected.differences(held).items()}
     if not plan.copy_vectors and plan.indexer.embedder is not None:
         items = held.counts["episodes"] + held.counts["facts"]
-        vectors = conn.execute(tenant.select(vectors_t, func.count()).where(vectors_t.c.kind.in_(VECTOR_KINDS))).scalar()
-        if vectors != items:
-            mismatches[f"{tenant.key}/vectors"] = (items, vectors)
+        stored: int = conn.execute(tenant.select(vectors_t, func.count()).where(vectors_t.c.kind.in_(VECTOR_KINDS))).scalar_one()
+        if stored != items:
+            mismatches[f"{tenant.key}/vectors"] = (items, stored)
     if mismatches:
         detail = "; ".join(f"{key}: {a} in the source, {b} in the destination (or different content)" for key, (a, b) in mismatches.items())
         raise MigrationMismatchError(

@@ -10,9 +10,11 @@ current again.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Connection, or_
+from sqlalchemy import ColumnElement, Connection, Row, or_
 
 from ..errors import InvalidInputError
 from ..models import Fact
@@ -26,7 +28,7 @@ def fact_text(subject: str, predicate: str, object: str) -> str:
     return f"{subject} {predicate.replace('_', ' ')} {object}"
 
 
-def to_model(row) -> Fact:
+def to_model(row: Row[Any]) -> Fact:
     return Fact(
         id=row.id,
         user_id=Tenant(row.user_id).user_id,
@@ -97,7 +99,7 @@ def add_fact(
     return to_model(row), pk
 
 
-def valid_at_clause(valid_at: datetime):
+def valid_at_clause(valid_at: datetime) -> ColumnElement[bool]:
     return (facts_t.c.valid_from <= valid_at) & or_(facts_t.c.valid_until.is_(None), facts_t.c.valid_until > valid_at)
 
 
@@ -126,13 +128,13 @@ def list_facts(
     return [to_model(r) for r in conn.execute(stmt)]
 
 
-def close_gaps(conn: Connection, tenant: Tenant, erased_pks: list[int]) -> int:
+def close_gaps(conn: Connection, tenant: Tenant, erased_pks: Sequence[int]) -> int:
     """Apply the history rule for the facts about to be erased (``erased_pks``, still present);
     returns how many surviving facts changed."""
     if not erased_pks:
         return 0
     erased_set = set(erased_pks)
-    groups = set()
+    groups: set[tuple[str, str]] = set()
     for start in range(0, len(erased_pks), 30_000):
         chunk = erased_pks[start : start + 30_000]
         groups.update(conn.execute(tenant.select(facts_t, facts_t.c.subject, facts_t.c.predicate).where(facts_t.c.pk.in_(chunk))).all())

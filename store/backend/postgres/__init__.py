@@ -11,11 +11,15 @@ extension available."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .sql import SQL
 
+if TYPE_CHECKING:  # loaded on open
+    from .backend import PostgresBackend
 
-def open_backend(path_or_url: str | Path, *, read_only: bool, create: bool, vector_dim: int | None = None):
+
+def open_backend(path_or_url: str | Path, *, read_only: bool, create: bool, vector_dim: int | None = None) -> PostgresBackend:
     from .backend import PostgresBackend
 
     return PostgresBackend(path_or_url, read_only=read_only, create=create, vector_dim=vector_dim)

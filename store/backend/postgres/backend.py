@@ -263,7 +263,7 @@ class PostgresBackend:
             if not result.done:
                 reasons.append(result.reason)
         if reasons:
-            return False, "; ".join(dict.fromkeys(reasons))
+            return False, "; ".join(dict.fromkeys(r for r in reasons if r))
         return True, None
 
     def close(self) -> None:

@@ -39,7 +39,7 @@ class ChangeCounter:
         self._conn.add_notify_handler(self._count)
         self._conn.execute(f"LISTEN {CHANNEL}")
 
-    def _count(self, _notification) -> None:
+    def _count(self, _notification: object) -> None:
         self._received += 1
 
     def version(self) -> int:

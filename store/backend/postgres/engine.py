@@ -3,6 +3,8 @@ another tenant's queries."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pgvector.sqlalchemy  # noqa: F401 - registers the vector type with SQLAlchemy's reflection
 from sqlalchemy import Engine, create_engine
 
@@ -14,7 +16,7 @@ from sqlalchemy import Engine, create_engine
 SESSION_OPTIONS = "-c plan_cache_mode=force_custom_plan"
 
 
-def create(url: str, **kwargs) -> Engine:
+def create(url: str, **kwargs: Any) -> Engine:
     """An engine for ``url`` (``postgresql+psycopg://...``; a bare ``postgresql://`` gets the
     psycopg driver) whose connections always plan with the tenant's key in hand."""
     if url.startswith("postgresql://"):

@@ -20,15 +20,31 @@ from __future__ import annotations
 import math
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Table, bindparam, cast, func, literal_column, select, text
+from sqlalchemy import (
+    BindParameter,
+    ColumnClause,
+    ColumnElement,
+    Connection,
+    Label,
+    Select,
+    Table,
+    bindparam,
+    cast,
+    func,
+    literal_column,
+    select,
+    text,
+)
 from sqlalchemy.dialects.postgresql import TSQUERY, array
 
 from ...schema import episodes_t, facts_t
 from ...tenancy import Tenant
 from ...tiers.episodes import filtered
+from ..interface import KeywordHit
 from ..shared import marked_terms
 
 K1, B, IDF_FLOOR = 1.2, 0.75, 1e-6
@@ -56,20 +72,20 @@ def items(expression: str) -> list[tuple[str, bool]]:
     return list(dict.fromkeys(found))
 
 
-def _search(table: Table):
+def _search(table: Table) -> tuple[ColumnClause[Any], ColumnClause[Any]]:
     return literal_column(f"{table.name}.search"), literal_column(f"{table.name}.search_length")
 
 
-def _matches(table: Table, query):
+def _matches(table: Table, query: ColumnElement[Any]) -> ColumnElement[bool]:
     search, _ = _search(table)
     return search.op("@@")(query)
 
 
-def _as_query(expression: str):
+def _as_query(expression: str) -> ColumnElement[Any]:
     return cast(bindparam("expression", expression), TSQUERY)
 
 
-def _item_query(lexeme: str, prefix: bool):
+def _item_query(lexeme: str, prefix: bool) -> ColumnElement[Any]:
     # A lexeme already normalised: cast, not parsed by to_tsquery, so it is not stemmed twice.
     quoted = func.quote_literal(lexeme)
     return cast(quoted.concat(":*") if prefix else quoted, TSQUERY)
@@ -92,7 +108,7 @@ def _statistics(
         cache.kept(
             conn,
             (tenant.key, table.name, lexeme, prefix),
-            lambda lexeme=lexeme, prefix=prefix: conn.execute(
+            lambda lexeme=lexeme, prefix=prefix: conn.execute(  # type: ignore[misc]  # defaults bind the loop's values
                 tenant.select(table, func.count()).where(_matches(table, _item_query(lexeme, prefix)))
             ).scalar(),
         )
@@ -101,7 +117,7 @@ def _statistics(
     return count, average, df
 
 
-def _term_counts(table: Table, query_items: list[tuple[str, bool]]) -> list:
+def _term_counts(table: Table, query_items: list[tuple[str, bool]]) -> list[Label[Any]]:
     """Per candidate, how often each query item occurs (tsvector positions, capped at 256 per
     word), as one array from one walk of its tsvector. One subquery per word cost 67 ms of a
     100 ms keyword search over 30,000 episodes (cProfile, five-word questions)."""
@@ -110,7 +126,7 @@ def _term_counts(table: Table, query_items: list[tuple[str, bool]]) -> list:
     occurrences = func.cardinality(words.c.positions)
     counts = []
     for i, (lexeme, prefix) in enumerate(query_items):
-        word = bindparam(f"tf{i}", lexeme)
+        word: BindParameter[str] = bindparam(f"tf{i}", lexeme)
         hit = func.starts_with(words.c.lexeme, word) if prefix else words.c.lexeme == word
         counts.append(func.coalesce(func.sum(occurrences).filter(hit), 0))
     per_item = select(array(counts)).select_from(words)
@@ -127,7 +143,9 @@ def bm25(count: int, average: float, df: list[int], tf: list[int], length: int) 
     return score
 
 
-def _ranked(conn: Connection, tenant: Tenant, table: Table, expression: str, stmt, limit: int, cache: StatisticsCache):
+def _ranked(
+    conn: Connection, tenant: Tenant, table: Table, expression: str, stmt: Select[Any], limit: int, cache: StatisticsCache
+) -> list[tuple[int, float]]:
     query_items = items(expression)
     count, average, df = _statistics(conn, tenant, table, query_items, cache)
     rows = conn.execute(stmt).all()
@@ -136,7 +154,7 @@ def _ranked(conn: Connection, tenant: Tenant, table: Table, expression: str, stm
     return scored[:limit]
 
 
-def _candidates(tenant: Tenant, table: Table, expression: str, *extra):
+def _candidates(tenant: Tenant, table: Table, expression: str, *extra: Any) -> Select[Any]:
     _, length = _search(table)
     return tenant.select(table, table.c.pk, length, *_term_counts(table, items(expression)), *extra).where(
         _matches(table, _as_query(expression))
@@ -162,10 +180,10 @@ class StatisticsCache:
     def __init__(self) -> None:
         # One (version, entries) pair, replaced whole: a reader never pairs one version's
         # entries with another's number while a writer moves on.
-        self._kept: tuple[int | None, dict] = (None, {})
+        self._kept: tuple[int | None, dict[Any, Any]] = (None, {})
         self._lock = threading.Lock()
 
-    def kept(self, conn: Connection, key, compute: Callable[[], Any]) -> Any:
+    def kept(self, conn: Connection, key: Hashable, compute: Callable[[], Any]) -> Any:
         """The value kept for ``key`` at the version ``conn``'s read transaction was opened at, or
         ``compute()``'s, kept for the next search (only a read transaction has a version)."""
         version = conn.info.get(SNAPSHOT_VERSION)
@@ -214,17 +232,36 @@ class PostgresKeywordIndex:
         def is_common(term: str) -> bool:
             query = func.plainto_tsquery(literal_column("'memlens'"), func.memlens_fold(term))
             hits = tenant.select(episodes_t, episodes_t.c.pk).where(_matches(episodes_t, query)).limit(cap)
-            return conn.execute(select(func.count()).select_from(hits.subquery())).scalar() >= cap
+            found: int = conn.execute(select(func.count()).select_from(hits.subquery())).scalar_one()
+            return found >= cap
 
         return {term for term in terms if self.statistics.kept(conn, (tenant.key, "common", term), lambda term=term: is_common(term))}
 
-    def episodes(self, conn, tenant, expression, limit, session_id, since, until):
+    def episodes(
+        self,
+        conn: Connection,
+        tenant: Tenant,
+        expression: str,
+        limit: int,
+        session_id: str | None,
+        since: datetime | None,
+        until: datetime | None,
+    ) -> list[KeywordHit]:
         e = episodes_t
         newest = filtered(_candidates(tenant, e, expression), session_id=session_id, since=since, until=until)
         newest = newest.order_by(e.c.pk.desc()).limit(MAX_KEYWORD_MATCHES)
         return [(pk, score, []) for pk, score in _ranked(conn, tenant, e, expression, newest, limit, self.statistics)]
 
-    def phrase_episodes(self, conn, tenant, phrases, limit, session_id, since, until):
+    def phrase_episodes(
+        self,
+        conn: Connection,
+        tenant: Tenant,
+        phrases: list[tuple[str, ...]],
+        limit: int,
+        session_id: str | None,
+        since: datetime | None,
+        until: datetime | None,
+    ) -> list[int]:
         # Each phrase through phraseto_tsquery (its words in order, <-> between them) from a bound
         # parameter, so nothing in it is query syntax; the phrases OR-ed together.
         queries = [
@@ -241,7 +278,7 @@ class PostgresKeywordIndex:
         stmt = filtered(tenant.select(e, e.c.pk).where(_matches(e, query)), session_id=session_id, since=since, until=until)
         return list(conn.execute(stmt.order_by(e.c.pk.desc()).limit(limit)).scalars())
 
-    def episode_highlights(self, conn, tenant, expression, pks):
+    def episode_highlights(self, conn: Connection, tenant: Tenant, expression: str, pks: list[int]) -> dict[int, list[str]]:
         if not pks:
             return {}
         e = episodes_t
@@ -252,7 +289,7 @@ class PostgresKeywordIndex:
         rows = conn.execute(tenant.select(e, e.c.pk, *marks).where(e.c.pk.in_(pks)))
         return {pk: marked_terms(*marked) for pk, *marked in rows}
 
-    def facts(self, conn, tenant, expression, limit, allowed):
+    def facts(self, conn: Connection, tenant: Tenant, expression: str, limit: int, allowed: set[int] | None) -> list[KeywordHit]:
         f = facts_t
         stmt = _candidates(tenant, f, expression)
         if allowed is not None:

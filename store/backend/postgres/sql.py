@@ -36,20 +36,20 @@ def _path(path: str) -> list[str]:
     return path[2:].split(".")
 
 
-def _at(column: Column | ColumnElement, path: str | None) -> ColumnElement:
+def _at(column: Column[Any] | ColumnElement[Any], path: str | None) -> ColumnElement[Any]:
     document = cast(column, JSONB)
     keys = _path(path) if path else []
     return document.op("#>")(cast(literal(keys, ARRAY(Text)), ARRAY(Text))) if keys else document
 
 
-class _JsonValue(TypeDecorator):
+class _JsonValue(TypeDecorator[Any]):
     """A jsonb value that binds what it is compared with as jsonb too (SQLite's json_extract
     returns typed values): ``field < 5`` compares numbers as numbers."""
 
     impl = JSONB
     cache_ok = True
 
-    def coerce_compared_value(self, op, value):
+    def coerce_compared_value(self, op: Any, value: Any) -> _JsonValue:
         return self
 
 
@@ -81,19 +81,19 @@ class PostgresSql:
         # xmin, the transaction that wrote this row version: any replacement writes a new one.
         return cast(cast(literal_column(f"{table.name}.xmin"), Text), BigInteger)
 
-    def json_array_items(self, column: Column | ColumnElement, path: str | None = None, *, name: str) -> Any:
+    def json_array_items(self, column: Column[Any] | ColumnElement[Any], path: str | None = None, *, name: str) -> Any:
         # _text: strings come out bare (for `value IN (ids)`), objects as JSON text (json_field reads them).
         return func.jsonb_array_elements_text(_at(column, path)).table_valued("value", name=name)
 
-    def json_field(self, value: ColumnElement, path: str) -> ColumnElement:
+    def json_field(self, value: ColumnElement[Any], path: str) -> ColumnElement[Any]:
         return type_coerce(_at(value, path), _JsonValue())
 
     def serialise(self, conn: Connection, record: str) -> None:
         """The record's advisory lock, to the end of the transaction (:func:`.locks.take_record`)."""
         take_record(conn, record)
 
-    def json_set(self, column: Column, fields: dict[str, Any]) -> ColumnElement:
-        document = cast(column, JSONB)
+    def json_set(self, column: Column[Any], fields: dict[str, Any]) -> ColumnElement[Any]:
+        document: ColumnElement[Any] = cast(column, JSONB)
         for path, value in fields.items():
             keys = _path(path)
             document = func.jsonb_set(document, cast(literal(keys, ARRAY(Text)), ARRAY(Text)), literal(value, JSONB), True)

@@ -16,11 +16,12 @@ so a deleted (erased) row is never returned even before VACUUM removes it from t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 from pgvector.sqlalchemy import Vector
-from sqlalchemy import BigInteger, Connection, Engine, any_, bindparam, func, literal_column, text
+from sqlalchemy import BigInteger, ColumnElement, Connection, Engine, any_, bindparam, func, literal_column, text
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from ...errors import ReadOnlyStoreError
@@ -45,16 +46,16 @@ M, EF_CONSTRUCTION = 16, 64
 BUILD_MEMORY = "512MB"
 
 
-def _distance(query: Sequence[float]):
+def _distance(query: Sequence[float]) -> ColumnElement[Any]:
     return literal_column("vectors.vector").op("<=>")(bindparam("query", list(map(float, query)), type_=Vector()))
 
 
-def _item_in(pks: Sequence[int]):
+def _item_in(pks: Sequence[int]) -> ColumnElement[bool]:
     """The item key is one of ``pks``, sent as one array parameter."""
     return vectors_t.c.item_pk == any_(bindparam("pks", [int(pk) for pk in pks], type_=ARRAY(BigInteger)))
 
 
-def _best_first(rows) -> list[tuple[int, float]]:
+def _best_first(rows: Iterable[Any]) -> list[tuple[int, float]]:
     return sorted(((pk, float(score)) for pk, score in rows), key=lambda row: (-row[1], row[0]))
 
 
@@ -161,7 +162,8 @@ def similarities(conn: Connection, tenant: Tenant, kind: str, query: Sequence[fl
 def has_index(conn: Connection, tenant: Tenant) -> bool:
     """Whether the tenant's vectors have an HNSW index (built by :func:`build_index`, by any
     process). Asked on every search: one catalog lookup, so a build or drop elsewhere counts at once."""
-    return conn.execute(text("SELECT to_regclass(:name) IS NOT NULL"), {"name": index_name(tenant)}).scalar_one()
+    exists: bool = conn.execute(text("SELECT to_regclass(:name) IS NOT NULL"), {"name": index_name(tenant)}).scalar_one()
+    return exists
 
 
 def sampled_recall(conn: Connection, tenant: Tenant, kind: str, sample: int, k: int = 10, seed: int = 0) -> tuple[float, int]:

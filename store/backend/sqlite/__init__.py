@@ -4,11 +4,15 @@ PRAGMAs, frozen migrations, the schema check, FTS5, WAL maintenance, dialect SQL
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .sql import SQL
 
+if TYPE_CHECKING:  # the module itself loads on open: it imports SQLAlchemy's engine
+    from .database import Database
 
-def open_backend(path_or_url: str | Path, *, read_only: bool, create: bool):
+
+def open_backend(path_or_url: str | Path, *, read_only: bool, create: bool) -> Database:
     from .database import Database
 
     return Database(path_or_url, read_only=read_only, create=create)

@@ -10,20 +10,38 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from contextlib import AbstractContextManager
 from datetime import datetime
 from functools import lru_cache
+from typing import Any
 
-from sqlalchemy import Connection, bindparam, column, func, literal_column, select, table
+from sqlalchemy import (
+    BindParameter,
+    ColumnClause,
+    ColumnElement,
+    Connection,
+    Function,
+    Label,
+    Select,
+    TableClause,
+    bindparam,
+    column,
+    func,
+    literal_column,
+    select,
+    table,
+)
 
 from ...schema import episodes_t, facts_t
 from ...tenancy import Tenant
 from ...tiers.episodes import filtered
+from ..interface import KeywordHit
 from ..shared import marked_terms
 from . import highlight
 
 
-def fts_expression(terms: list[str], *, min_prefix: int | None, too_common: set[str] = frozenset()) -> str | None:
+def fts_expression(terms: list[str], *, min_prefix: int | None, too_common: AbstractSet[str] = frozenset()) -> str | None:
     """An FTS5 MATCH expression: any of the query's words; the last one as a prefix (while
     typing) when it is at least ``min_prefix`` letters long.
 
@@ -41,10 +59,10 @@ def fts_expression(terms: list[str], *, min_prefix: int | None, too_common: set[
     return " OR ".join(parts)
 
 
-def _fts(name: str, match: str, columns: int):
+def _fts(name: str, match: str, columns: int) -> tuple[TableClause, ColumnElement[bool], Label[Any], list[Function[Any]]]:
     """The FTS5 table as a selectable, its MATCH condition, its rank and its highlights."""
     fts = table(name, column("rowid"))
-    ref = literal_column(name)
+    ref: ColumnClause[Any] = literal_column(name)
     marks = [func.highlight(ref, i, "\x02", "\x03") for i in range(columns)]
     return fts, ref.op("MATCH")(match), func.bm25(ref).label("rank"), marks
 
@@ -76,7 +94,8 @@ def common_terms(conn: Connection, tenant: Tenant, terms: list[str]) -> set[str]
 def large_enough(conn: Connection, tenant: Tenant) -> bool:
     e = episodes_t
     own = select(func.count()).select_from(tenant.select(e, e.c.pk).limit(MIN_EPISODES_FOR_CUT).subquery())
-    return conn.execute(own).scalar() >= MIN_EPISODES_FOR_CUT
+    held: int = conn.execute(own).scalar_one()
+    return held >= MIN_EPISODES_FOR_CUT
 
 
 def is_common(conn: Connection, tenant: Tenant, term: str) -> bool:
@@ -104,7 +123,7 @@ def is_common(conn: Connection, tenant: Tenant, term: str) -> bool:
     # oldest of them: count its episodes from there, up to that many.
     enough = round(COMMON_WINDOW / COMMON_SHARE)
     since = select(e.c.pk).where(e.c.pk >= min(mine), tenant.owns_unindexed(e)).order_by(e.c.pk).limit(enough)
-    written = conn.execute(select(func.count()).select_from(since.subquery())).scalar()
+    written: int = conn.execute(select(func.count()).select_from(since.subquery())).scalar_one()
     return written < enough
 
 
@@ -157,9 +176,9 @@ class CommonWords:
 MAX_KEYWORD_MATCHES = 1000
 
 _EPISODES_FTS = table("episodes_fts", column("rowid"))
-_EPISODES_REF = literal_column("episodes_fts")
+_EPISODES_REF: ColumnClause[Any] = literal_column("episodes_fts")
 _MATCHES = _EPISODES_REF.op("MATCH")(bindparam("expression"))
-_FILTERS = {"session_id": bindparam("session_id"), "since": bindparam("since"), "until": bindparam("until")}
+_FILTERS: dict[str, BindParameter[Any]] = {"session_id": bindparam("session_id"), "since": bindparam("since"), "until": bindparam("until")}
 
 
 # Search as you type runs these statements at every keystroke: built with SQLAlchemy each time
@@ -167,17 +186,17 @@ _FILTERS = {"session_id": bindparam("session_id"), "since": bindparam("since"), 
 # tenant and filter shape, with the values bound, 0.09 ms (100k episodes, cProfile and
 # thread_time). Tenants are few in one process; the cache holds the most recent 256 shapes.
 @lru_cache(maxsize=256)
-def _newest_matches(tenant: Tenant, session: bool, since: bool, until: bool):
+def _newest_matches(tenant: Tenant, session: bool, since: bool, until: bool) -> Select[Any]:
     e = episodes_t
     newest = tenant.select(e, e.c.pk, func.bm25(_EPISODES_REF).label("rank"))
     newest = newest.select_from(_EPISODES_FTS.join(e, e.c.pk == _EPISODES_FTS.c.rowid)).where(_MATCHES)
     newest = filtered(newest, **_shape(session, since, until))
-    newest = newest.order_by(_EPISODES_FTS.c.rowid.desc()).limit(bindparam("window")).subquery()
-    return select(newest.c.pk, newest.c.rank).order_by(newest.c.rank).limit(bindparam("limit"))
+    window = newest.order_by(_EPISODES_FTS.c.rowid.desc()).limit(bindparam("window")).subquery()
+    return select(window.c.pk, window.c.rank).order_by(window.c.rank).limit(bindparam("limit"))
 
 
 @lru_cache(maxsize=256)
-def _phrase_matches(tenant: Tenant, session: bool, since: bool, until: bool):
+def _phrase_matches(tenant: Tenant, session: bool, since: bool, until: bool) -> Select[Any]:
     e = episodes_t
     stmt = tenant.select(e, e.c.pk).select_from(_EPISODES_FTS.join(e, e.c.pk == _EPISODES_FTS.c.rowid)).where(_MATCHES)
     stmt = filtered(stmt, **_shape(session, since, until))
@@ -185,16 +204,16 @@ def _phrase_matches(tenant: Tenant, session: bool, since: bool, until: bool):
 
 
 @lru_cache(maxsize=256)
-def _texts_by_key(tenant: Tenant):
+def _texts_by_key(tenant: Tenant) -> Select[Any]:
     e = episodes_t
     return tenant.select_keys(e, e.c.pk, bindparam("keys", expanding=True)).with_only_columns(e.c.pk, e.c.input, e.c.output)
 
 
-def _shape(session: bool, since: bool, until: bool) -> dict:
+def _shape(session: bool, since: bool, until: bool) -> dict[str, Any]:
     return {name: _FILTERS[name] if on else None for name, on in (("session_id", session), ("since", since), ("until", until))}
 
 
-def _filter_values(session_id, since, until) -> dict:
+def _filter_values(session_id: str | None, since: datetime | None, until: datetime | None) -> dict[str, Any]:
     return {name: value for name, value in (("session_id", session_id), ("since", since), ("until", until)) if value is not None}
 
 
@@ -237,7 +256,7 @@ def episode_highlights(conn: Connection, tenant: Tenant, expression: str, pks: l
     return highlight.mark(expression, conn.execute(_texts_by_key(tenant), {"keys": list(pks)}), 2)
 
 
-def keyword_facts(conn: Connection, tenant: Tenant, expression: str, limit: int, allowed: set[int] | None):
+def keyword_facts(conn: Connection, tenant: Tenant, expression: str, limit: int, allowed: set[int] | None) -> list[KeywordHit]:
     f = facts_t
     fts, match, rank, marks = _fts("facts_fts", expression, 3)
     stmt = tenant.select(f, f.c.pk, rank, *marks).select_from(fts.join(f, f.c.pk == fts.c.rowid)).where(match)
@@ -258,14 +277,8 @@ class SqliteKeywordIndex:
         common = self.common_words(tenant, terms) if cut_common else set()
         return fts_expression(terms, min_prefix=min_prefix, too_common=common)
 
-    def episodes(self, conn, tenant, expression, limit, session_id, since, until):
-        return keyword_episodes(conn, tenant, expression, limit, session_id, since, until)
-
-    def episode_highlights(self, conn, tenant, expression, pks):
-        return episode_highlights(conn, tenant, expression, pks)
-
-    def facts(self, conn, tenant, expression, limit, allowed):
-        return keyword_facts(conn, tenant, expression, limit, allowed)
-
-    def phrase_episodes(self, conn, tenant, phrases, limit, session_id, since, until):
-        return phrase_episodes(conn, tenant, phrases, limit, session_id, since, until)
+    # The statements themselves are module functions (cached per tenant and filter shape).
+    episodes = staticmethod(keyword_episodes)
+    episode_highlights = staticmethod(episode_highlights)
+    facts = staticmethod(keyword_facts)
+    phrase_episodes = staticmethod(phrase_episodes)

@@ -48,9 +48,11 @@ def expected_schema(version: int) -> tuple[dict[str, Entry], dict[str, Entry]]:
         with engine.begin() as conn:
             for step in MIGRATIONS[:version]:
                 step(conn)
-            required = _entries(conn.connection.driver_connection)
+            raw = conn.connection.driver_connection
+            assert raw is not None  # a checked-out connection has its driver connection
+            required = _entries(raw)
             conn.exec_driver_sql("ANALYZE")
-            optional = {k: v for k, v in _entries(conn.connection.driver_connection).items() if k not in required}
+            optional = {k: v for k, v in _entries(raw).items() if k not in required}
     finally:
         engine.dispose()
     return required, optional

@@ -32,9 +32,9 @@ class SqliteSql:
         if not rows:
             return []
         key = table.c.pk
-        before = conn.execute(select(func.coalesce(func.max(key), 0))).scalar()
+        before: int = conn.execute(select(func.coalesce(func.max(key), 0))).scalar_one()
         _insert_many(conn, table, rows)
-        after = conn.execute(select(func.max(key))).scalar()
+        after: int = conn.execute(select(func.max(key))).scalar_one()  # rows were just inserted: never NULL
         if after == before + len(rows):
             return list(range(before + 1, after + 1))
         keys: dict[tuple[str, str], int] = {}
@@ -50,17 +50,17 @@ class SqliteSql:
         # A replaced row (INSERT OR REPLACE) gets a new rowid.
         return literal_column(f"{table.name}.rowid")
 
-    def json_array_items(self, column: Column | ColumnElement, path: str | None = None, *, name: str) -> Any:
+    def json_array_items(self, column: Column[Any] | ColumnElement[Any], path: str | None = None, *, name: str) -> Any:
         args = (column,) if path is None else (column, path)
         return func.json_each(*args).table_valued("value", name=name)
 
-    def json_field(self, value: ColumnElement, path: str) -> ColumnElement:
+    def json_field(self, value: ColumnElement[Any], path: str) -> ColumnElement[Any]:
         return func.json_extract(value, path)
 
     def serialise(self, conn: Connection, record: str) -> None:
         """Nothing: a write transaction already holds the file's one write lock (BEGIN IMMEDIATE)."""
 
-    def json_set(self, column: Column, fields: dict[str, Any]) -> ColumnElement:
+    def json_set(self, column: Column[Any], fields: dict[str, Any]) -> ColumnElement[Any]:
         args: list[Any] = []
         for path, value in fields.items():
             args += [path, func.json("true") if value is True else func.json("false") if value is False else value]
@@ -90,6 +90,7 @@ def _insert_many(conn: Connection, table: Table, rows: list[dict[str, Any]]) -> 
     quote = conn.dialect.identifier_preparer.quote
     convert = [table.c[name].type.bind_processor(conn.dialect) for name in columns]
     driver = conn.connection.driver_connection
+    assert driver is not None  # a checked-out connection has its driver connection
     per_statement = max(1, min(ROWS_PER_STATEMENT, driver.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // len(columns)))
     head = f"INSERT INTO {quote(table.name)} ({', '.join(map(quote, columns))}) VALUES "
     one = "(" + ", ".join("?" * len(columns)) + ")"
