@@ -17,20 +17,21 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from textual.widgets import Input  # noqa: E402
+
 from inspector.app import make_app  # noqa: E402
-from inspector.screens import DiffScreen, ExportScreen, ForgetScreen, HelpScreen, StoreAuditScreen  # noqa: E402
 from inspector.overview import TenantOverview  # noqa: E402
+from inspector.screens import DiffScreen, ExportScreen, ForgetScreen, HelpScreen, StoreAuditScreen  # noqa: E402
 from inspector.views import RecordTable  # noqa: E402
 from store.demo import DEMO_NOW, build_demo_store  # noqa: E402
 from store.embedding import cache_dir  # noqa: E402
 from store.tiers.common import set_id_source  # noqa: E402
 from store.validation import set_clock  # noqa: E402
-from textual.widgets import Input  # noqa: E402
 
 SIZE = (150, 46)
 
 
-async def wait(pilot, condition, timeout=60.0):
+async def wait(pilot, condition, timeout=60.0):  # noqa: ASYNC109 (a deadline for the whole wait, polled)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not condition():
