@@ -94,6 +94,7 @@ def build_demo_store(
         DEMO_SIZES[size](store, now)
         return store
     model = indexing.make_embedder(embedder)
+    assert model is not None  # embedder=None took the branch above
     reused = ReusedVectors(model, vector_cache)
     store = MemoryStore.open(path, embedder=reused, **open_options)
     try:

@@ -145,7 +145,7 @@ def _located(message: str, field: str | None, where: list[str]) -> str:
 
 
 def _stamp(path: Path) -> list[tuple[str, int, int] | None]:
-    out = []
+    out: list[tuple[str, int, int] | None] = []
     for suffix in ("", *PENDING, "-shm"):
         try:
             st = (path.parent / (path.name + suffix)).stat()
@@ -305,7 +305,8 @@ def _records(path: Path, conn: sqlite3.Connection, tables: set[str]) -> tuple[di
 
 
 def _count(conn: sqlite3.Connection, table: str) -> int:
-    return conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]  # table is one of KNOWN's names
+    counted: int = conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]  # table is one of KNOWN's names
+    return counted
 
 
 def _sources(raw: Any, where: str) -> Any:

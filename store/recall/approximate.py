@@ -147,7 +147,7 @@ class Builder:
     ``still_wanted(job)`` is asked before every step: a matrix dropped from the cache (an
     erasure, a reload, a closed store) stops its build there."""
 
-    def __init__(self, still_wanted: Callable[[object], bool]) -> None:
+    def __init__(self, still_wanted: Callable[[Any], bool]) -> None:
         self._still_wanted = still_wanted
         self._jobs: queue.Queue[Any] = queue.Queue()
         self._idle = threading.Condition()

@@ -181,13 +181,13 @@ class Writer:
         if rows:
             pks = sql(self.conn).insert_keyed(self.conn, table, [tenant.stamp(row) for row in rows])
             if self.indexer.embedder is not None:
-                vectors = [self.vectors.get((tenant, kind, row["id"])) for row in rows]
+                vectors: list[bytes | None] = [self.vectors.get((tenant, kind, row["id"])) for row in rows]
                 missing = [i for i, v in enumerate(vectors) if v is None]
                 # An id present when vectors were prepared and erased since by another process:
                 # embed those here rather than leave them unsearchable.
                 for i, vector in zip(missing, self.indexer.embed([texts[i] for i in missing]), strict=True):
                     vectors[i] = vector
-                self.indexer.save(self.conn, tenant, kind, pks, [content_hash(t) for t in texts], vectors)
+                self.indexer.save(self.conn, tenant, kind, pks, [content_hash(t) for t in texts], [v for v in vectors if v is not None])
         return outcomes
 
     def _episode_values(self, r: Any) -> dict[str, Any]:

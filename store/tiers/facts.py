@@ -94,7 +94,7 @@ def add_fact(
                 }
             )
         )
-    ).inserted_primary_key[0]
+    ).inserted_primary_key[0]  # type: ignore[index]  # a single-row INSERT always has its key
     row = conn.execute(tenant.select(facts_t).where(facts_t.c.pk == pk)).one()
     return to_model(row), pk
 

@@ -22,6 +22,7 @@ import re
 import threading
 from collections.abc import Callable, Hashable
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from sqlalchemy import (
@@ -104,14 +105,13 @@ def _statistics(
     conn: Connection, tenant: Tenant, table: Table, query_items: list[tuple[str, bool]], cache: StatisticsCache
 ) -> tuple[int, float, list[int]]:
     count, average = _totals(conn, tenant, table, cache)
+
+    def documents_with(lexeme: str, prefix: bool) -> int:
+        counted: int = conn.execute(tenant.select(table, func.count()).where(_matches(table, _item_query(lexeme, prefix)))).scalar_one()
+        return counted
+
     df = [
-        cache.kept(
-            conn,
-            (tenant.key, table.name, lexeme, prefix),
-            lambda lexeme=lexeme, prefix=prefix: conn.execute(  # type: ignore[misc]  # defaults bind the loop's values
-                tenant.select(table, func.count()).where(_matches(table, _item_query(lexeme, prefix)))
-            ).scalar(),
-        )
+        cache.kept(conn, (tenant.key, table.name, lexeme, prefix), partial(documents_with, lexeme, prefix))
         for lexeme, prefix in query_items
     ]
     return count, average, df
@@ -235,7 +235,7 @@ class PostgresKeywordIndex:
             found: int = conn.execute(select(func.count()).select_from(hits.subquery())).scalar_one()
             return found >= cap
 
-        return {term for term in terms if self.statistics.kept(conn, (tenant.key, "common", term), lambda term=term: is_common(term))}
+        return {term for term in terms if self.statistics.kept(conn, (tenant.key, "common", term), partial(is_common, term))}
 
     def episodes(
         self,
@@ -271,7 +271,7 @@ class PostgresKeywordIndex:
         ]
         if not queries:
             return []
-        query = queries[0]
+        query: ColumnElement[Any] = queries[0]
         for more in queries[1:]:
             query = query.op("||")(more)
         e = episodes_t

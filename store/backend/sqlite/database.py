@@ -12,7 +12,7 @@ import os
 import sqlite3
 import stat
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
@@ -31,6 +31,7 @@ from ...errors import (
     StoreNotFoundError,
     StoreOpenError,
 )
+from ...tenancy import Tenant
 from . import maintenance, schema_check
 from .keyword import SqliteKeywordIndex
 from .migrations import APPLICATION_ID, CURRENT_VERSION, migrate, read_version
@@ -188,7 +189,7 @@ def _harden(conn: sqlite3.Connection, cur: sqlite3.Cursor) -> None:
         raise StoreOpenError("this SQLite build ignores trusted_schema; memlens needs SQLite 3.31 or newer")
     setconfig = getattr(conn, "setconfig", None)
     if setconfig is not None:
-        setconfig(sqlite3.SQLITE_DBCONFIG_DEFENSIVE, True)
+        setconfig(sqlite3.SQLITE_DBCONFIG_DEFENSIVE, True)  # type: ignore[attr-defined]  # Python 3.12's name; setconfig exists only there
     cur.execute("PRAGMA cell_size_check = ON")
     cur.execute("PRAGMA mmap_size = 0")
 
@@ -282,7 +283,7 @@ class Database:
         read_only = self.read_only
 
         @event.listens_for(engine, "connect")
-        def _configure(dbapi_conn, _record):
+        def _configure(dbapi_conn: sqlite3.Connection, _record: object) -> None:
             dbapi_conn.isolation_level = None  # we issue BEGIN ourselves, below
             cur = dbapi_conn.cursor()
             cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -300,10 +301,12 @@ class Database:
             cur.close()
 
         @event.listens_for(engine, "begin")
-        def _begin(conn):
+        def _begin(conn: Connection) -> None:
             mode = conn.get_execution_options().get("memlens_begin", "DEFERRED")
             # Only write transactions fire memlens's triggers, which need a trusted schema (_harden).
-            conn.connection.dbapi_connection.execute(f"PRAGMA trusted_schema = {int(mode == 'IMMEDIATE')}")
+            raw = conn.connection.dbapi_connection
+            assert raw is not None  # the transaction's connection is checked out
+            raw.execute(f"PRAGMA trusted_schema = {int(mode == 'IMMEDIATE')}")
             conn.exec_driver_sql(f"BEGIN {mode}")
 
         return engine
@@ -315,7 +318,7 @@ class Database:
             yield conn
 
     @contextmanager
-    def write(self, *tenants, inserting: bool = True, whole_store: bool | None = None) -> Iterator[Connection]:
+    def write(self, *tenants: Tenant, inserting: bool = True, whole_store: bool | None = None) -> Iterator[Connection]:
         """A write transaction; it commits on success and rolls back on any error. Every writer
         of a file takes turns (BEGIN IMMEDIATE), whatever ``tenants`` and ``whole_store`` say,
         and a file needs nothing made before a tenant's first row (``inserting``)."""
@@ -332,7 +335,9 @@ class Database:
     def raw(self) -> Iterator[sqlite3.Connection]:
         """The DBAPI connection, outside any transaction, for pragmas and maintenance."""
         with self._guard(), self.engine.connect() as conn:
-            yield conn.connection.driver_connection
+            raw = conn.connection.driver_connection
+            assert raw is not None  # a checked-out connection has its driver connection
+            yield raw
 
     @contextmanager
     def _guard(self) -> Iterator[None]:
@@ -351,7 +356,8 @@ class Database:
             if self._watch is None:
                 uri = sqlite_uri(self.path, read_only=True, immutable=self.immutable)
                 self._watch = sqlite3.connect(uri, uri=True, check_same_thread=False)
-            return self._watch.execute("PRAGMA data_version").fetchone()[0]
+            version: int = self._watch.execute("PRAGMA data_version").fetchone()[0]
+            return version
 
     def files(self) -> list[Path]:
         """The database file and the side files that can hold its pages."""
@@ -360,7 +366,7 @@ class Database:
     def rewrite_keyword_indexes(self, max_steps: int = 100_000) -> bool:
         return maintenance.rewrite_keyword_indexes(self.write, max_steps)
 
-    def flush_erased_pages(self, budget: float, tenants=(), expired=()) -> tuple[bool, str | None]:
+    def flush_erased_pages(self, budget: float, tenants: Sequence[Tenant] = (), expired: Sequence[Tenant] = ()) -> tuple[bool, str | None]:
         with self.raw() as raw:
             return maintenance.truncate_wal(raw, budget)
 

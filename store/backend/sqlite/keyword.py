@@ -278,7 +278,32 @@ class SqliteKeywordIndex:
         return fts_expression(terms, min_prefix=min_prefix, too_common=common)
 
     # The statements themselves are module functions (cached per tenant and filter shape).
-    episodes = staticmethod(keyword_episodes)
-    episode_highlights = staticmethod(episode_highlights)
-    facts = staticmethod(keyword_facts)
-    phrase_episodes = staticmethod(phrase_episodes)
+    def episodes(
+        self,
+        conn: Connection,
+        tenant: Tenant,
+        expression: str,
+        limit: int,
+        session_id: str | None,
+        since: datetime | None,
+        until: datetime | None,
+    ) -> list[KeywordHit]:
+        return keyword_episodes(conn, tenant, expression, limit, session_id, since, until)
+
+    def episode_highlights(self, conn: Connection, tenant: Tenant, expression: str, pks: list[int]) -> dict[int, list[str]]:
+        return episode_highlights(conn, tenant, expression, pks)
+
+    def facts(self, conn: Connection, tenant: Tenant, expression: str, limit: int, allowed: set[int] | None) -> list[KeywordHit]:
+        return keyword_facts(conn, tenant, expression, limit, allowed)
+
+    def phrase_episodes(
+        self,
+        conn: Connection,
+        tenant: Tenant,
+        phrases: list[tuple[str, ...]],
+        limit: int,
+        session_id: str | None,
+        since: datetime | None,
+        until: datetime | None,
+    ) -> list[int]:
+        return phrase_episodes(conn, tenant, phrases, limit, session_id, since, until)

@@ -18,6 +18,7 @@ import re
 import sqlite3
 from functools import cache
 from pathlib import Path
+from typing import TypeGuard
 
 from sqlalchemy import create_engine
 from sqlalchemy.pool import StaticPool
@@ -112,7 +113,7 @@ def check_metadata(conn: sqlite3.Connection, path: Path) -> None:
         )
 
 
-def _whole(value: object) -> bool:
+def _whole(value: object) -> TypeGuard[str]:
     """Text that is a whole number written as memlens writes one (``str(int)``)."""
     return isinstance(value, str) and value.isdecimal() and str(int(value)) == value
 
