@@ -47,8 +47,7 @@ def tenant(store: MemoryStore, user_id: Any) -> Tenant:
 
 def forget_query_vectors(store: MemoryStore) -> None:
     """Drop the store's cache of encoded queries, so the next search encodes its query again."""
-    with store._indexer._queries_lock:
-        store._indexer._queries.clear()
+    store._indexer.forget_queries()
 
 
 def cached_matrices(cache: VectorCache) -> dict[tuple[str, str], TenantMatrix]:

@@ -1,5 +1,9 @@
 import asyncio
 import inspect
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 from store import AsyncMemoryStore, MemoryStore
 
@@ -61,10 +65,6 @@ with MemoryStore.open("m.db") as sync:
 
 
 def _mypy(program: str, tmp_path) -> tuple[int, str]:
-    import subprocess
-    import sys
-    from pathlib import Path
-
     (tmp_path / "user_program.py").write_text(program)
     root = Path(__file__).parent.parent
     done = subprocess.run(
@@ -81,7 +81,7 @@ def _mypy(program: str, tmp_path) -> tuple[int, str]:
         capture_output=True,
         text=True,
         cwd=root,
-        env={**__import__("os").environ, "MYPYPATH": str(root)},
+        env={**os.environ, "MYPYPATH": str(root)},
     )
     return done.returncode, done.stdout + done.stderr
 
@@ -94,3 +94,12 @@ def test_a_type_checker_sees_the_public_api(tmp_path):
     errors = [line for line in out.splitlines() if ": error:" in line]
     assert code == 1 and len(errors) == 1, out
     assert 'Argument "limit" to "recall" of "AsyncMemoryStoreMethods" has incompatible type "str"' in errors[0], out
+
+
+def test_the_hand_written_async_methods_take_the_sync_ones_parameters():
+    """open() and session() are written by hand (they return async objects): their parameters,
+    defaults and annotations are the sync methods', so a new option cannot be left out of one."""
+    for name in ("open", "session"):
+        sync = inspect.signature(getattr(MemoryStore, name)).parameters
+        async_ = inspect.signature(getattr(AsyncMemoryStore, name)).parameters
+        assert list(async_.values()) == list(sync.values()), name

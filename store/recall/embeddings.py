@@ -102,6 +102,11 @@ class Indexer:
                 self._queries.popitem(last=False)
         return vector
 
+    def forget_queries(self) -> None:
+        """Drop the kept query vectors: the next search of any text encodes it again."""
+        with self._queries_lock:
+            self._queries.clear()
+
     @property
     def enabled(self) -> bool:
         return self.embedder is not None
