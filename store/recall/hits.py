@@ -181,9 +181,11 @@ class Recall:
             else []
         )
         texts: dict[int, str] = {}
-        if self.mode == "hybrid" and vector_job is not None and not vector_job.done():
+        if self.mode == "hybrid" and self._query_vector is not None and not self._query_vector.done():
             # The query is still being encoded: read the texts of the candidates already named
             # meanwhile (half of them or more), instead of after the wait (1-1.5 ms for ~100 rows).
+            # Decided by the encoding, not by the scan: a kept query vector reads every text at
+            # once, however far the scan thread has got (it lags on a loaded machine).
             texts = self.episode_texts([pk for pk, _, _ in keyword] + extra)
         vector = vector_job.result() if vector_job is not None else []
         candidates = fuse(vector, keyword)
