@@ -19,12 +19,14 @@ SIZE = (150, 48)
 
 @pytest.fixture
 def held_open(monkeypatch):
-    """MemoryStore.open waits until the test sets the returned event (as if SQLAlchemy were slow to import)."""
+    """MemoryStore.open, called by the app's workers, waits until the test sets the returned event
+    (as if SQLAlchemy were slow to import). The test's own opens, on the main thread, do not wait."""
     release = threading.Event()
     real = MemoryStore.open.__func__
 
     def slow_open(cls, *args, **kwargs):
-        release.wait(30)
+        if threading.current_thread() is not threading.main_thread():
+            assert release.wait(30), "the test never let the store open"
         return real(cls, *args, **kwargs)
 
     monkeypatch.setattr(MemoryStore, "open", classmethod(slow_open))
