@@ -5,6 +5,8 @@ import pytest
 
 from store import MemoryStore
 
+from .cli_process import run_cli
+
 
 @pytest.mark.model  # the demo command runs in a subprocess with the real model
 def test_demo_command_builds_a_store_with_every_tier(tmp_path):
@@ -57,7 +59,7 @@ def test_memlens_with_no_command_prints_the_help_listing_every_command(capsys):
 
 
 def run(*args):
-    return subprocess.run([sys.executable, "-m", "inspector.cli", *args], capture_output=True, text=True)
+    return run_cli(*args)
 
 
 @pytest.mark.model  # `memlens demo` runs in a subprocess with the real model

@@ -2,8 +2,10 @@
 existing file, killed exports leave nothing behind, stores and exports are owner-only, missing
 stores are not created, unknown tenants are errors, and every failure is one line.
 
-Every CLI case runs the real command in a subprocess. Stores are built in this process with the
-fake embedder; the commands tested here open them without a model."""
+Every CLI case runs the real command in a process of its own: forked from a warm parent
+(tests/cli_process.py), or started fresh where it must run as another user or in another mount
+namespace. Stores are built in this process with the fake embedder; the commands tested here open
+them without a model."""
 
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ from store.errors import (
 )
 from store.tenancy import Tenant, require_tenant
 
+from .cli_process import run_cli
 from .conftest import dump
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,6 +41,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def run(*args: str, cwd: Path | None = None, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    if not prefix:
+        return run_cli(*args, cwd=cwd, env=env)
     return subprocess.run(
         [*prefix, sys.executable, "-m", "inspector.cli", *map(str, args)], capture_output=True, text=True, cwd=cwd, env=env, timeout=300
     )
