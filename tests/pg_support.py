@@ -144,13 +144,28 @@ def stop(server: PgServer, handle) -> None:
     shutil.rmtree(server.data_dir.parent, ignore_errors=True)
 
 
-def data_directory_bytes(server: PgServer) -> bytes:
+def data_directory_bytes(server: PgServer, database: str) -> bytes:
     """Every byte of every file under the server's data directory (table and index files, WAL,
-    catalogs, logs), for erasure scans."""
+    catalogs, logs), for erasure scans of ``database``.
+
+    The folders of the other tests' databases (``base/<oid>``, one per database) are left out:
+    each was cloned from the template for a test of its own and never held a byte of this one,
+    while some of them rightly still hold texts like the ones looked for. Everything the databases
+    share (the WAL, the shared catalogs, the logs) is read whole."""
     assert server.data_dir is not None, "a byte scan needs the embedded server's data directory"
+    with server.admin() as conn:
+        oids = {name: str(oid) for oid, name in conn.execute("SELECT oid, datname FROM pg_database")}
+    assert database in oids, f"no database {database!r} on the test server"
+    others = {oid for name, oid in oids.items() if name.startswith("memlens_test_") and name != database}
     chunks = []
-    for path in sorted(server.data_dir.rglob("*")):
-        if path.is_file() and not path.is_symlink():
+    for folder, subfolders, files in os.walk(server.data_dir):
+        if Path(folder).name == "base":
+            subfolders[:] = [sub for sub in subfolders if sub not in others]
+        subfolders.sort()
+        for name in sorted(files):
+            path = Path(folder, name)
+            if path.is_symlink() or not path.is_file():  # the server's socket, a link
+                continue
             try:
                 chunks.append(path.read_bytes())
             except FileNotFoundError:  # a WAL segment recycled or a temp file removed mid-scan

@@ -68,12 +68,14 @@ def stored_bytes(request, backend: str, db_path: Path) -> bytes:
     of the PostgreSQL server's data directory (tables, indexes, statistics, WAL, logs)."""
     if backend == "sqlite":
         return file_bytes(db_path)
+    from sqlalchemy import make_url
+
     from .pg_support import data_directory_bytes
 
     server = request.getfixturevalue("pg_server")
     if server.data_dir is None:
         pytest.skip("a byte scan needs the embedded server's data directory (MEMLENS_PG_URL is set)")
-    return data_directory_bytes(server)
+    return data_directory_bytes(server, make_url(request.getfixturevalue("pg_url")).database)
 
 
 @pytest.fixture

@@ -101,7 +101,7 @@ def planted(pg_server, pg_url):
         for parent in ddl.PARTITIONED:
             conn.exec_driver_sql(f"ANALYZE {parent}")
         conn.exec_driver_sql("CHECKPOINT")
-    raw = data_directory_bytes(pg_server)
+    raw = data_directory_bytes(pg_server, e.url.database)
     assert all(m in raw for m in mine + theirs)  # the scan sees what it looks for
     yield e, mine, theirs
     e.dispose()
@@ -113,7 +113,7 @@ def test_delete_and_scrub_leave_no_byte_of_the_tenant_in_the_data_directory(pg_s
         delete_tenant_rows(conn, ALICE)
     result = erasure.scrub(e, ALICE, TOUCHED)
     assert result.done and result.reason is None
-    raw = data_directory_bytes(pg_server)
+    raw = data_directory_bytes(pg_server, e.url.database)
     assert [m for m in mine if m in raw] == []
     assert all(m in raw for m in theirs)
 
@@ -124,7 +124,7 @@ def test_dropping_the_tenants_partitions_then_scrubbing_leaves_nothing(pg_server
         delete_tenant_rows(conn, ALICE)
     assert len(partitions.drop(e, ALICE)) == len(ddl.PARTITIONED)
     assert erasure.scrub(e, ALICE, TOUCHED).done
-    raw = data_directory_bytes(pg_server)
+    raw = data_directory_bytes(pg_server, e.url.database)
     assert [m for m in mine if m in raw] == []
     assert all(m in raw for m in theirs)
 
@@ -138,7 +138,7 @@ def test_without_the_scrub_the_erased_bytes_stay(pg_server, planted):
     with e.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.exec_driver_sql("VACUUM")
         conn.exec_driver_sql("CHECKPOINT")
-    raw = data_directory_bytes(pg_server)
+    raw = data_directory_bytes(pg_server, e.url.database)
     assert all(m in raw for m in mine)
 
 

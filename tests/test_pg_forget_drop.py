@@ -15,6 +15,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from sqlalchemy import make_url
 
 from store import MemoryStore, testing
 from store.backend.postgres import ddl, partitions
@@ -35,10 +36,10 @@ def tables_of(url: str, user: str) -> set[str]:
         return {name for (name,) in rows}
 
 
-def scan(pg_server) -> bytes:
+def scan(pg_server, pg_url: str) -> bytes:
     if pg_server.data_dir is None:
         pytest.skip("a byte scan needs the embedded server's data directory (MEMLENS_PG_URL is set)")
-    return data_directory_bytes(pg_server)
+    return data_directory_bytes(pg_server, make_url(pg_url).database)
 
 
 def test_forgetting_a_whole_tenant_drops_its_partitions_and_a_session_keeps_them(pg_url):
@@ -106,7 +107,7 @@ def test_a_kill_between_the_drop_and_the_audit_entry_is_finished_by_the_next_ope
     with MemoryStore.open(pg_url, embedder=FakeEmbedder()) as s:  # a read-write open finishes it
         assert s.pending_scrub() is None
         assert s.audit_log(user_id="alice")[0].disk_scrubbed is True
-        raw = scan(pg_server)
+        raw = scan(pg_server, pg_url)
         assert [t for t in mine if t.encode() in raw] == []
         assert all(t.encode() in raw for t in theirs[:2])
         s.remember("alice comes back", user_id="alice")
@@ -126,11 +127,11 @@ def test_purged_expired_keys_leave_the_data_directory(pg_server, pg_url):
             s.session("o", user_id="other").set("theirs", "zqotherkeptvalue", ttl=3600)
             with testing.backend(s).write() as conn:
                 conn.exec_driver_sql("ANALYZE")  # as autovacuum would: statistics copy values too
-            assert b"zqexpiredvalue2" in scan(pg_server)
+            assert b"zqexpiredvalue2" in scan(pg_server, pg_url)
             clock[0] += timedelta(minutes=5)
             assert s.purge_expired() == 2
             assert s.pending_scrub() is None
-            raw = scan(pg_server)
+            raw = scan(pg_server, pg_url)
             assert [v for v in (b"zqexpiredvalue1", b"zqexpiredvalue2") if v in raw] == []
             assert b"zqkeptvalue" in raw and b"zqotherkeptvalue" in raw
             assert s.session("s", user_id="u").get_all() == {"long": "zqkeptvalue"}
