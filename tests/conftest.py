@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import sqlite3
 import sys
 import warnings
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -104,6 +106,26 @@ def demo(tmp_path: Path, tmp_path_factory) -> Path:
     target = tmp_path / "demo.db"
     shutil.copy2(built, target)  # with its permission bits: a new store is its owner's alone
     return target
+
+
+def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:
+    """A file the whole run shares, built by ``build(path)`` the first time any xdist worker asks
+    for it; the others wait for that build and get the same file (read it, or copy it to change it).
+
+    For fixtures that cost seconds of the real model each (the full demo store, the quality set's
+    evaluation): module-scoped, they were built again on every worker that ran one of their tests."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the workers' folders sit side by side in the run's own folder
+    path = root / "built-once" / name
+    path.parent.mkdir(exist_ok=True)
+    with open(path.parent / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not path.exists():
+            partial = path.parent / f"{name}.partial"
+            build(partial)
+            partial.rename(path)  # only a finished build is ever seen
+    return path
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ any fusion that keeps both lists' evidence (fusion is being reworked)."""
 
 from __future__ import annotations
 
+import shutil
 from datetime import timedelta
 from pathlib import Path
 
@@ -14,14 +15,17 @@ import pytest
 from store import MemoryStore
 from store.demo import DEMO_NOW, build_demo_store
 
+from .conftest import built_once
+
 pytestmark = pytest.mark.model
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
+    built = built_once(tmp_path_factory, "full-demo.db", lambda path: build_demo_store(path).close())
     path = tmp_path_factory.mktemp("demo") / "demo.db"
-    build_demo_store(path).close()
+    shutil.copy2(built, path)
     with MemoryStore.open(path, read_only=True) as store:
         yield store
 

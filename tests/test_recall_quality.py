@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import pickle
 import re
 import sqlite3
 from collections import Counter
@@ -20,6 +21,8 @@ from pathlib import Path
 import pytest
 
 from store.recall.keyword import query_terms
+
+from .conftest import built_once
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = ROOT / "tests" / "data"
@@ -170,9 +173,13 @@ FLOORS = {
 @pytest.fixture(scope="module")
 def evaluation(tmp_path_factory):
     bench = _load("recall_quality_bench", ROOT / "bench" / "recall_quality.py")
-    with bench.build_store(SET, tmp_path_factory.mktemp("quality") / "q.db") as store:
-        assert store.embedder.active_backend == "onnx"
-        result = bench.evaluate(store, SET)
+
+    def evaluate(path: Path) -> None:
+        with bench.build_store(SET, tmp_path_factory.mktemp("quality") / "q.db") as store:
+            assert store.embedder.active_backend == "onnx"
+            path.write_bytes(pickle.dumps(bench.evaluate(store, SET)))
+
+    result = pickle.loads(built_once(tmp_path_factory, "recall-quality-evaluation.pickle", evaluate).read_bytes())
     print("\n" + bench.report(result, SET))
     return result
 
