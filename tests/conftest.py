@@ -16,6 +16,14 @@ from store import MemoryStore
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
+# The suite keeps bytecode caches even where PYTHONDONTWRITEBYTECODE is set (it is on the CI
+# machine): without them every process it starts (4 workers, some 200 commands and helpers)
+# compiled the store, the inspector and the rewritten test modules from source again, about 6 s of
+# CPU per worker to collect and 0.2 s per command here. The caches sit in __pycache__ folders,
+# which git ignores; pytest rewrites the test modules imported after this line from cache too.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
 
 @pytest.fixture
 def clock():
