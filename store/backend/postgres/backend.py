@@ -47,12 +47,25 @@ from .vectors import PgvectorIndex
 DEFAULT_VECTOR_DIM = 384
 
 
+# libpq's connection parameters that hold a secret; a URL may carry them in its query string
+# (postgresql://role@host/db?password=...), which libpq accepts as it does the userinfo's.
+SECRET_PARAMETERS = ("password", "sslpassword")
+
+_UNSHOWN = "(the URL is not shown: it may hold a password)"
+
+
 def parse(url: str) -> URL:
-    """``postgresql://`` or ``postgresql+psycopg://`` (psycopg 3 is the one driver memlens speaks)."""
+    """``postgresql://`` or ``postgresql+psycopg://`` (psycopg 3 is the one driver memlens speaks).
+
+    A URL that does not parse is refused without being repeated: its text may hold a password."""
     try:
         parsed = make_url(url)
-    except exc.ArgumentError as error:
-        raise StoreOpenError(f"not a database URL: {error}") from None
+        parsed.port  # noqa: B018 (SQLAlchemy parses the port when asked, and raises ValueError then)
+    except (exc.ArgumentError, ValueError):
+        raise StoreOpenError(f"not a PostgreSQL URL of the form postgresql://role:password@host:port/database {_UNSHOWN}") from None
+    if parsed.host and "@" in parsed.host:
+        # postgresql://role:p@ss@host/db: the password's tail would show as part of the host
+        raise StoreOpenError(f"the URL's role or password holds an '@': write it as %40 {_UNSHOWN}")
     if parsed.drivername not in ("postgresql", "postgresql+psycopg", "postgres"):
         raise StoreOpenError(
             f"memlens reaches PostgreSQL through psycopg 3: use postgresql:// or postgresql+psycopg://, not {parsed.drivername}://"
@@ -63,9 +76,12 @@ def parse(url: str) -> URL:
 
 
 def address(url: URL) -> str:
-    """What messages and manifests name: the URL with no password (``postgresql://role@host:port/db``)."""
+    """What messages, manifests and the audit log name: the URL with no password, in the userinfo
+    or the query (``postgresql://role@host:port/db``)."""
     # URL.set() leaves a field alone when given None, so the password is dropped by _replace.
-    return url._replace(drivername="postgresql", password=None).render_as_string(hide_password=False)
+    shown = url._replace(drivername="postgresql", password=None)
+    secrets = [name for name in shown.query if name.lower() in SECRET_PARAMETERS]
+    return shown.difference_update_query(secrets).render_as_string(hide_password=False)
 
 
 class PostgresBackend:
