@@ -25,6 +25,9 @@ def summary(store):
     from rich.bar import Bar
     from rich.console import Group
     from rich.table import Table
+    from rich.text import Text
+
+    from .printable import tenant_label
 
     tenants, columns = store.tenants(), tiers()
     table = Table(title=f"memlens store {store.path}", box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False, title_justify="left")
@@ -34,7 +37,7 @@ def summary(store):
     table.add_column("last active", no_wrap=True)  # the day (UTC): a time would not fit 80 columns
     for tenant in tenants:
         table.add_row(
-            tenant.user_id if tenant.user_id is not None else "(anonymous)",
+            Text(tenant_label(tenant.user_id)),  # a Text: a name is not markup (`[/]` crashed the table)
             *(str(getattr(tenant.counts, field)) for _, field in columns),
             tenant.last_activity.strftime("%Y-%m-%d") if tenant.last_activity else "-",
         )

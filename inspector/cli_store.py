@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from .locations import is_server_url
+from .printable import printable, tenant_label
 
 
 class CommandLineError(Exception):
@@ -125,7 +126,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     def listed(counts: dict[str, int]) -> str:
         return ", ".join(f"{v} {k}" for k, v in counts.items() if v)
 
-    into = ", ".join("(anonymous)" if t is None else t for t in report.tenants) or "no tenant"
+    into = ", ".join(tenant_label(t) for t in report.tenants) or "no tenant"
     print(
         f"imported {listed(report.counts) or 'nothing new'} from {args.file} into {into}"
         + (f" (re-embedded {report.reembedded})" if report.reembedded else "")
@@ -139,7 +140,7 @@ def _import_loomflow(store, source, args: argparse.Namespace) -> int:
     from store.compat.loomflow_sqlite import import_loomflow_sqlite
 
     report = import_loomflow_sqlite(store, source, actor=args.actor)
-    into = ", ".join("(anonymous)" if t is None else t for t in report.tenants) or "no tenant"
+    into = ", ".join(tenant_label(t) for t in report.tenants) or "no tenant"
     print(f"imported {args.file} (loomflow SqliteMemory) into {into}; the source was not changed")
     for tier, count in report.tiers.items():
         print(f"  {tier:<9} read {count.read:>7}   written {count.written:>7}   already held {count.unchanged:>7}")
@@ -155,11 +156,10 @@ def cmd_forget(args: argparse.Namespace) -> int:
     with open_existing(args.db, embedder=None, check_model=False) as store:
         store.require_tenant(user_id=user)  # a typo must not get a receipt for erasing nothing
         receipt = store.forget(user_id=user, session_id=args.session, before=before, dry_run=args.dry_run, actor=args.actor)
-    who = "(anonymous)" if user is None else user
     verb = "would erase" if receipt.dry_run else "erased"
     print(
-        f"{verb} for {who}"
-        + (f", session {args.session}" if args.session else "")
+        f"{verb} for {tenant_label(user)}"
+        + (f", session {printable(args.session)}" if args.session else "")
         + (f", before {before.isoformat()}" if before else "")
         + ":"
     )
@@ -179,12 +179,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
         else:
             entries = store.audit_log(user_id=_user(args))
     for e in entries:
-        who = "(anonymous)" if e.user_id is None else e.user_id
+        who, actor = tenant_label(e.user_id), printable(e.actor)
         total = sum(v for k, v in e.counts.items() if k != "vectors")
         imported = "  (imported history, not done in this store)" if e.origin == "imported" else ""
-        print(
-            f"{e.at.isoformat(timespec='seconds')}  {e.action:<7} {who:<20} by {e.actor:<20} {total:>7} records  {e.digest[:16]}{imported}"
-        )
+        print(f"{e.at.isoformat(timespec='seconds')}  {e.action:<7} {who:<20} by {actor:<20} {total:>7} records  {e.digest[:16]}{imported}")
     return 0
 
 
