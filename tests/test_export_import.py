@@ -176,3 +176,15 @@ def test_exports_are_audited(source):
     source.export(user_id="alice", actor="dpo@example.com")
     entry = source.audit_log(user_id="alice")[0]
     assert (entry.action, entry.actor, entry.counts["episodes"]) == ("export", "dpo@example.com", 6)
+
+
+def test_an_export_of_several_tenants_records_each_tenants_own_counts(store, tmp_path):
+    store.remember_many([{"input": f"alice {i}", "output": "ok"} for i in range(3)], user_id="alice")
+    store.remember_many([{"input": f"bob {i}", "output": "ok"} for i in range(5)], user_id="bob")
+    store.update_block("persona", "bob's persona", user_id="bob")
+    manifest = store.export_to(tmp_path / "all.jsonl", actor="dpo")
+    assert manifest["counts"]["episodes"] == 8 and manifest["counts"]["blocks"] == 1  # the file holds both
+    recorded = {e.user_id: e.counts for e in store.audit_log(all_tenants=True) if e.action == "export"}
+    assert recorded["alice"]["episodes"] == 3 and recorded["alice"]["blocks"] == 0
+    assert recorded["bob"]["episodes"] == 5 and recorded["bob"]["blocks"] == 1
+    assert sum(recorded["alice"].values()) + sum(recorded["bob"].values()) == sum(manifest["counts"].values())

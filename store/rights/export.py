@@ -236,9 +236,11 @@ def write(
     embeddings: bool,
     at: datetime,
     progress: Callable[[int, int], None] | None = None,
-) -> dict[str, Any]:
-    """Write an export of ``tenants`` to the text stream ``sink``; returns the manifest."""
+) -> tuple[dict[str, Any], dict[Tenant, dict[str, int]]]:
+    """Write an export of ``tenants`` to the text stream ``sink``; returns the manifest and each
+    tenant's own counts (what its audit entry records: the manifest's are the whole file's)."""
     digests = Digests()
+    counts_of: dict[Tenant, dict[str, int]] = {}
     with backend.read() as conn:
         total = sum(count_records(conn, t) for t in tenants)
         done = 0
@@ -246,6 +248,7 @@ def write(
             sink.write('{"records":[\n')
         first = True
         for tenant in tenants:
+            before = dict(digests.counts)
             for section, record in tenant_records(conn, tenant, embeddings=embeddings):
                 line = canonical(record)
                 digests.add(section, line)
@@ -257,6 +260,7 @@ def write(
                 done += 1
                 if progress and done % 500 == 0:
                     progress(done, total)
+            counts_of[tenant] = {section: digests.counts[section] - before[section] for section in SECTIONS}
         model = schema_model(conn)
     manifest = digests.manifest(
         str(backend.path), [t.user_id for t in tenants], at, model, embeddings, schema_version=backend.schema_version
@@ -267,7 +271,7 @@ def write(
         sink.write(canonical({"type": "manifest", **manifest}) + "\n")
     if progress:
         progress(total, total)
-    return manifest
+    return manifest, counts_of
 
 
 def schema_model(conn: Connection) -> str | None:

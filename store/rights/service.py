@@ -100,9 +100,11 @@ class DataRights:
             path = export_file.check_target(target, self._db.files(), overwrite=overwrite)
             export_file.remove_leftover_exports(self._db)
             with export_file.writing(self._db, path, overwrite=overwrite) as sink:
-                manifest = export.write(self._db, tenants, sink, fmt=fmt, embeddings=include_embeddings, at=at, progress=progress)
+                manifest, counts_of = export.write(
+                    self._db, tenants, sink, fmt=fmt, embeddings=include_embeddings, at=at, progress=progress
+                )
         else:
-            manifest = export.write(self._db, tenants, target, fmt=fmt, embeddings=include_embeddings, at=at, progress=progress)
+            manifest, counts_of = export.write(self._db, tenants, target, fmt=fmt, embeddings=include_embeddings, at=at, progress=progress)
         if not self.read_only:
             with self._db.write(*tenants, inserting=False) as conn:
                 for tenant in tenants:
@@ -112,7 +114,7 @@ class DataRights:
                         action="export",
                         actor=actor,
                         scope={"format": fmt, "embeddings": include_embeddings},
-                        counts=manifest["counts"],
+                        counts=counts_of[tenant],
                         at=at,
                     )
         return manifest
