@@ -176,14 +176,37 @@ def cmd_audit(args: argparse.Namespace) -> int:
     with open_existing(args.db, read_only=True, embedder=None, check_model=False) as store:
         if args.user is None and not args.anonymous:
             entries = store.audit_log(all_tenants=True)
+            if not entries:
+                print("the audit log is empty: nothing has been exported, imported, erased or migrated in this store")
+                return 0
         else:
-            entries = store.audit_log(user_id=_user(args))
+            user = _user(args)
+            entries = store.audit_log(user_id=user)
+            if not entries:
+                _require_known(store, user)
+                print(f"no audit entries for {tenant_label(user)}: nothing of it has been exported, imported, erased or migrated")
+                return 0
     for e in entries:
         who, actor = tenant_label(e.user_id), printable(e.actor)
         total = sum(v for k, v in e.counts.items() if k != "vectors")
         imported = "  (imported history, not done in this store)" if e.origin == "imported" else ""
         print(f"{e.at.isoformat(timespec='seconds')}  {e.action:<7} {who:<20} by {actor:<20} {total:>7} records  {e.digest[:16]}{imported}")
     return 0
+
+
+def _require_known(store, user: str | None) -> None:
+    """A name that is neither a tenant nor in the audit log is a typo until shown otherwise: refuse
+    it, naming the tenants and erased tenants (known from the log) it is close to."""
+    from store.errors import UnknownTenantError
+    from store.tenancy import close_matches, did_you_mean
+
+    if store.require_tenant(user_id=user, missing_ok=True):
+        return
+    if user is None:
+        raise UnknownTenantError("the anonymous bucket holds nothing and has no audit entries in this store")
+    known = {t.user_id for t in store.tenants()} | {e.user_id for e in store.audit_log(all_tenants=True)}
+    matches = close_matches(user, sorted(name for name in known if name is not None))
+    raise UnknownTenantError(f"no tenant or audit entry {user!r} in this store{did_you_mean(matches)}", close_matches=matches)
 
 
 def cmd_reembed(args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ can be built without the partition.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,12 +151,21 @@ def require_tenant(conn: Connection, tenant: Tenant, *, missing_ok: bool = False
     if tenant.is_anonymous:
         raise UnknownTenantError("the anonymous bucket holds nothing in this store; nothing was done")
     names = [key for key in conn.execute(select(tenants_t.c.user_id)).scalars() if key != ANONYMOUS_KEY]
-    folded = tenant.key.casefold()
-    same_but_case = [name for name in names if name.casefold() == folded]
+    matches = close_matches(tenant.key, names)
+    raise UnknownTenantError(f"no tenant {tenant.key!r} in this store{did_you_mean(matches)}; nothing was done", close_matches=matches)
+
+
+def close_matches(name: str, names: Iterable[str]) -> list[str]:
+    """The ``names`` that ``name`` is likely a slip for: the same but for case, then similar ones."""
+    folded = name.casefold()
+    names = list(names)
+    same_but_case = [other for other in names if other.casefold() == folded]
     # On case-folded names, a ratio of 0.8 catches one swap or slip ("alcie": 0.80 to "alice",
     # "carl": 0.89 to "carol") and leaves different short names apart ("bob": 0.67 to "rob").
-    by_fold = {name.casefold(): name for name in names}
+    by_fold = {other.casefold(): other for other in names}
     similar = [by_fold[m] for m in difflib.get_close_matches(folded, list(by_fold), n=3, cutoff=0.8)]
-    matches = list(dict.fromkeys(same_but_case + similar))
-    hint = f" (did you mean {' or '.join(repr(m) for m in matches)}?)" if matches else ""
-    raise UnknownTenantError(f"no tenant {tenant.key!r} in this store{hint}; nothing was done", close_matches=matches)
+    return list(dict.fromkeys(same_but_case + similar))
+
+
+def did_you_mean(matches: list[str]) -> str:
+    return f" (did you mean {' or '.join(repr(m) for m in matches)}?)" if matches else ""

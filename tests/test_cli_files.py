@@ -699,3 +699,17 @@ def test_a_read_only_file_and_folder_say_what_is_wrong(shared_folder):
     finally:
         shared_folder.chmod(0o777)
     assert dump(db) == before and listing(shared_folder) == ["memory.db"]
+
+
+def test_audit_says_when_there_is_nothing_and_refuses_an_unknown_name(tmp_path):
+    db = make_store(tmp_path / "memory.db", users=("alice", "bob"))
+    empty = run("audit", "--db", db)
+    assert empty.returncode == 0 and "the audit log is empty" in empty.stdout
+    none_yet = run("audit", "--db", db, "--user", "bob")
+    assert none_yet.returncode == 0 and "no audit entries for bob" in none_yet.stdout
+    assert "did you mean 'alice'" in failure(run("audit", "--db", db, "--user", "alcie"))
+    assert run("forget", "--db", db, "--user", "alice", "--yes").returncode == 0
+    # alice is erased: no tenant row, but her log stays, and a slip of her name still finds it
+    assert "forget" in run("audit", "--db", db, "--user", "alice").stdout
+    line = failure(run("audit", "--db", db, "--user", "alcie"))
+    assert "no tenant or audit entry 'alcie'" in line and "did you mean 'alice'" in line
