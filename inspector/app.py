@@ -15,6 +15,7 @@ from textual import on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.notifications import SeverityLevel
 from textual.widgets import Button, Header, Input, OptionList
 from textual.worker import get_current_worker
 
@@ -178,6 +179,20 @@ class MemlensApp(StoreLifecycleMixin, TenantListMixin, SearchMixin, ActionsMixin
         yield from super().get_system_commands(screen)
         if not self.failed:
             yield from system_commands(self)
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """A toast, shown as text: what it says quotes stored text (a checkpoint's description, a
+        tenant's name, an error naming either), and as markup a description of ``[/]`` crashed the
+        app and one holding ``[@click=...]`` became a live link."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
     def watch_theme(self, theme: str) -> None:
         if config.load().get("theme") == theme:

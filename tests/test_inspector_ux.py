@@ -19,6 +19,7 @@ from inspector.app import NO_TENANT
 from inspector.screens import HELP, ConfirmScreen, ExportScreen, FatalScreen, ForgetScreen, ReceiptScreen, StoreAuditScreen
 from inspector.views import RecordTable
 from store import MemoryStore
+from store.embedding import FakeEmbedder
 
 from .inspector_support import (  # noqa: F401 (frozen is a fixture)
     app_for,
@@ -609,3 +610,28 @@ def test_each_loaded_result_has_its_own_message_class():
     results = [msg.BlocksLoaded, msg.EpisodesLoaded, msg.FactsLoaded, msg.SessionsLoaded, msg.SessionLoaded, msg.AuditLoaded]
     assert all(issubclass(cls, msg.TenantResult) for cls in results)
     assert not hasattr(msg, "ViewLoaded")
+
+
+@pytest.mark.parametrize("description", ["[/]", "[@click=app.quit]quit[/]", "[bold]bold[/bold]"])
+async def test_a_checkpoint_description_is_text_when_the_user_marks_it(demo, description):
+    """Agent-written text is never markup: marking a checkpoint described as `[/]` crashed the
+    app, and an action link in a description became a live link in the toast."""
+    with MemoryStore.open(demo, embedder=FakeEmbedder()) as s:
+        s.session("trip-lisbon", user_id="alice").create_checkpoint(description)
+    app = app_for(demo)
+    async with app.run_test(size=WIDE, notifications=True) as pilot:  # tests show no toasts unless asked
+        await open_tenant(pilot, app, "alice")
+        await open_session(pilot, app, "trip-lisbon")
+        checkpoints = table(app, "#checkpoints-table")
+        checkpoints.focus()
+        key = next(k for k, record in checkpoints.records.items() if record.description == description)
+        checkpoints.move_cursor(row=checkpoints.get_row_index(key))
+        await pilot.pause(0.1)
+        await pilot.press("m")
+        await wait_for(pilot, lambda: any(description in n for n in notes(app)), what="the notification")
+        assert notes(app)[-1].startswith(f"marked checkpoint {description};")
+        # As markup, the toast would show "bold" or a link reading "quit", not what was written.
+        await wait_for(pilot, lambda: app.screen.query("Toast"), what="the toast")
+        shown = " ".join(str(toast.render()) for toast in app.screen.query("Toast")).replace("\n", " ")
+        assert f"marked checkpoint {description};" in shown, shown
+        assert app.is_running and app.return_code is None
