@@ -19,6 +19,7 @@ needed; loomflow 0.20's schema is checked table by table and column by column.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 import tempfile
@@ -158,6 +159,9 @@ def _stamp(path: Path) -> list[tuple[str, int, int] | None]:
 def _read(path: Path) -> tuple[dict[str, Any], list[str], int]:
     if not path.is_file():
         raise SourceNotFoundError(f"{path} does not exist or is not a file; nothing was imported")
+    # SQLite keeps the -wal of a database opened through a symlink beside the file it points to:
+    # from here on, messages name that file.
+    path = Path(os.path.realpath(path))
     before = _stamp(path)
     pending = [s for s in PENDING if (path.parent / (path.name + s)).is_file() and (path.parent / (path.name + s)).stat().st_size]
     try:

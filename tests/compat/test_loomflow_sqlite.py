@@ -173,6 +173,26 @@ async def test_the_source_is_not_changed_while_loomflow_has_it_open_and_its_wal_
         holder.close()
 
 
+async def test_a_source_named_through_a_symlink_is_read_with_its_wal(tmp_path, target):
+    """SQLite keeps a linked database's -wal beside the file the link points to: looked for beside
+    the link, everything loomflow committed since its last checkpoint was silently left out."""
+    (tmp_path / "agent").mkdir()
+    source = tmp_path / "agent" / "bot.db"
+    holder = sqlite3.connect(source)  # keeps the WAL from being checkpointed away, as in the test above
+    holder.execute("PRAGMA journal_mode=WAL")
+    holder.execute("PRAGMA user_version = 1")
+    holder.commit()
+    try:
+        await write_loomflow(source)
+        assert fingerprint(source)["-wal"][1] > 0
+        link = tmp_path / "bot-link.db"
+        link.symlink_to(source)
+        report = import_loomflow_sqlite(target, link)
+        assert report.tiers["episodes"].read == report.tiers["episodes"].written == 11
+    finally:
+        holder.close()
+
+
 async def test_a_record_the_store_holds_differently_refuses_the_whole_import(tmp_path, target):
     source = tmp_path / "bot.db"
     await write_loomflow(source)
