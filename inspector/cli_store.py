@@ -19,7 +19,7 @@ class CommandLineError(Exception):
 def open_existing(path: Path, *, hint: str = " (check the path)", **options):
     """Open an existing store; the command line never creates one by accident."""
     from store import MemoryStore
-    from store.errors import StoreNotFoundError
+    from store.errors import ReadOnlyStoreError, StoreNotFoundError
 
     try:
         return MemoryStore.open(path, create=False, **options)
@@ -27,6 +27,27 @@ def open_existing(path: Path, *, hint: str = " (check the path)", **options):
         if is_server_url(path):
             raise  # the server store's own message names the database, without the password
         raise StoreNotFoundError(f"{path} does not exist; nothing was created{hint}") from None
+    except ReadOnlyStoreError as error:
+        if error.reason is None:
+            raise
+        # The library's advice (read_only=True) is a Python argument; say what the commands can do.
+        raise ReadOnlyStoreError(f"{path} is read-only ({error.reason}); {READERS} can still read it", error.reason) from None
+
+
+READERS = "memlens stats, audit, export and forget --dry-run"
+
+
+def open_to_read(path: Path, **options):
+    """Open a store that a command only reads, but records in its audit log when it can (an
+    export): read-write if this process may write it, else read-only, saying so on stderr."""
+    from store.errors import ReadOnlyStoreError
+
+    try:
+        return open_existing(path, **options)
+    except ReadOnlyStoreError as error:
+        store = open_existing(path, read_only=True, **options)
+        print(f"note: {path} is read-only ({error.reason}): this export is not recorded in its audit log", file=sys.stderr)
+        return store
 
 
 def _summary(store) -> None:
@@ -86,7 +107,7 @@ def _user(args: argparse.Namespace) -> str | None:
 def cmd_export(args: argparse.Namespace) -> int:
     users = None if args.all else [_user(args)]
     fmt = args.format or ("json" if args.output.suffix == ".json" else "jsonl")
-    with open_existing(args.db, embedder=None, check_model=False) as store:
+    with open_to_read(args.db, embedder=None, check_model=False) as store:
         progress, update = _progress("exporting")
         with progress:
             manifest = store.export_to(
@@ -153,7 +174,8 @@ def cmd_forget(args: argparse.Namespace) -> int:
         raise CommandLineError("forget erases for good; pass --dry-run to see what would go, or --yes to erase")
     user = _user(args)
     before = args.before
-    with open_existing(args.db, embedder=None, check_model=False) as store:
+    # A dry run changes nothing and records nothing: it can look at a store this process cannot write.
+    with open_existing(args.db, read_only=args.dry_run, embedder=None, check_model=False) as store:
         store.require_tenant(user_id=user)  # a typo must not get a receipt for erasing nothing
         receipt = store.forget(user_id=user, session_id=args.session, before=before, dry_run=args.dry_run, actor=args.actor)
     verb = "would erase" if receipt.dry_run else "erased"

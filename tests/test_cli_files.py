@@ -664,8 +664,31 @@ def test_a_store_on_a_read_only_filesystem_can_be_looked_at_and_says_why_it_cann
     assert run("audit", "--db", db, prefix=prefix).returncode == 0
     for command in (("forget", "--db", db, "--user", "alice", "--yes"), ("scrub", db)):
         line = failure(run(*command, prefix=prefix))
-        assert "read-only (read-only filesystem)" in line and "read_only=True" in line
+        assert "read-only (read-only filesystem)" in line and "stats, audit, export and forget --dry-run can still read it" in line
+        assert "read_only=True" not in line  # a Python argument, not the command line's
+    # What only reads works: a dry run, and an export (which cannot be recorded, and says so).
+    dry = run("forget", "--db", db, "--user", "alice", "--dry-run", prefix=prefix)
+    assert dry.returncode == 0 and "would erase for alice" in dry.stdout, dry.stderr
+    exported = run("export", "--db", db, "--user", "alice", "-o", tmp_path / "alice.jsonl", prefix=prefix)
+    assert exported.returncode == 0, exported.stderr
+    assert "read-only (read-only filesystem)" in exported.stderr and "not recorded in its audit log" in exported.stderr
+    assert "3 episodes" in exported.stdout and (tmp_path / "alice.jsonl").exists()
     assert dump(db) == before and listing(folder) == ["memory.db"]
+
+
+def test_an_immutable_store_says_so_and_can_still_be_exported(tmp_path):
+    db = make_store(tmp_path / "memory.db")
+    before = dump(db)
+    if subprocess.run(["chattr", "+i", str(db)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i needs root and a filesystem with file attributes")
+    try:
+        line = failure(run("forget", "--db", db, "--user", "alice", "--yes"))
+        assert "immutable or append-only" in line and "file mode" not in line.split("allows")[0], line
+        exported = run("export", "--db", db, "--user", "alice", "-o", tmp_path / "alice.jsonl")
+        assert exported.returncode == 0 and "immutable" in exported.stderr, exported.stderr
+    finally:
+        subprocess.run(["chattr", "-i", str(db)], check=True)
+    assert dump(db) == before
 
 
 def test_an_export_to_a_read_only_folder_is_one_line(tmp_path):
@@ -695,7 +718,7 @@ def test_a_read_only_file_and_folder_say_what_is_wrong(shared_folder):
         export = failure(
             run("export", "--db", shared_folder / "memory.db", "--user", "alice", "-o", "/nonexistent-dir/x.jsonl", prefix=prefix)
         )
-        assert "read-only" in export
+        assert "cannot read" in export and "writable folder" in export  # as stats: not even a read-only open works
     finally:
         shared_folder.chmod(0o777)
     assert dump(db) == before and listing(shared_folder) == ["memory.db"]

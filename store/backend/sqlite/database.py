@@ -59,12 +59,22 @@ def _can_write(path: Path) -> bool:
     return os.access(path, os.W_OK, effective_ids=effective)
 
 
+def _refused_write(path: Path) -> str:
+    """Why a file this process may not write is so: its mode, unless its mode allows the write
+    (root, or an owner with u+w), when the file itself refuses changes."""
+    st = path.stat()
+    mode = stat.S_IMODE(st.st_mode)
+    if os.geteuid() == 0 or (st.st_uid == os.geteuid() and mode & stat.S_IWUSR):
+        return f"the file refuses writes that its mode {mode:04o} allows: it is immutable or append-only (lsattr shows it)"
+    return f"no write permission: file mode {mode:04o}"
+
+
 def _read_only_reason(path: Path) -> str | None:
     """Why this process cannot write the store, or None if it can."""
     if _on_read_only_filesystem(path.parent):
         return "read-only filesystem"
     if path.exists() and not _can_write(path):
-        return f"no write permission: file mode {stat.S_IMODE(path.stat().st_mode):04o}"
+        return _refused_write(path)
     for side in side_files(path)[:2]:
         if side.exists() and not _can_write(side):
             return f"no write permission on {side.name}, which SQLite writes beside the store"
