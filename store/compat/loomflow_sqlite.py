@@ -316,7 +316,7 @@ def _count(conn: sqlite3.Connection, table: str) -> int:
 def _sources(raw: Any, where: str) -> Any:
     try:
         return json.loads(raw) if isinstance(raw, str) and raw else []
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: JSON nested deeper than Python's stack
         raise ImportValidationError(f"{where}: not the JSON list loomflow writes") from None
 
 
@@ -325,7 +325,7 @@ def _message(raw: Any, where: str) -> dict[str, Any]:
     same conversion the loomflow adapter makes when it remembers one."""
     try:
         data = json.loads(raw)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # RecursionError: JSON nested deeper than Python's stack
         raise ImportValidationError(f"{where}: not the JSON message loomflow writes") from None
     if not isinstance(data, dict):
         raise ImportValidationError(f"{where}: not the JSON message loomflow writes")

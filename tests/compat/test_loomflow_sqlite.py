@@ -260,6 +260,13 @@ def test_a_file_that_is_not_a_loomflow_database_is_refused(tmp_path, target, mak
         ("UPDATE episodes SET occurred_at = 'yesterday' WHERE id = 'bob-ep1'", ImportValidationError, "episodes['bob-ep1'].occurred_at"),
         ("UPDATE episodes SET input = '', output = '' WHERE id = 'alice-ep2'", ImportValidationError, "episodes['alice-ep2']"),
         ("UPDATE facts SET sources = '{' WHERE object = 'Porto'", ImportValidationError, "sources"),
+        # Nested deeper than Python's stack: json raised a raw RecursionError
+        (f"UPDATE facts SET sources = '{'[' * 100_000}{']' * 100_000}' WHERE object = 'Porto'", ImportValidationError, "sources"),
+        (
+            f"""UPDATE episode_tool_transcripts SET message_json = '{{"role": "user", "content": {"[" * 100_000}{"]" * 100_000}}}'""",
+            ImportValidationError,
+            "tool_transcript",
+        ),
         (
             'UPDATE episode_tool_transcripts SET message_json = \'{"role": "system", "content": "x"}\'',
             ImportValidationError,
