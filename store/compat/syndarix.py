@@ -21,11 +21,12 @@ from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from ..errors import UnknownCheckpointError
 from ..memory import MemoryStore
 
-__all__ = ["WorkingMemory", "TaskState", "ScopeContext", "ScopeLevel", "MemoryNotFoundError"]
+__all__ = ["WorkingMemory", "TaskState", "ScopeContext", "ScopeLevel", "MemoryNotFoundError", "session_key"]
 
 # syndarix raises MemoryNotFoundError for an unknown checkpoint; memlens's is the same error.
 MemoryNotFoundError = UnknownCheckpointError
@@ -85,6 +86,33 @@ def _reserved(key: str, message: str) -> None:
         raise ValueError(message)
 
 
+# Characters a scope id may hold and still be written bare in a session key.
+_BARE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:@+~")
+
+
+def session_key(scope: ScopeContext) -> str:
+    """The memlens session id of a scope: every level below the project (the tenant), so two
+    different scopes never share one.
+
+    The plain shapes keep the ids earlier versions gave them, so their memory stays where it was:
+    a session (``s``) and a session of an agent instance (``agent/s``), with ids of letters,
+    digits and ``-_.:@+~``. Every other scope is written out level by level, each id
+    percent-encoded (``agent_type=planner/session=s%2F1``): an ``=`` never appears in the plain
+    shapes, and a ``/`` only between an agent and its session, so no two scopes meet."""
+    chain: list[ScopeContext] = []
+    level: ScopeContext | None = scope
+    while level is not None:
+        if level.scope_type != ScopeLevel.PROJECT:
+            chain.append(level)
+        level = level.parent
+    chain.reverse()
+    types = [c.scope_type for c in chain]
+    bare = all(c.scope_id and set(c.scope_id) <= _BARE for c in chain)
+    if bare and types in ([ScopeLevel.SESSION], [ScopeLevel.AGENT_INSTANCE, ScopeLevel.SESSION]):
+        return "/".join(c.scope_id for c in chain)
+    return "/".join(f"{c.scope_type.value}={quote(c.scope_id, safe='')}" for c in chain)
+
+
 class WorkingMemory:
     """syndarix's ``WorkingMemory`` with its async signatures, over one memlens session."""
 
@@ -92,9 +120,7 @@ class WorkingMemory:
         self._scope = scope
         self._store = store
         self._default_ttl = default_ttl_seconds
-        session_id = scope.find(ScopeLevel.SESSION) or scope.scope_id
-        agent = scope.find(ScopeLevel.AGENT_INSTANCE)
-        self._session = store.session(f"{agent}/{session_id}" if agent else session_id, user_id=scope.find(ScopeLevel.PROJECT))
+        self._session = store.session(session_key(scope), user_id=scope.find(ScopeLevel.PROJECT))
 
     @classmethod
     async def create(

@@ -161,3 +161,42 @@ async def test_health_close_and_stats(wm):
     assert (stats["user_keys"], stats["checkpoint_count"], stats["scratchpad_entries"], stats["has_task_state"]) == (1, 1, 1, False)
     await wm.close()
     assert await wm.get("a") == 1  # close leaves the shared store open
+
+
+def _scope(*levels: tuple[ScopeLevel, str]) -> ScopeContext:
+    scope = None
+    for level, scope_id in levels:
+        scope = ScopeContext(level, scope_id, scope)
+    return scope
+
+
+P = (ScopeLevel.PROJECT, "proj")
+COLLIDED = [  # pairs of different scopes of one project that shared one memory before
+    (_scope(P, (ScopeLevel.SESSION, "x")), _scope(P, (ScopeLevel.AGENT_TYPE, "x"))),
+    (
+        _scope(P, (ScopeLevel.AGENT_INSTANCE, "a/b"), (ScopeLevel.SESSION, "c")),
+        _scope(P, (ScopeLevel.AGENT_INSTANCE, "a"), (ScopeLevel.SESSION, "b/c")),
+    ),
+    (
+        _scope(P, (ScopeLevel.AGENT_TYPE, "planner"), (ScopeLevel.SESSION, "s")),
+        _scope(P, (ScopeLevel.AGENT_TYPE, "coder"), (ScopeLevel.SESSION, "s")),
+    ),
+    (_scope(P, (ScopeLevel.SESSION, "agent_type=x")), _scope(P, (ScopeLevel.AGENT_TYPE, "x"))),
+]
+
+
+@pytest.mark.parametrize("first, second", COLLIDED, ids=["session vs agent type", "slash", "agent types", "encoded look-alike"])
+async def test_different_scopes_never_share_memory(mem_store, first, second):
+    one = await WorkingMemory.create(first, store=mem_store)
+    other = await WorkingMemory.create(second, store=mem_store)
+    await one.set("k", "first's")
+    await other.set("k", "second's")
+    assert await one.get("k") == "first's" and await other.get("k") == "second's"
+
+
+def test_the_plain_scopes_keep_the_session_ids_they_had():
+    from store.compat.syndarix import session_key
+
+    assert session_key(_scope(P, (ScopeLevel.SESSION, "sess-1"))) == "sess-1"
+    assert session_key(_scope(P, (ScopeLevel.AGENT_INSTANCE, "agent-7"), (ScopeLevel.SESSION, "s"))) == "agent-7/s"
+    assert session_key(_scope((ScopeLevel.SESSION, "s"))) == "s"  # no project: the anonymous bucket
