@@ -291,3 +291,31 @@ def test_erasures_the_audit_entries_do_not_account_for_drop_every_tenant():
     counter[0], entries[:] = 4, entries + [(12, "carol")]  # in step again: only carol's go
     cache.notice_erasures(None)
     assert sorted(k[0] for k in testing.cached_matrices(cache)) == ["alice", "bob"]
+
+
+@pytest.mark.parametrize("ending", ["exit", "close, then exit"])
+def test_a_process_that_exits_while_an_index_builds_exits_cleanly(tmp_path, ending):
+    """Searching a large tenant once queues its build; a script that then exits (with or without
+    close()) died with SIGABRT ("terminate called without an active exception"), usearch's
+    native worker torn down mid-step. A build is long enough to be caught mid-step at 20k rows."""
+    if not approximate.available():
+        pytest.skip("usearch is not installed")
+    db = tmp_path / "big.db"
+    with MemoryStore.open(db, embedder=FakeEmbedder(dim=384)) as s:
+        s.remember_many([{"input": text(i), "output": "ok"} for i in range(20_000)], user_id="big")
+    code = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {ROOT!r})
+        from store import MemoryStore
+        from store.embedding import FakeEmbedder
+        s = MemoryStore.open({str(db)!r}, embedder=FakeEmbedder(dim=384))
+        import time
+        s.recall("w1 v1", user_id="big")
+        time.sleep(0.5)  # the build is under way (it takes seconds here): usearch is adding rows
+        if {ending == "close, then exit"}:
+            s.close()
+        print("searched")
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "searched", (done.returncode, done.stderr)
+    assert "terminate called" not in done.stderr

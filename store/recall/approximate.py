@@ -21,6 +21,7 @@ never waited for: until a tenant's index is built, its searches are exact.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import functools
 import importlib.util
@@ -28,6 +29,7 @@ import os
 import queue
 import sys
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -51,6 +53,11 @@ BUILD_STEP = 1024
 CATCH_UP_STEP = 64
 # Rows left outside the index before a catch-up is queued; scanning them exactly costs ~30 us.
 CATCH_UP_AFTER = 512
+
+
+# How long stopping a builder waits for its step to end: one step (BUILD_STEP rows) takes well
+# under a second on a loaded core.
+STOP_TIMEOUT_S = 10.0
 
 
 def min_rows() -> int:
@@ -141,11 +148,13 @@ class ApproximateIndex:
 
 
 class Builder:
-    """Builds and extends indexes on one daemon thread while there is work (a process exits
-    without waiting for it).
+    """Builds and extends indexes on one daemon thread while there is work.
 
     ``still_wanted(job)`` is asked before every step: a matrix dropped from the cache (an
-    erasure, a reload, a closed store) stops its build there."""
+    erasure, a reload, a closed store) stops its build there. :meth:`stop` (at ``close()``, and for
+    every builder when the interpreter exits) stops the builds and waits for the thread: a process
+    that exited while usearch was adding rows died with SIGABRT ("terminate called without an
+    active exception"), its native worker thread torn down mid-step."""
 
     def __init__(self, still_wanted: Callable[[Any], bool]) -> None:
         self._still_wanted = still_wanted
@@ -154,9 +163,22 @@ class Builder:
         self._pending = 0
         self._thread: threading.Thread | None = None
         self.failure: BaseException | None = None
+        self.stopped = False
+        _LIVE.add(self)
+
+    def stop(self, timeout: float = STOP_TIMEOUT_S) -> None:
+        """Stop building (queued jobs are dropped, a running one ends after its step) and wait for
+        the thread; later submits are ignored."""
+        with self._idle:
+            self.stopped = True
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
 
     def submit(self, job: Any, run: Callable[[], None]) -> None:
         with self._idle:
+            if self.stopped:
+                return
             self._pending += 1
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name="memlens-vector-index", daemon=True)
@@ -178,7 +200,7 @@ class Builder:
                     return
             job, run = self._jobs.get()
             try:
-                if self._still_wanted(job):
+                if not self.stopped and self._still_wanted(job):
                     run()
             except Exception as exc:  # searches stay exact; the failure is kept for whoever looks
                 self.failure = exc
@@ -186,3 +208,14 @@ class Builder:
                 with self._idle:
                     self._pending -= 1
                     self._idle.notify_all()
+
+
+_LIVE: weakref.WeakSet[Builder] = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_builders() -> None:
+    # atexit runs while daemon threads still do: each build ends after its step, before the
+    # interpreter tears down what the native code is using.
+    for builder in list(_LIVE):
+        builder.stop()

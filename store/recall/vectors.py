@@ -165,6 +165,8 @@ class VectorCache:
 
     def close(self) -> None:
         self.clear()
+        if self._builder is not None:
+            self._builder.stop()
 
     def settle(self, timeout: float | None = None) -> bool:
         """Wait for the approximate indexes being built or extended (tests and benchmarks)."""
@@ -262,8 +264,10 @@ class VectorCache:
         row, publishing it after the first pass; stop as soon as the cache drops the matrix."""
         index = current.approximate or ApproximateIndex(current.dim)
 
+        builder = self._builder
+
         def wanted() -> bool:
-            return self._matrices.get(key) is current
+            return not (builder is not None and builder.stopped) and self._matrices.get(key) is current
 
         # A build that raises leaves ``building`` set: this matrix stays exact rather than
         # retrying on every search; the failure is kept in ``index_failure``.
