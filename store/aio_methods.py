@@ -333,10 +333,12 @@ class AsyncMemoryStoreMethods:
         return await asyncio.to_thread(self._sync.pending_scrub)
 
     async def audit_log(
-        self, *, user_id: Any = UNSET, all_tenants: bool = False, limit: int = 1000, origin: str | None = None
+        self, *, user_id: Any = UNSET, all_tenants: bool = False, limit: int = 1000, origin: str | None = None, missing_ok: bool = True
     ) -> list[AuditEntry]:
         """Audit entries, newest first: one tenant's, or with ``all_tenants=True`` the whole store's. (:meth:`MemoryStore.audit_log`, run in a worker thread.)"""
-        return await asyncio.to_thread(self._sync.audit_log, user_id=user_id, all_tenants=all_tenants, limit=limit, origin=origin)
+        return await asyncio.to_thread(
+            self._sync.audit_log, user_id=user_id, all_tenants=all_tenants, limit=limit, origin=origin, missing_ok=missing_ok
+        )
 
     async def tenants(self) -> list[TenantSummary]:
         """Every tenant with its counts per tier and last activity, most recent first. (:meth:`MemoryStore.tenants`, run in a worker thread.)"""

@@ -781,13 +781,21 @@ class MemoryStore:
         return self._rights.pending_scrub()
 
     def audit_log(
-        self, *, user_id: Any = UNSET, all_tenants: bool = False, limit: int = 1000, origin: str | None = None
+        self,
+        *,
+        user_id: Any = UNSET,
+        all_tenants: bool = False,
+        limit: int = 1000,
+        origin: str | None = None,
+        missing_ok: bool = True,
     ) -> list[AuditEntry]:
         """Audit entries, newest first: one tenant's, or with ``all_tenants=True`` the whole store's.
 
         ``origin="local"`` keeps what happened in this store, ``origin="imported"`` the history
-        that arrived in import files; None gives both, each entry saying which it is."""
-        return self._rights.audit_log(user_id=user_id, all_tenants=all_tenants, limit=limit, origin=origin)
+        that arrived in import files; None gives both, each entry saying which it is. With
+        ``missing_ok=False``, a tenant that holds nothing and has no entries (a typo, not an erased
+        tenant: those keep their entries) raises :class:`UnknownTenantError` with close matches."""
+        return self._rights.audit_log(user_id=user_id, all_tenants=all_tenants, limit=limit, origin=origin, missing_ok=missing_ok)
 
     # --- overviews ------------------------------------------------------------------------
 

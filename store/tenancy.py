@@ -155,6 +155,19 @@ def require_tenant(conn: Connection, tenant: Tenant, *, missing_ok: bool = False
     raise UnknownTenantError(f"no tenant {tenant.key!r} in this store{did_you_mean(matches)}; nothing was done", close_matches=matches)
 
 
+def require_history(conn: Connection, tenant: Tenant, audit_table: Table) -> None:
+    """For reading a tenant's history: ``tenant`` holds something or has audit entries (an erased
+    tenant keeps its entries). Otherwise :class:`UnknownTenantError`, naming the tenants and erased
+    tenants whose names differ only slightly, as :func:`require_tenant` does."""
+    known = tenants_with_history(conn, tenants_t, audit_table)
+    if tenant in known:
+        return
+    if tenant.is_anonymous:
+        raise UnknownTenantError("the anonymous bucket holds nothing and has no audit entries in this store")
+    matches = close_matches(tenant.key, [t.key for t in known if not t.is_anonymous])
+    raise UnknownTenantError(f"no tenant or audit entry {tenant.key!r} in this store{did_you_mean(matches)}", close_matches=matches)
+
+
 def close_matches(name: str, names: Iterable[str]) -> list[str]:
     """The ``names`` that ``name`` is likely a slip for: the same but for case, then similar ones."""
     folded = name.casefold()

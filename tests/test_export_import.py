@@ -7,7 +7,7 @@ import pytest
 
 from store import MemoryStore
 from store.embedding import FakeEmbedder
-from store.errors import ImportValidationError
+from store.errors import ImportValidationError, InvalidInputError, UnknownTenantError
 
 from .conftest import T0, dump
 
@@ -188,3 +188,19 @@ def test_an_export_of_several_tenants_records_each_tenants_own_counts(store, tmp
     assert recorded["alice"]["episodes"] == 3 and recorded["alice"]["blocks"] == 0
     assert recorded["bob"]["episodes"] == 5 and recorded["bob"]["blocks"] == 1
     assert sum(recorded["alice"].values()) + sum(recorded["bob"].values()) == sum(manifest["counts"].values())
+
+
+def test_the_audit_log_of_a_name_it_never_knew_is_refused_when_asked(store):
+    store.remember("hello", user_id="alice")
+    store.remember("hello", user_id="bob")
+    store.forget(user_id="alice")
+    assert store.audit_log(user_id="alcie") == []  # the default: an empty list, as before
+    with pytest.raises(UnknownTenantError) as caught:
+        store.audit_log(user_id="alcie", missing_ok=False)
+    assert caught.value.close_matches == ["alice"]  # erased, but known from its log
+    assert [e.action for e in store.audit_log(user_id="alice", missing_ok=False)] == ["forget"]
+    assert store.audit_log(user_id="bob", missing_ok=False) == []  # a tenant with no entries yet
+    with pytest.raises(UnknownTenantError):
+        store.audit_log(user_id=None, missing_ok=False)
+    with pytest.raises(InvalidInputError):
+        store.audit_log(user_id="bob", missing_ok="no")

@@ -19,7 +19,7 @@ from ..errors import InvalidInputError, MemlensError, StoreBusyError, UnknownSes
 from ..models import AuditEntry, ForgetReceipt, ImportReport, MigrationReport, PendingScrub
 from ..recall.embeddings import Indexer
 from ..schema import audit_t, episodes_t, sessions_t, tenants_t
-from ..tenancy import UNSET, Tenant, all_tenants, require_tenant
+from ..tenancy import UNSET, Tenant, all_tenants, require_history, require_tenant
 from ..tiers.registry import ERASE_ORDER, SECTION_OF, SECTIONS
 from ..validation import check_flag, check_int, check_name, check_optional_datetime, utcnow
 from . import audit, export, export_file, forget, migrate
@@ -381,10 +381,17 @@ class DataRights:
     # --- audit -------------------------------------------------------------------------------
 
     def audit_log(
-        self, *, user_id: Any = UNSET, all_tenants: bool = False, limit: int = 1000, origin: str | None = None
+        self,
+        *,
+        user_id: Any = UNSET,
+        all_tenants: bool = False,
+        limit: int = 1000,
+        origin: str | None = None,
+        missing_ok: bool = True,
     ) -> list[AuditEntry]:
         """Audit entries, newest first: one tenant's, or with ``all_tenants=True`` the whole store's; see :meth:`store.memory.MemoryStore.audit_log`."""
         check_flag(all_tenants, "all_tenants")
+        check_flag(missing_ok, "missing_ok")
         check_int(limit, "limit", minimum=1)
         if origin not in (None, "local", "imported"):
             raise InvalidInputError("origin must be 'local', 'imported' or None")
@@ -392,8 +399,11 @@ class DataRights:
             if all_tenants:
                 stmt = audit_t.select()
             else:
-                stmt = self._tenant(user_id).select(audit_t)
+                tenant = self._tenant(user_id)
+                stmt = tenant.select(audit_t)
             if origin is not None:
                 stmt = stmt.where(audit_t.c.origin == origin)
             rows = conn.execute(stmt.order_by(audit_t.c.at.desc(), audit_t.c.pk.desc()).limit(limit)).all()
+            if not rows and not all_tenants and not missing_ok:
+                require_history(conn, tenant, audit_t)
         return [audit.to_model(r) for r in rows]
