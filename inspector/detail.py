@@ -9,7 +9,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from .formatting import highlighted, pretty_json, rank, remaining, score, tenant_label, when
+from .formatting import highlighted, pretty_json, rank, remaining, score, when
+from .printable import tenant_label
 
 
 def _fields(*rows: tuple[str, Any]) -> Table:

@@ -11,12 +11,6 @@ from rich.text import Text
 if TYPE_CHECKING:
     from rich.table import Table
 
-ANONYMOUS_LABEL = "(anonymous)"
-
-
-def tenant_label(user_id: str | None) -> str:
-    return ANONYMOUS_LABEL if user_id is None else user_id
-
 
 def count(n: int, noun: str) -> str:
     """'1 key', '2 keys'; ``noun`` is the plural, and '-ies' nouns become '-y'."""

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from textual import events
 
 from . import messages as msg
-from .formatting import tenant_label
+from .printable import tenant_label
 
 if TYPE_CHECKING:  # annotations only: the modules themselves load after the first frame
     from textual.widgets import TabbedContent

@@ -1,4 +1,5 @@
-"""Stored text as the CLI prints it: agent-written names cannot drive the terminal.
+"""Stored text as the CLI prints it and the inspector names tenants: agent-written names cannot
+drive the terminal. No Rich or Textual here: the store-only commands import this.
 
 A tenant name, an actor or a session id is whatever an agent or an import wrote. Printed raw, an
 escape sequence in it can move the cursor, clear lines or rewrite what a data-protection officer
@@ -21,6 +22,10 @@ def printable(text: str) -> str:
     return _UNSAFE.sub(lambda found: _NAMED.get(found.group(), found.group().encode("unicode_escape").decode("ascii")), text)
 
 
+ANONYMOUS_LABEL = "(anonymous)"
+
+
 def tenant_label(user_id: str | None) -> str:
-    """A tenant as the CLI names it: its printable name, or ``(anonymous)``."""
-    return "(anonymous)" if user_id is None else printable(user_id)
+    """A tenant as the CLI and the inspector name it: its printable name, or ``(anonymous)``. (Rich
+    drops control characters when it renders, so on screen ``eve`` and ``eve\x07`` looked alike.)"""
+    return ANONYMOUS_LABEL if user_id is None else printable(user_id)

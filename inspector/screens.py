@@ -21,7 +21,8 @@ from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Select,
 
 from . import detail
 from .footer import KeysFooter
-from .formatting import count, tenant_label, when
+from .formatting import count, when
+from .printable import tenant_label
 from .views import RecordTable, parse_day
 
 COUNT_COLUMNS = 3  # nine tiers in three rows: the whole dry run fits an 80x24 dialog

@@ -17,9 +17,10 @@ from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
 
 from . import messages as msg
-from .formatting import count, tenant_label, when
+from .formatting import count, when
 from .loading import NO_TENANT
 from .locations import is_server_url
+from .printable import tenant_label
 
 
 @dataclass

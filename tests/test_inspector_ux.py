@@ -635,3 +635,21 @@ async def test_a_checkpoint_description_is_text_when_the_user_marks_it(demo, des
         shown = " ".join(str(toast.render()) for toast in app.screen.query("Toast")).replace("\n", " ")
         assert f"marked checkpoint {description};" in shown, shown
         assert app.is_running and app.return_code is None
+
+
+async def test_a_tenant_name_with_a_control_character_is_told_apart_from_its_look_alike(tmp_path):
+    """Rich drops control characters when it renders: listed raw, "eve" and "eve\\x07" looked the
+    same, and the forget dialog would not have shown which of them it erases."""
+    db = tmp_path / "m.db"
+    with MemoryStore.open(db, embedder=FakeEmbedder()) as s:
+        for user in ("eve", "eve\x07"):
+            s.remember("hello", "hi", user_id=user)
+    app = app_for(db)
+    async with app.run_test(size=WIDE) as pilot:
+        await open_tenant(pilot, app, "eve\x07")
+        options = app.query_one("#tenants")
+        names = [str(options.get_option_at_index(i).prompt).splitlines()[0] for i in range(options.option_count)]
+        assert sorted(names) == ["eve", "eve\\x07"], names
+        await pilot.press("f")
+        await wait_for(pilot, lambda: showing(app, ForgetScreen), what="the forget dialog")
+        assert "Erase memory of eve\\x07" in screen_text(app)
