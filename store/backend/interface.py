@@ -174,12 +174,17 @@ class Sql(Protocol):
     def replace(self, conn: Connection, table: Table, rows: list[dict[str, Any]]) -> None:
         """Insert ``rows``, replacing any row with the same primary key."""
 
+    def replace_renewing_versions(self, conn: Connection, table: Table, rows: list[dict[str, Any]]) -> None:
+        """:meth:`replace`, where every row written gets a :meth:`row_version` that no earlier row
+        of ``table`` ever had, so a cache that compares versions sees every replacement."""
+
     def insert_keyed(self, conn: Connection, table: Table, rows: list[dict[str, Any]]) -> list[int]:
         """Insert rows that each have a unique ``id`` in one statement and return their integer
         row keys in input order (inside the write transaction no one else inserts)."""
 
     def row_version(self, table: Table) -> ColumnElement[int]:
-        """A column that changes whenever a row is replaced by a new one (SQLite: rowid)."""
+        """A column that changes whenever a row is replaced through :meth:`replace_renewing_versions`
+        (SQLite: rowid; PostgreSQL: xmin)."""
 
     def json_array_items(self, column: Column[Any] | ColumnElement[Any], path: str | None = None, *, name: str) -> Any:
         """A table-valued function over a JSON array (at ``path`` inside ``column``), with a

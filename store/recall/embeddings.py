@@ -154,7 +154,7 @@ class Indexer:
             tenant.stamp({"kind": kind, "item_pk": pk, "content_hash": h, "vector": v})
             for pk, h, v in zip(pks, hashes, vectors, strict=True)
         ]
-        sql(conn).replace(conn, vectors_t, rows)
+        sql(conn).replace_renewing_versions(conn, vectors_t, rows)
 
     def prepare(self, tenant: Tenant, kind: str, texts: list[str], hashes: list[str]) -> list[bytes] | None:
         """Embeddings for new rows, computed before the write transaction so it stays short."""

@@ -71,6 +71,10 @@ class PostgresSql:
         )
         conn.execute(stmt, rows)
 
+    def replace_renewing_versions(self, conn: Connection, table: Table, rows: list[dict[str, Any]]) -> None:
+        """:meth:`replace`: every row it writes, inserted or updated, carries this transaction's xmin."""
+        self.replace(conn, table, rows)
+
     def insert_keyed(self, conn: Connection, table: Table, rows: list[dict[str, Any]]) -> list[int]:
         if not rows:
             return []

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import Column, ColumnElement, Connection, Table, func, literal_column, select
 from sqlalchemy.dialects.sqlite import insert
 
+from ...schema import meta_t
 from ...tenancy import Tenant
 from ..shared import upsert
 
@@ -22,6 +23,33 @@ class SqliteSql:
     def replace(self, conn: Connection, table: Table, rows: list[dict[str, Any]]) -> None:
         if rows:
             conn.execute(table.insert().prefix_with("OR REPLACE"), rows)
+
+    def replace_renewing_versions(self, conn: Connection, table: Table, rows: list[dict[str, Any]]) -> None:
+        """SQLite gives a new row the largest rowid plus one, so a replaced newest row (deleted,
+        then inserted) came back with the rowid it had, and a cache comparing rowids kept its old
+        vector. Rowids are handed out above a high-water mark kept in ``memlens_meta`` instead,
+        raised in the same transaction: no rowid of the table is ever given twice. (VACUUM may
+        renumber rows; their versions then change, which costs a cache a reload, never a stale row.)"""
+        if not rows:
+            return
+        mark = f"rowid_high:{table.name}"
+        stored = _plain_count(conn.execute(select(meta_t.c.value).where(meta_t.c.key == mark)).scalar())
+        newest: int = conn.execute(select(func.coalesce(func.max(literal_column("rowid")), 0)).select_from(table)).scalar_one()
+        first = max(stored, newest) + 1
+        high = str(first + len(rows) - 1)
+        self.upsert(conn, meta_t, {"key": mark, "value": high}, ["key"], {"value": high})
+        columns = list(rows[0])
+        convert = [table.c[name].type.bind_processor(conn.dialect) for name in columns]
+        quote = conn.dialect.identifier_preparer.quote
+        statement = (
+            f"INSERT OR REPLACE INTO {quote(table.name)} (rowid, {', '.join(map(quote, columns))}) "
+            f"VALUES ({', '.join('?' * (len(columns) + 1))})"
+        )
+        values = [
+            (first + n, *(row[name] if f is None else f(row[name]) for name, f in zip(columns, convert, strict=True)))
+            for n, row in enumerate(rows)
+        ]
+        conn.exec_driver_sql(statement, values)
 
     def insert_keyed(self, conn: Connection, table: Table, rows: list[dict[str, Any]]) -> list[int]:
         """Ordered RETURNING would make SQLAlchemy run one statement per row (3x slower). Inside
@@ -99,6 +127,13 @@ def _insert_many(conn: Connection, table: Table, rows: list[dict[str, Any]]) -> 
         chunk = rows[start : start + per_statement]
         values = [row[name] if f is None else f(row[name]) for row in chunk for name, f in zip(columns, convert, strict=True)]
         conn.exec_driver_sql(full if len(chunk) == per_statement else head + ", ".join([one] * len(chunk)), tuple(values))
+
+
+def _plain_count(text: str | None) -> int:
+    """A stored high-water mark; anything memlens would not have written counts as none."""
+    if text is None or not text.isdigit() or len(text) > 18:
+        return 0
+    return int(text)
 
 
 SQL = SqliteSql()
