@@ -131,6 +131,34 @@ def test_refused_where_it_cannot_exist_and_for_a_tenant_the_store_does_not_hold(
             assert not pg_vectors.has_index(conn, Tenant("alice"))
 
 
+def test_a_forget_by_another_process_between_check_and_build_is_not_undone(pg_url, monkeypatch):
+    """The service looks the tenant up, then builds; a whole-tenant forget that commits in
+    between used to be undone: the build made the tenant's tables again and reported success."""
+    from store.backend.postgres import partitions
+    from store.recall import service
+    from store.tenancy import Tenant
+
+    with MemoryStore.open(pg_url) as writer:
+        fill(writer, "alice", 5)
+    looked_up = service.require_tenant
+
+    def erased_right_after(conn, tenant, **options):
+        found = looked_up(conn, tenant, **options)
+        with MemoryStore.open(pg_url) as other:  # another process: its own connections and caches
+            other.forget(user_id="alice", actor="dpo")
+        return found
+
+    monkeypatch.setattr(service, "require_tenant", erased_right_after)
+    with MemoryStore.open(pg_url) as s:
+        with pytest.raises(UnknownTenantError):
+            s.build_vector_index(user_id="alice")
+        assert "alice" not in s.tenants()
+        with testing.backend(s).read() as conn:
+            tables = set(partitions.names(Tenant("alice")).values())
+            left = conn.exec_driver_sql("SELECT relname FROM pg_class WHERE relname = ANY(%(names)s)", {"names": list(tables)}).all()
+            assert left == []
+
+
 @pytest.mark.usefixtures("pg_vector_ops")
 def test_the_index_command_builds_reports_and_drops_and_refuses_a_sqlite_store(pg_url, tmp_path, capsys):
     from inspector.cli import main

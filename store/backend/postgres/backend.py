@@ -100,7 +100,7 @@ class PostgresBackend:
         self._changes: ChangeCounter | None = None
         self._changes_lock = threading.Lock()
         self.engine = pg_engine.create(self.url.render_as_string(hide_password=False), pool_size=8, max_overflow=8, pool_pre_ping=True)
-        self.vector_index = PgvectorIndex(self.engine, self.path, read_only, self.prepare)
+        self.vector_index = PgvectorIndex(self.engine, self.path, read_only)
         self.keyword = PostgresKeywordIndex()
         try:
             self._open(create, vector_dim)

@@ -107,17 +107,23 @@ def ensure(engine: Engine, tenant: Tenant) -> bool:
         if all_attached(conn, tenant):
             return False
     with tenant_locked(engine, tenant) as conn:
-        _finalize_pending(conn, tenant)
-        attached, existing = _attached(conn, tenant), _existing(conn, tenant)
-        made = False
-        for parent, name in names(tenant).items():
-            if name in attached:
-                continue
-            if name not in existing:
-                conn.exec_driver_sql(f'CREATE TABLE "{name}" (LIKE "{parent}" INCLUDING DEFAULTS INCLUDING GENERATED)')
-            conn.exec_driver_sql(f'ALTER TABLE "{parent}" ATTACH PARTITION "{name}" FOR VALUES IN ({_literal(tenant)})')
-            made = True
-        return made
+        return ensure_locked(conn, tenant)
+
+
+def ensure_locked(conn: Connection, tenant: Tenant) -> bool:
+    """:func:`ensure` on an autocommit connection that holds the tenant's writer lock (so a
+    caller can first check, under the same lock, that the tenant still exists)."""
+    _finalize_pending(conn, tenant)
+    attached, existing = _attached(conn, tenant), _existing(conn, tenant)
+    made = False
+    for parent, name in names(tenant).items():
+        if name in attached:
+            continue
+        if name not in existing:
+            conn.exec_driver_sql(f'CREATE TABLE "{name}" (LIKE "{parent}" INCLUDING DEFAULTS INCLUDING GENERATED)')
+        conn.exec_driver_sql(f'ALTER TABLE "{parent}" ATTACH PARTITION "{name}" FOR VALUES IN ({_literal(tenant)})')
+        made = True
+    return made
 
 
 def attached_tables(conn: Connection, tenant: Tenant) -> list[str]:

@@ -16,17 +16,17 @@ so a deleted (erased) row is never returned even before VACUUM removes it from t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 from pgvector.sqlalchemy import Vector
-from sqlalchemy import BigInteger, ColumnElement, Connection, Engine, any_, bindparam, func, literal_column, text
+from sqlalchemy import BigInteger, ColumnElement, Connection, Engine, any_, bindparam, exc, func, literal_column, text
 from sqlalchemy.dialects.postgresql import ARRAY
 
-from ...errors import ReadOnlyStoreError
+from ...errors import ReadOnlyStoreError, UnknownTenantError
 from ...schema import vectors_t
-from ...tenancy import Tenant
+from ...tenancy import Tenant, require_tenant
 from . import partitions
 from .errors import translated
 
@@ -44,6 +44,7 @@ M, EF_CONSTRUCTION = 16, 64
 # slowly: the 90k-vector build took 160 s with PostgreSQL's default 64 MB and 49 s with this, in
 # the same run.
 BUILD_MEMORY = "512MB"
+UNDEFINED_TABLE = "42P01"  # the partition was dropped by an erasure while the build waited for it
 
 
 def _distance(query: Sequence[float]) -> ColumnElement[Any]:
@@ -182,8 +183,8 @@ class PgvectorIndex:
     index per tenant partition, built on request. A tenant with one is searched by the server
     (its vectors are never loaded into the searching process); the rest stay exact."""
 
-    def __init__(self, engine: Engine, address: str, read_only: bool, prepare: Callable[[Tenant], None]):
-        self._engine, self._address, self._read_only, self._prepare = engine, address, read_only, prepare
+    def __init__(self, engine: Engine, address: str, read_only: bool):
+        self._engine, self._address, self._read_only = engine, address, read_only
 
     has_index = staticmethod(has_index)
     similarities = staticmethod(similarities)
@@ -196,10 +197,22 @@ class PgvectorIndex:
         return nearest(conn, tenant, kind, query, k, approximate=True, allowed=allowed)
 
     def build(self, tenant: Tenant) -> None:
+        """Builds on the tenant's partition, which must exist, for a tenant that must still exist:
+        both are settled under the tenant's writer lock, so a whole-tenant forget committed by
+        another process since the caller last looked is seen here, and its tables are not made
+        again. The lock is let go before the build itself (a minute per 100k vectors), which the
+        tenant's writers run beside; an erasure that drops the table meanwhile fails the build."""
         self._refuse_if_read_only()
-        self._prepare(tenant)  # the index is on the tenant's partition, which must exist
         with translated(self._address):
-            build_index(self._engine, tenant)
+            with partitions.tenant_locked(self._engine, tenant) as conn:
+                require_tenant(conn, tenant)
+                partitions.ensure_locked(conn, tenant)
+            try:
+                build_index(self._engine, tenant)
+            except exc.ProgrammingError as error:
+                if getattr(error.orig, "sqlstate", None) != UNDEFINED_TABLE:
+                    raise
+                raise UnknownTenantError(f"{tenant.key!r} was erased while its vector index was being built; nothing was made") from error
 
     def drop(self, tenant: Tenant) -> None:
         self._refuse_if_read_only()
