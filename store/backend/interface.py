@@ -14,11 +14,16 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from sqlalchemy import Column, ColumnElement, Connection, Table
 
 from ..tenancy import Tenant
+
+if TYPE_CHECKING:
+    import numpy as np
+
+QueryVector: TypeAlias = "Sequence[float] | np.ndarray"
 
 # (row key, score, matched terms), best first: what a keyword list holds.
 KeywordHit = tuple[int, float, list[str]]
@@ -75,13 +80,13 @@ class ServerVectorIndex(Protocol):
         """Whether the tenant has the index now (built or dropped by any process)."""
 
     def nearest(
-        self, conn: Connection, tenant: Tenant, kind: str, query: Sequence[float], k: int, allowed: Sequence[int] | None = None
+        self, conn: Connection, tenant: Tenant, kind: str, query: QueryVector, k: int, allowed: Sequence[int] | None = None
     ) -> list[tuple[int, float]]:
         """The tenant's ``k`` items of ``kind`` nearest ``query`` by the index (only ``allowed``
         keys, if given): (item key, cosine similarity), best first. Rows come from the table, so
         an erased one is never returned."""
 
-    def similarities(self, conn: Connection, tenant: Tenant, kind: str, query: Sequence[float], pks: Sequence[int]) -> dict[int, float]:
+    def similarities(self, conn: Connection, tenant: Tenant, kind: str, query: QueryVector, pks: Sequence[int]) -> dict[int, float]:
         """The exact cosine similarity to ``query`` of each of ``pks`` that has a vector."""
 
     def sampled_recall(self, conn: Connection, tenant: Tenant, kind: str, sample: int, k: int = 10, seed: int = 0) -> tuple[float, int]:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import warnings
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 import anyio.from_thread
@@ -33,14 +34,20 @@ from loomflow.core.types import (
 
 from ..errors import UnknownSessionError, UnknownTenantError
 from ..memory import MemoryStore
+from ..models import Block, Profile, RecallHit
+from ..models import Episode as StoredEpisode
+from ..models import Fact as StoredFact
+from ..recall.hits import Mode
 
 __all__ = ["LoomflowMemory", "LoomflowEmbedder"]
 
 # loomflow's profile shows this many recent sessions and sample facts.
 _PROFILE_SAMPLE = 10
 
+_R = TypeVar("_R")
 
-def _in_loop_thread(coroutine_fn, *args):
+
+def _in_loop_thread(coroutine_fn: Callable[..., Coroutine[Any, Any, _R]], *args: Any) -> _R:
     """Run a loomflow coroutine from the store's worker thread on the caller's event loop
     (its HTTP clients belong to that loop); outside one, on a loop of its own."""
     try:
@@ -70,7 +77,7 @@ class LoomflowEmbedder:
     def warm(self) -> None:
         return None
 
-    def embed(self, texts):
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
         texts = list(texts)
         batch = getattr(self.inner, "embed_batch", None)
         if batch is not None:
@@ -90,7 +97,7 @@ def _embedder_spec(embedder: Any) -> Any:
     return LoomflowEmbedder(embedder)
 
 
-def _to_episode(e) -> Episode:
+def _to_episode(e: StoredEpisode) -> Episode:
     transcript = e.metadata.get("tool_transcript")
     return Episode(
         id=e.id,
@@ -104,7 +111,19 @@ def _to_episode(e) -> Episode:
     )
 
 
-def _to_message(m) -> Message:
+def _episode_of(hit: RecallHit) -> StoredEpisode:
+    if hit.episode is None:  # never: recall()'s default kind returns episodes alone
+        raise TypeError(f"recall returned a {hit.kind}, not an episode")
+    return hit.episode
+
+
+def _fact_of(hit: RecallHit) -> StoredFact:
+    if hit.fact is None:  # never: recall_facts() returns facts alone
+        raise TypeError(f"recall_facts returned a {hit.kind}, not a fact")
+    return hit.fact
+
+
+def _to_message(m: Any) -> Message:
     data = m if isinstance(m, dict) else m.model_dump()
     return Message(
         role=Role(data["role"]),
@@ -126,7 +145,7 @@ def _from_message(m: Message) -> dict[str, Any]:
     return out
 
 
-def _to_fact(f) -> Fact:
+def _to_fact(f: StoredFact) -> Fact:
     return Fact(
         id=f.id,
         user_id=f.user_id,
@@ -141,7 +160,7 @@ def _to_fact(f) -> Fact:
     )
 
 
-def _utc(value):
+def _utc(value: Any) -> Any:
     """loomflow reads a naive datetime as UTC; memlens refuses naive ones, so say it here."""
     if isinstance(value, datetime) and value.tzinfo is None:
         return value.replace(tzinfo=UTC)
@@ -150,7 +169,7 @@ def _utc(value):
     return value
 
 
-def _mode(alpha: float) -> str:
+def _mode(alpha: float) -> Mode:
     # loomflow: 0.0 is pure BM25, 1.0 pure cosine, anything between a fusion of both.
     return "keyword" if alpha <= 0.0 else "vector" if alpha >= 1.0 else "hybrid"
 
@@ -167,17 +186,26 @@ class LoomflowFacts:
     async def append_many(self, facts: list[Fact]) -> list[str]:
         return [await self.append(f) for f in facts]
 
-    async def query(self, *, subject=None, predicate=None, object_=None, valid_at=None, limit=10, user_id=None) -> list[Fact]:
+    async def query(
+        self,
+        *,
+        subject: str | None = None,
+        predicate: str | None = None,
+        object_: str | None = None,
+        valid_at: datetime | None = None,
+        limit: int = 10,
+        user_id: str | None = None,
+    ) -> list[Fact]:
         found = await self._memory._run(
             lambda: self._memory.store.facts(user_id=user_id, subject=subject, predicate=predicate, object=object_, valid_at=_utc(valid_at))
         )
         found.sort(key=lambda f: f.recorded_at, reverse=True)
         return [_to_fact(f) for f in found[:limit]]
 
-    async def recall_text(self, query: str, *, limit=5, valid_at=None, user_id=None) -> list[Fact]:
+    async def recall_text(self, query: str, *, limit: int = 5, valid_at: datetime | None = None, user_id: str | None = None) -> list[Fact]:
         return await self._memory.recall_facts(query, limit=limit, valid_at=valid_at, user_id=user_id)
 
-    async def count(self, *, user_id=None) -> int:
+    async def count(self, *, user_id: str | None = None) -> int:
         return len(await self._memory._run(lambda: self._memory.store.facts(user_id=user_id)))
 
     async def aclose(self) -> None:
@@ -198,7 +226,7 @@ class LoomflowMemory:
         self._consolidator = consolidator
         self.facts = LoomflowFacts(self)
 
-    async def _run(self, fn, *args):
+    async def _run(self, fn: Callable[..., _R], *args: Any) -> _R:
         return await anyio.to_thread.run_sync(fn, *args)
 
     async def aclose(self) -> None:
@@ -220,7 +248,9 @@ class LoomflowMemory:
     # --- episodes ---------------------------------------------------------------------
 
     async def remember(self, episode: Episode) -> str:
-        transcript = None if episode.tool_transcript is None else [_from_message(m) for m in episode.tool_transcript]
+        transcript: list[Mapping[str, Any]] | None = (
+            None if episode.tool_transcript is None else [_from_message(m) for m in episode.tool_transcript]
+        )
         await self._run(
             lambda: self.store.remember(
                 episode.input,
@@ -234,7 +264,8 @@ class LoomflowMemory:
                 on_duplicate="replace",  # loomflow's INSERT OR REPLACE
             )
         )
-        return episode.id
+        stored_id: str = episode.id
+        return stored_id
 
     async def recall(
         self,
@@ -268,15 +299,17 @@ class LoomflowMemory:
             return []
         if not query.strip():
             recent = await self._run(lambda: self.store.recall("", user_id=user_id, limit=limit, time_range=time_range))
-            return [EpisodeMatch(episode=_to_episode(h.episode), score=1.0) for h in recent]
+            return [EpisodeMatch(episode=_to_episode(_episode_of(h)), score=1.0) for h in recent]
         hits = await self._run(lambda: self.store.recall(query, user_id=user_id, limit=limit, time_range=time_range, mode=_mode(alpha)))
         # loomflow counts a hit as signal only on a keyword match or a positive cosine.
         hits = [h for h in hits if h.scores.keyword is not None or (h.scores.vector or 0.0) > 0.0]
         if not hits:
             recent = await self._run(lambda: self.store.recall("", user_id=user_id, limit=limit, time_range=time_range))
-            return [EpisodeMatch(episode=_to_episode(h.episode), score=0.0) for h in recent]
+            return [EpisodeMatch(episode=_to_episode(_episode_of(h)), score=0.0) for h in recent]
         return [
-            EpisodeMatch(episode=_to_episode(h.episode), score=h.scores.fused, vector_score=h.scores.vector, bm25_score=h.scores.keyword)
+            EpisodeMatch(
+                episode=_to_episode(_episode_of(h)), score=h.scores.fused, vector_score=h.scores.vector, bm25_score=h.scores.keyword
+            )
             for h in hits
         ]
 
@@ -294,9 +327,9 @@ class LoomflowMemory:
 
     async def recall_facts(self, query: str, *, limit: int = 5, valid_at: datetime | None = None, user_id: str | None = None) -> list[Fact]:
         hits = await self._run(lambda: self.store.recall_facts(query, user_id=user_id, limit=limit, valid_at=_utc(valid_at)))
-        return [_to_fact(h.fact) for h in hits]
+        return [_to_fact(_fact_of(h)) for h in hits]
 
-    def _append_fact(self, fact: Fact):
+    def _append_fact(self, fact: Fact) -> StoredFact:
         return self.store.add_fact(
             fact.subject,
             fact.predicate,
@@ -314,13 +347,13 @@ class LoomflowMemory:
         consolidator = self._consolidator
 
         class Collect:
-            def __init__(self):
+            def __init__(self) -> None:
                 self.facts: list[Fact] = []
 
-            async def append(self, fact):
+            async def append(self, fact: Fact) -> None:
                 self.facts.append(fact)
 
-        def extract(episode):
+        def extract(episode: StoredEpisode) -> list[tuple[str, str, str, float]]:
             sink = Collect()
             _in_loop_thread(lambda: consolidator.consolidate([_to_episode(episode)], store=sink))
             return [(f.subject, f.predicate, f.object, f.confidence) for f in sink.facts]
@@ -336,7 +369,7 @@ class LoomflowMemory:
         return [_to_message(m.model_dump()) for m in messages]
 
     async def profile(self, *, user_id: str | None = None) -> MemoryProfile:
-        def read():
+        def read() -> tuple[list[StoredEpisode], Profile, list[StoredFact]]:
             page = self.store.episodes(user_id=user_id, limit=10_000)
             return page.items, self.store.profile(user_id=user_id), self.store.facts(user_id=user_id)
 
@@ -363,8 +396,9 @@ class LoomflowMemory:
         return sum(receipt.counts.get(k, 0) for k in ("episodes", "facts", "blocks"))
 
     async def export(self, *, user_id: str | None = None) -> MemoryExport:
-        def read():
-            found, cursor = [], None
+        def read() -> tuple[list[StoredEpisode], list[StoredFact], list[Block]]:
+            found: list[StoredEpisode] = []
+            cursor = None
             while True:
                 page = self.store.episodes(user_id=user_id, limit=10_000, cursor=cursor)
                 found += page.items

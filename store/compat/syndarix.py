@@ -16,11 +16,12 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 from urllib.parse import quote
 
 from ..errors import UnknownCheckpointError
@@ -85,6 +86,9 @@ def _reserved(key: str, message: str) -> None:
     if isinstance(key, str) and key.startswith("_"):
         raise ValueError(message)
 
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 # Characters a scope id may hold and still be written bare in a session key.
 _BARE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:@+~")
@@ -152,7 +156,7 @@ class WorkingMemory:
     def is_using_fallback(self) -> bool:
         return False  # the store is the only storage; there is nothing to fall back from
 
-    async def _run(self, fn, *args, **kwargs):
+    async def _run(self, fn: Callable[_P, _R], *args: _P.args, **kwargs: _P.kwargs) -> _R:
         return await asyncio.to_thread(fn, *args, **kwargs)
 
     # --- key-value ----------------------------------------------------------------------

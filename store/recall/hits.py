@@ -7,7 +7,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from functools import cached_property
 from types import SimpleNamespace
-from typing import Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 from sqlalchemy import Connection, Integer, Row, type_coerce
@@ -45,11 +45,20 @@ def candidate_depth(limit: int) -> int:
     return max(50, limit * 5)
 
 
+class _Search(Protocol):
+    """A vector search under way: a Future, or an :class:`_OnDemand`."""
+
+    def done(self) -> bool: ...
+
+    def result(self) -> list[tuple[int, float]]: ...
+
+
 class _OnDemand:
     """A search run when its result is first asked for, on the asking thread (a Future's face)."""
 
     def __init__(self, search: Callable[[], list[tuple[int, float]]]):
-        self._search, self._result = search, None
+        self._search = search
+        self._result: list[tuple[int, float]] | None = None
 
     def done(self) -> bool:
         return self._result is not None
@@ -71,11 +80,11 @@ class Recall:
         # The halves alone keep their own order; hybrid needs both (without an embedder it is keyword-only).
         self.mode: Mode = "hybrid" if self.use_vectors and self.use_keywords else "vector" if self.use_vectors else "keyword"
         self._matrices: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        self._candidates: dict[int, Row] = {}
+        self._candidates: dict[int, Row[Any]] = {}
         # Encode the query in the background while the keyword side runs: onnxruntime and
         # the database both release the GIL, so the two overlap on two cores.
         known = indexer.known_query(query) if self.use_vectors else None
-        self._query_vector = None
+        self._query_vector: Future[np.ndarray] | None = None
         if known is not None:
             self._query_vector = Future()
             self._query_vector.set_result(known)
@@ -96,6 +105,8 @@ class Recall:
 
     @property
     def query_vector(self) -> np.ndarray:
+        if self._query_vector is None:
+            raise RuntimeError("this search uses no vectors")  # only the vector side asks
         return self._query_vector.result()
 
     def vector_hits(self, kind: str, limit: int, allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
@@ -108,15 +119,16 @@ class Recall:
         then searched by the server and never loaded here."""
         return server_index_of(self.indexer.backend, self.conn, self.tenant) if self.use_vectors else None
 
-    def vector_job(self, kind: str, limit: int, allowed: np.ndarray | None):
+    def vector_job(self, kind: str, limit: int, allowed: np.ndarray | None) -> _Search | None:
         """Start the scan of ``kind`` on the encoder thread, queued behind the query's encoding
         (or, with the server's index, a search run on this thread when its result is asked for:
         the read transaction's connection cannot leave it)."""
         if not self.use_vectors:
             return None
-        if kind in SERVER_KINDS and self.server_index is not None:
+        server = self.server_index
+        if kind in SERVER_KINDS and server is not None:
             keys = None if allowed is None else allowed.tolist()
-            return _OnDemand(lambda: self.server_index.nearest(self.conn, self.tenant, kind, self.query_vector, limit, keys))
+            return _OnDemand(lambda: server.nearest(self.conn, self.tenant, kind, self.query_vector, limit, keys))
         # The matrix is fetched here: the read transaction's connection stays on this thread.
         vectors = self.indexer.cache.searchable(self.conn, self.tenant, kind, self.indexer.model.dim)
         pks = vectors.pks
@@ -139,8 +151,10 @@ class Recall:
             for c in missing:
                 c.vector = found.get(c.pk)
             return
-        pks, matrix = self._matrices.get(kind, (None, None))
-        if not missing or pks is None or not len(pks):
+        if not missing or kind not in self._matrices:
+            return
+        pks, matrix = self._matrices[kind]
+        if not len(pks):
             return
         want = np.fromiter((c.pk for c in missing), dtype=np.int64, count=len(missing))
         at = np.minimum(np.searchsorted(pks, want), len(pks) - 1)
@@ -173,7 +187,11 @@ class Recall:
         # the keyword side's, and marking both sets cost a second highlight query in nine searches
         # of ten (cProfile, 10k episodes: highlights were a quarter of a hybrid search).
         early = keyword[:limit] if self.mode == "keyword" else []
-        marked = self.index.episode_highlights(self.conn, self.tenant, self.expression, [pk for pk, _, _ in early]) if early else {}
+        marked = (
+            self.index.episode_highlights(self.conn, self.tenant, self.expression, [pk for pk, _, _ in early])
+            if early and self.expression
+            else {}
+        )
         phrases = self.fusion_query.phrases if self.mode == "hybrid" else None
         extra = (
             self.index.phrase_episodes(self.conn, self.tenant, list(phrases), fusion.EXACT_CANDIDATES, session_id, since, until)
@@ -235,7 +253,7 @@ class Recall:
         rows = self._episode_rows([pk for pk in pks if pk not in found])
         return found | {pk: episode_tier.to_model(row) for pk, row in rows.items()}
 
-    def _episode_rows(self, pks: list[int]) -> dict:
+    def _episode_rows(self, pks: list[int]) -> dict[int, Row[Any]]:
         if not pks:
             return {}
         return {r.pk: r for r in self.conn.execute(self.tenant.select_keys(episodes_t, episodes_t.c.pk, pks))}
@@ -367,7 +385,7 @@ _CANDIDATE_COLUMNS = (
 )
 
 
-def _candidate_episode(row: Row) -> Episode:
+def _candidate_episode(row: Row[Any]) -> Episode:
     micros = row.occurred_micros
     return episode_tier.to_model(SimpleNamespace(**row._asdict(), occurred_at=None if micros is None else from_micros(micros)))
 
@@ -379,7 +397,7 @@ def small_corpus(conn: Connection, tenant: Tenant, kind: str) -> dict[int, str]:
     return {r.pk: r.content for r in conn.execute(tenant.select(scratch_t))}
 
 
-def block_text(row) -> str:
+def block_text(row: Row[Any]) -> str:
     return f"{row.name}\n{row.content}"
 
 
@@ -403,7 +421,9 @@ def merge(hit_lists: list[list[RecallHit]], limit: int) -> list[RecallHit]:
     return sorted(merged, key=lambda h: -h.scores.score)[:limit]
 
 
-def recency(conn: Connection, tenant: Tenant, limit: int, session_id, since, until) -> list[RecallHit]:
+def recency(
+    conn: Connection, tenant: Tenant, limit: int, session_id: str | None, since: datetime | None, until: datetime | None
+) -> list[RecallHit]:
     page = episode_tier.page_episodes(conn, tenant, session_id=session_id, since=since, until=until, limit=limit, cursor=None)
     return [
         RecallHit(

@@ -33,36 +33,41 @@ from .export import FORMAT, FORMAT_VERSION, Digests, canonical
 
 
 def _limit(info: ValidationInfo) -> int:
-    return info.context["limit"]
+    limit: int = (info.context or {})["limit"]  # every validation passes it (see _parse)
+    return limit
+
+
+def _field(info: ValidationInfo) -> str:
+    return info.field_name or "value"
 
 
 def _text(value: str, info: ValidationInfo) -> str:
-    return check_text(value, info.field_name, limit=_limit(info))
+    return check_text(value, _field(info), limit=_limit(info))
 
 
 def _nonempty(value: str, info: ValidationInfo) -> str:
-    return check_text(value, info.field_name, limit=_limit(info), allow_empty=False)
+    return check_text(value, _field(info), limit=_limit(info), allow_empty=False)
 
 
 def _name(value: str | None, info: ValidationInfo) -> str | None:
-    return None if value is None else check_name(value, info.field_name)
+    return None if value is None else check_name(value, _field(info))
 
 
 def _names(value: list[str], info: ValidationInfo) -> list[str]:
-    return [check_name(item, info.field_name) for item in value]
+    return [check_name(item, _field(info)) for item in value]
 
 
 def _time(value: Any, info: ValidationInfo) -> datetime | None:
-    return None if value is None else parse_time(value, info.field_name)
+    return None if value is None else parse_time(value, _field(info))
 
 
 def _json(value: Any, info: ValidationInfo) -> Any:
-    check_json(value, info.field_name, limit=_limit(info))
+    check_json(value, _field(info), limit=_limit(info))
     return value
 
 
 def _order(value: int, info: ValidationInfo) -> int:
-    return check_int(value, info.field_name)
+    return check_int(value, _field(info))
 
 
 def _embedding(value: Any, info: ValidationInfo) -> bytes | None:
@@ -81,7 +86,7 @@ def _task(value: Any, info: ValidationInfo) -> TaskState:
     return check_task_state(value, limit=_limit(info))
 
 
-def _snapshot(value: Any, info: ValidationInfo) -> dict:
+def _snapshot(value: Any, info: ValidationInfo) -> dict[str, Any]:
     return check_snapshot(value, limit=_limit(info))
 
 
@@ -123,7 +128,7 @@ class EpisodeRecord(_Record):
     metadata: Annotated[dict[str, Any], AfterValidator(_json)]
     embedding: Embedding = None
 
-    def problem(self):
+    def problem(self) -> tuple[str, str] | None:
         if not self.input and not self.output:
             return "input", "an episode needs an input or an output"
         if "tool_transcript" in self.metadata:
@@ -132,6 +137,7 @@ class EpisodeRecord(_Record):
                 check_transcript(self.metadata["tool_transcript"])
             except InvalidInputError as exc:
                 return "metadata.tool_transcript", str(exc)
+        return None
 
 
 class FactRecord(_Record):
@@ -147,9 +153,10 @@ class FactRecord(_Record):
     source_episode_ids: Annotated[list[str], AfterValidator(_names)]
     embedding: Embedding = None
 
-    def problem(self):
+    def problem(self) -> tuple[str, str] | None:
         if self.valid_until is not None and self.valid_until < self.valid_from:
             return "valid_until", "a fact cannot stop being valid before it starts (valid_until < valid_from)"
+        return None
 
 
 class SessionRecord(_Record):
@@ -312,9 +319,11 @@ def _lines(source: Any) -> tuple[Callable[[], Iterator[tuple[int | None, Any]]],
     return jsonl, None
 
 
-def _records(read, manifest_upfront: Any) -> tuple[list[tuple[int | None, dict]], dict]:
+def _records(
+    read: Callable[[], Iterator[tuple[int | None, Any]]], manifest_upfront: Any
+) -> tuple[list[tuple[int | None, dict[str, Any]]], dict[str, Any]]:
     manifest = manifest_upfront
-    raw_records: list[tuple[int | None, dict]] = []
+    raw_records: list[tuple[int | None, dict[str, Any]]] = []
     for number, raw in read():
         if not isinstance(raw, dict):
             raise ImportValidationError("a record must be a JSON object", line=number)
@@ -332,7 +341,7 @@ def _records(read, manifest_upfront: Any) -> tuple[list[tuple[int | None, dict]]
 # --- checking --------------------------------------------------------------------------------
 
 
-def _targets(manifest: dict, as_user: Any) -> dict[str | None, Tenant]:
+def _targets(manifest: dict[str, Any], as_user: Any) -> dict[str | None, Tenant]:
     """The tenants the manifest declares, each mapped to the tenant it is written to."""
     declared = manifest.get("tenants")
     if not isinstance(declared, list):
@@ -357,7 +366,7 @@ def _where(number: int | None, index: int, field: str | None) -> dict[str, Any]:
     return {"field": f"records[{index}]" + (f".{field}" if field else "")}
 
 
-def _parse(raw: dict, number: int | None, index: int, limit: int) -> Any:
+def _parse(raw: dict[str, Any], number: int | None, index: int, limit: int) -> Any:
     try:
         return RECORD.validate_python(raw, context={"limit": limit})
     except ValidationError as exc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import UTC, date, datetime, time
+from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import BigInteger, Connection, Row, Select, func, tuple_, type_coerce
@@ -23,7 +24,7 @@ def embed_text(input: str, output: str) -> str:
     return f"{input}\n{output}".strip()
 
 
-def to_model(row: Row[Any]) -> Episode:
+def to_model(row: Row[Any] | SimpleNamespace) -> Episode:
     # Rows were validated on the way in; model_construct skips validating them again.
     return Episode.model_construct(
         id=row.id,

@@ -7,7 +7,7 @@ import json
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, func, or_, select
+from sqlalchemy import ColumnElement, Connection, Row, Table, func, or_, select
 
 from ..backend import Backend
 from ..errors import InvalidInputError, UnknownCheckpointError, UnknownSessionError
@@ -58,7 +58,7 @@ class SessionMemory:
         touch_tenant(conn, self.tenant, now)
         return ensure_session(conn, self.tenant, self.session_id, now)
 
-    def _live(self, now: datetime):
+    def _live(self, now: datetime) -> ColumnElement[bool]:
         return or_(kv_t.c.expires_at.is_(None), kv_t.c.expires_at > now)
 
     def _purge_expired(self, conn: Connection, pk: int, now: datetime) -> None:
@@ -137,7 +137,9 @@ class SessionMemory:
             pk = self._pk(conn)
             if pk is None:
                 return 0
-            live = conn.execute(self.tenant.select(kv_t, func.count()).where(kv_t.c.session_pk == pk, self._live(utcnow()))).scalar()
+            live: int = conn.execute(
+                self.tenant.select(kv_t, func.count()).where(kv_t.c.session_pk == pk, self._live(utcnow()))
+            ).scalar_one()
             if keys_only:
                 conn.execute(self.tenant.delete(kv_t).where(kv_t.c.session_pk == pk))
             else:
@@ -161,8 +163,9 @@ class SessionMemory:
     ) -> TaskState:
         check_text(task, "task", limit=self._max_bytes)
         _check_data(data)
-        state = _make_task_state(task, current_step, total_steps, None, status, data or {}, utcnow())
-        self._save_task_state(state)
+        now = utcnow()
+        state = _make_task_state(task, current_step, total_steps, None, status, data or {}, now)
+        self._save_task_state(state, now)
         return state
 
     def get_task_state(self) -> TaskState | None:
@@ -183,6 +186,7 @@ class SessionMemory:
         """Move the task on. Without ``progress_percent`` it follows current/total steps; always 0..100."""
         _check_data(data)
         old = self.get_task_state() or TaskState()
+        now = utcnow()
         state = _make_task_state(
             old.task,
             old.current_step if current_step is None else current_step,
@@ -190,17 +194,17 @@ class SessionMemory:
             progress_percent,
             old.status if status is None else status,
             {**old.data, **(data or {})},
-            utcnow(),
+            now,
         )
-        self._save_task_state(state)
+        self._save_task_state(state, now)
         return state
 
-    def _save_task_state(self, state: TaskState) -> None:
+    def _save_task_state(self, state: TaskState, now: datetime) -> None:
         text = check_text(state.model_dump_json(), "task state", limit=self._max_bytes)
         with self._db.write(self.tenant) as conn:
-            pk = self._write_pk(conn, state.updated_at)
+            pk = self._write_pk(conn, now)
             conn.execute(self.tenant.delete(task_t).where(task_t.c.session_pk == pk))
-            conn.execute(task_t.insert().values(self.tenant.stamp({"session_pk": pk, "state": text, "updated_at": state.updated_at})))
+            conn.execute(task_t.insert().values(self.tenant.stamp({"session_pk": pk, "state": text, "updated_at": now})))
 
     # --- scratchpad ---------------------------------------------------------------
 
@@ -212,7 +216,7 @@ class SessionMemory:
             pk = self._write_pk(conn, now)
             entry_pk = conn.execute(
                 scratch_t.insert().values(self.tenant.stamp({"session_pk": pk, "created_at": now, "content": content}))
-            ).inserted_primary_key[0]
+            ).inserted_primary_key[0]  # type: ignore[index]  # a single-row INSERT always has its key
             keep = select(scratch_t.c.pk).where(scratch_t.c.session_pk == pk).order_by(scratch_t.c.pk.desc())
             keep = keep.limit(self._scratchpad_limit)
             conn.execute(self.tenant.delete(scratch_t).where(scratch_t.c.session_pk == pk, scratch_t.c.pk.not_in(keep)))
@@ -318,7 +322,7 @@ class SessionMemory:
             after = self._load_checkpoint(conn, b)[1] if b is not None else self._snapshot(conn, pk)
         now = to_micros(utcnow())
 
-        def live(snapshot):
+        def live(snapshot: dict[str, Any]) -> dict[str, Any]:
             return {k: json.loads(v["value"]) for k, v in snapshot["kv"].items() if v["expires_at"] is None or v["expires_at"] > now}
 
         old_kv, new_kv = live(before), live(after)
@@ -336,18 +340,18 @@ class SessionMemory:
             scratchpad_removed=[n for n in old_notes if n not in new_notes],
         )
 
-    def _load_checkpoint(self, conn: Connection, checkpoint_id: str) -> tuple[int, dict]:
+    def _load_checkpoint(self, conn: Connection, checkpoint_id: str) -> tuple[int, dict[str, Any]]:
         pk = self._pk(conn)
         row = None
         if pk is not None and isinstance(checkpoint_id, str):
             row = conn.execute(
                 self.tenant.select(checkpoints_t).where(checkpoints_t.c.session_pk == pk, checkpoints_t.c.id == checkpoint_id)
             ).first()
-        if row is None:
+        if pk is None or row is None:
             raise UnknownCheckpointError(f"no checkpoint {checkpoint_id!r} in session {self.session_id!r} for this user")
         return pk, json.loads(row.snapshot)
 
-    def _snapshot(self, conn: Connection, pk: int) -> dict:
+    def _snapshot(self, conn: Connection, pk: int) -> dict[str, Any]:
         kv = conn.execute(self.tenant.select(kv_t).where(kv_t.c.session_pk == pk)).all()
         task = conn.execute(self.tenant.select(task_t).where(task_t.c.session_pk == pk)).first()
         notes = conn.execute(self.tenant.select(scratch_t).where(scratch_t.c.session_pk == pk).order_by(scratch_t.c.pk)).all()
@@ -362,14 +366,17 @@ class SessionMemory:
     def get_stats(self) -> SessionStats:
         with self._db.read() as conn:
             pk = self._pk(conn)
-            episodes = conn.execute(self.tenant.select(episodes_t, func.count()).where(episodes_t.c.session_id == self.session_id)).scalar()
+            episodes: int = conn.execute(
+                self.tenant.select(episodes_t, func.count()).where(episodes_t.c.session_id == self.session_id)
+            ).scalar_one()
             if pk is None:
                 return SessionStats(
                     session_id=self.session_id, keys=0, scratchpad_entries=0, checkpoints=0, has_task_state=False, episodes=episodes
                 )
 
-            def count(table, *where):
-                return conn.execute(self.tenant.select(table, func.count()).where(table.c.session_pk == pk, *where)).scalar()
+            def count(table: Table, *where: ColumnElement[bool]) -> int:
+                n: int = conn.execute(self.tenant.select(table, func.count()).where(table.c.session_pk == pk, *where)).scalar_one()
+                return n
 
             return SessionStats(
                 session_id=self.session_id,
@@ -393,7 +400,7 @@ class SessionMemory:
         return self
 
 
-def _kv_model(row) -> KeyValueEntry:
+def _kv_model(row: Row[Any]) -> KeyValueEntry:
     return KeyValueEntry(key=row.key, value=loads(row.value), expires_at=row.expires_at, updated_at=row.updated_at)
 
 
@@ -406,7 +413,15 @@ def _check_data(data: Any) -> None:
         raise InvalidInputError(f"data must be a dict (or None), not {type(data).__name__}")
 
 
-def _make_task_state(task, current_step, total_steps, progress_percent, status, data, now) -> TaskState:
+def _make_task_state(
+    task: str | None,
+    current_step: int,
+    total_steps: int | None,
+    progress_percent: float | None,
+    status: str,
+    data: dict[str, Any],
+    now: datetime | None,
+) -> TaskState:
     check_int(current_step, "current_step")
     if total_steps is not None:
         check_int(total_steps, "total_steps")
@@ -459,7 +474,7 @@ def check_task_state(state: Any, *, limit: int) -> TaskState:
     return _make_task_state(task, current_step, total_steps, percent, state.get("status", "pending"), data, updated_at)
 
 
-def check_snapshot(snapshot: Any, *, limit: int) -> dict:
+def check_snapshot(snapshot: Any, *, limit: int) -> dict[str, Any]:
     """A checkpoint snapshot in the shape ``_snapshot`` writes and ``restore_checkpoint`` and
     ``diff_checkpoint`` read: ``kv`` (key to JSON text and expiry in microseconds),
     ``task_state`` (None or a task state as JSON text) and ``scratchpad`` (notes)."""

@@ -27,6 +27,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from ...errors import ReadOnlyStoreError, UnknownTenantError
 from ...schema import vectors_t
 from ...tenancy import Tenant, require_tenant
+from ..interface import QueryVector
 from . import partitions
 from .errors import translated
 
@@ -47,7 +48,7 @@ BUILD_MEMORY = "512MB"
 UNDEFINED_TABLE = "42P01"  # the partition was dropped by an erasure while the build waited for it
 
 
-def _distance(query: Sequence[float]) -> ColumnElement[Any]:
+def _distance(query: QueryVector) -> ColumnElement[Any]:
     return literal_column("vectors.vector").op("<=>")(bindparam("query", list(map(float, query)), type_=Vector()))
 
 
@@ -64,7 +65,7 @@ def nearest(
     conn: Connection,
     tenant: Tenant,
     kind: str,
-    query: Sequence[float],
+    query: QueryVector,
     k: int,
     *,
     approximate: bool = False,
@@ -149,7 +150,7 @@ def _recall(conn: Connection, tenant: Tenant, kind: str, queries: list[tuple[Seq
     return found / total if total else 1.0
 
 
-def similarities(conn: Connection, tenant: Tenant, kind: str, query: Sequence[float], pks: Sequence[int]) -> dict[int, float]:
+def similarities(conn: Connection, tenant: Tenant, kind: str, query: QueryVector, pks: Sequence[int]) -> dict[int, float]:
     """The cosine similarity to ``query`` of each of the tenant's items ``pks`` that has a vector
     (hybrid fusion judges keyword-only candidates by their meaning too)."""
     if not pks:
@@ -192,7 +193,7 @@ class PgvectorIndex:
 
     @staticmethod
     def nearest(
-        conn: Connection, tenant: Tenant, kind: str, query: Sequence[float], k: int, allowed: Sequence[int] | None = None
+        conn: Connection, tenant: Tenant, kind: str, query: QueryVector, k: int, allowed: Sequence[int] | None = None
     ) -> list[tuple[int, float]]:
         return nearest(conn, tenant, kind, query, k, approximate=True, allowed=allowed)
 
