@@ -14,7 +14,7 @@ import warnings
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import anyio
 import anyio.from_thread
@@ -37,7 +37,6 @@ from ..memory import MemoryStore
 from ..models import Block, Profile, RecallHit
 from ..models import Episode as StoredEpisode
 from ..models import Fact as StoredFact
-from ..recall.hits import Mode
 
 __all__ = ["LoomflowMemory", "LoomflowEmbedder"]
 
@@ -45,6 +44,7 @@ __all__ = ["LoomflowMemory", "LoomflowEmbedder"]
 _PROFILE_SAMPLE = 10
 
 _R = TypeVar("_R")
+Mode = Literal["hybrid", "keyword", "vector"]  # MemoryStore.recall's modes
 
 
 def _in_loop_thread(coroutine_fn: Callable[..., Coroutine[Any, Any, _R]], *args: Any) -> _R:
