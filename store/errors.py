@@ -118,8 +118,13 @@ class StoreUnavailableError(MemlensError):
 
 
 class StoreDatabaseError(MemlensError):
-    """The database server refused a statement for a reason memlens does not expect (the message
-    carries the server's code and words); nothing was changed. Report it with the message."""
+    """The database refused a statement for a reason memlens does not expect (the message carries
+    the database's own code and words); nothing was changed. Report it with the message."""
+
+
+class StoreFullError(StoreDatabaseError):
+    """The disk holding the store is full (or the store reached a size limit set for it): the
+    write or erasure was rolled back whole and nothing was changed. Free space and run it again."""
 
 
 # --- embeddings --------------------------------------------------------------

@@ -17,6 +17,7 @@ from ...errors import (
     ReadOnlyStoreError,
     StoreBusyError,
     StoreDatabaseError,
+    StoreFullError,
     StoreNotFoundError,
     StoreOpenError,
     StoreUnavailableError,
@@ -27,6 +28,7 @@ LOCK_TIMEOUT_S = 10  # as SQLite's busy timeout: a writer waits this long for an
 # SQLSTATEs (PostgreSQL appendix A) by what a caller can do about them.
 _BUSY = {"40001": "a serialization failure", "40P01": "a deadlock", "55P03": "a lock it waited for too long"}
 _READ_ONLY = {"25006"}  # read_only_sql_transaction
+_FULL = {"53100"}  # disk_full
 _PRIVILEGE = {"42501"}  # insufficient_privilege
 _DIMENSION = "22000"  # pgvector: "expected N dimensions, not M"
 
@@ -78,6 +80,8 @@ def translate(error: BaseException, address: str, *, connecting: bool = False) -
             f"{address}: the database role may not do this ({text}); "
             "grant it the privilege, or open the store with read_only=True to look at it"
         )
+    if state in _FULL:
+        return StoreFullError(f"{address}: the server's disk is full ({text}); nothing was changed. Free space and try again")
     if state == _DIMENSION and "dimensions" in text:
         return ModelMismatchError(
             f"{address} keeps vectors of another width than this embedder makes ({text}); open it with the model that made them"

@@ -28,6 +28,8 @@ from ...errors import (
     ReadOnlyStoreError,
     SchemaTooNewError,
     StoreBusyError,
+    StoreDatabaseError,
+    StoreFullError,
     StoreNotFoundError,
     StoreOpenError,
 )
@@ -122,6 +124,10 @@ def translate(error: BaseException, path: Path) -> MemlensError | None:
         return StoreBusyError(
             f"{path} is busy: another connection held it for longer than the busy timeout "
             f"({BUSY_TIMEOUT_MS / 1000:g} s); nothing was changed, try again"
+        )
+    if "database or disk is full" in message:
+        return StoreFullError(
+            f"{path}: the disk is full; nothing was changed (the whole transaction was rolled back). Free space and try again"
         )
     if "unable to open database file" in message:
         reason = _read_only_reason(path)
@@ -356,7 +362,9 @@ class Database:
         except (exc.DBAPIError, sqlite3.Error) as error:
             typed = translate(error, self.path)
             if typed is None:
-                raise
+                # Never a raw driver error: the caller gets a typed one, with SQLite's own words.
+                orig = getattr(error, "orig", error)
+                typed = StoreDatabaseError(f"{self.path}: SQLite refused a statement ({type(orig).__name__}: {orig}); nothing was changed")
             raise typed from error
 
     def data_version(self) -> int:
