@@ -131,11 +131,11 @@ def hit(h) -> Group:
 def diff(d) -> Group:
     table = Table("", "key", "before", "after", expand=True)
     for key, value in d.added_keys.items():
-        table.add_row(Text("+", style="green"), key, "", pretty_json(value))
+        table.add_row(Text("+", style="green"), Text(key), "", Text(pretty_json(value)))
     for key, value in d.removed_keys.items():
-        table.add_row(Text("-", style="red"), key, pretty_json(value), "")
+        table.add_row(Text("-", style="red"), Text(key), Text(pretty_json(value)), "")
     for key, (old, new) in d.changed_keys.items():
-        table.add_row(Text("~", style="yellow"), key, pretty_json(old), pretty_json(new))
+        table.add_row(Text("~", style="yellow"), Text(key), Text(pretty_json(old)), Text(pretty_json(new)))
     parts: list[Any] = [table if table.row_count else Text("key-value entries: no change", style="dim")]
     before, after = d.task_state_before, d.task_state_after
     if before != after:

@@ -13,6 +13,7 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
 from textual.widgets import Label, Sparkline, Static
 
 from .formatting import activity_caption, tier_bars
@@ -114,7 +115,8 @@ class DetailPane(VerticalScroll):
         overview = self.query_one(TenantOverview)
         overview.display = self.record_title is None and self.tenant is not None and overview.loaded
         self.query_one("#detail-body", Static).display = not overview.display
+        # A border title given as a string is read as markup: a tenant or block named "[/]" crashed.
         if self.record_title is not None:
-            self.border_title = self.record_title
+            self.border_title = Content(self.record_title)
         else:
-            self.border_title = f"{self.tenant} at a glance" if overview.display else "detail"
+            self.border_title = Content(f"{self.tenant} at a glance" if overview.display else "detail")

@@ -16,13 +16,14 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Select, Static
 
 from . import detail
 from .footer import KeysFooter
 from .formatting import count, when
-from .printable import tenant_label
+from .printable import printable, tenant_label
 from .views import RecordTable, parse_day
 
 COUNT_COLUMNS = 3  # nine tiers in three rows: the whole dry run fits an 80x24 dialog
@@ -68,7 +69,8 @@ class ForgetScreen(ModalScreen[tuple[str | None, datetime | None] | None]):
                     yield RadioButton("whole tenant", value=True, id="scope-tenant")
                     yield RadioButton("one session", id="scope-session")
                     yield RadioButton("before a date", id="scope-before")
-                yield Select([(s, s) for s in self.sessions], prompt="session", id="forget-session", classes="hidden")
+                # A prompt given as a string is read as markup; session ids are the agent's text.
+                yield Select([(Content(printable(s)), s) for s in self.sessions], prompt="session", id="forget-session", classes="hidden")
                 yield Input(placeholder="before YYYY-MM-DD", id="forget-before", classes="hidden")
                 yield Static("counting…", id="forget-counts")
                 yield Static("This cannot be undone. The erasure is recorded in the audit log.", classes="warning")
@@ -216,7 +218,7 @@ class ConfirmScreen(ModalScreen[bool]):
         with Vertical(classes="dialog danger"):
             yield buttons(Button("Cancel", id="no", variant="primary"), Button(self.yes, id="yes", variant="error"))
             with VerticalScroll(classes="dialog-body"):
-                yield Static(self.question, id="question", classes="title")  # a Static wraps; a Label cut it off
+                yield Static(Content(self.question), id="question", classes="title")  # a Static wraps; a Label cut it off
 
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus()
@@ -238,7 +240,7 @@ class DiffScreen(InfoScreen):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide"):
             yield from self.close_row()
-            yield Static(self.heading, classes="title")
+            yield Static(Content(self.heading), classes="title")  # names a checkpoint: text, not markup
             with VerticalScroll(classes="dialog-body"):
                 yield Static(self.body)
 
