@@ -56,7 +56,7 @@ def test_two_processes_opening_a_fresh_database_at_once_both_succeed(pg_url):
     threads = [threading.Thread(target=open_one) for _ in range(4)]
     [t.start() for t in threads]
     [t.join() for t in threads]
-    assert errors == [] and sorted(results) == [0, 4, 4, 4]
+    assert errors == [] and sorted(results) == [0, *[ddl.CURRENT_VERSION] * 3]
 
 
 @pytest.mark.both_backends
@@ -218,3 +218,44 @@ def test_a_vector_of_the_wrong_width_is_refused(pg_url):
     e = migrated(pg_url, ALICE, dim=8)
     with pytest.raises(DBAPIError, match="expected 8 dimensions"), e.begin() as conn:
         conn.execute(text("INSERT INTO vectors VALUES ('episode', 1, 'alice', 'h', '[1,2,3]')"))
+
+
+def test_a_version_4_store_moves_its_session_keys_into_each_tenant(pg_url, monkeypatch):
+    """Version 5 replaces the session tables' foreign keys into the partitioned sessions table
+    (whose triggers sat on every tenant's sessions) by one per tenant partition, for the
+    tenants a version 4 store already holds; a session's rows still go with it."""
+    with monkeypatch.context() as old:  # memlens as it was at version 4
+        old.setattr(ddl, "MIGRATIONS", {4: ddl.MIGRATIONS[4]})
+        old.setattr(ddl, "CURRENT_VERSION", 4)
+        old.setattr(partitions, "SESSION_CHILDREN", ())
+        with MemoryStore.open(pg_url) as s:
+            s.session("trip", user_id="alice").set("k", "v")
+            s.session("trip", user_id="alice").append_scratchpad("a note")
+    e = pg_engine.create(pg_url)
+
+    def session_keys(conn) -> set[tuple[str, str]]:
+        rows = conn.execute(
+            text(
+                "SELECT c.conrelid::regclass::text, c.confrelid::regclass::text FROM pg_constraint c "
+                "WHERE c.contype = 'f' AND c.conname LIKE 'fk_%session%'"
+            )
+        )
+        return {(child.strip('"'), parent.strip('"')) for child, parent in rows}
+
+    alice = partitions.names(ALICE)
+    with e.connect() as conn:
+        assert ("kv_entries", "sessions") in session_keys(conn)  # version 4: on the parents
+    with MemoryStore.open(pg_url) as s:
+        with e.connect() as conn:
+            keys = session_keys(conn)
+            assert conn.execute(text("SELECT value FROM memlens_meta WHERE key = 'schema_version'")).scalar() == "5"
+        assert keys == {(alice[child], alice["sessions"]) for child in ddl.SESSION_CHILDREN}
+        s.forget(user_id="alice", session_id="trip", actor="test")
+        with e.connect() as conn:
+            assert conn.execute(text(f'SELECT count(*) FROM "{alice["kv_entries"]}"')).scalar() == 0
+            assert conn.execute(text(f'SELECT count(*) FROM "{alice["scratchpad"]}"')).scalar() == 0
+        s.session("trip", user_id="bob").set("k", "v")  # a new tenant gets its own keys too
+        with e.connect() as conn:
+            bob = partitions.names(BOB)
+            assert (bob["kv_entries"], bob["sessions"]) in session_keys(conn)
+    e.dispose()

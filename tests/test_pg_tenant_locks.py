@@ -279,3 +279,55 @@ def test_two_tenants_first_vectors_of_two_models_are_never_mixed(pg_url, tmp_pat
     with MemoryStore.open(pg_url, embedder=FakeEmbedder(dim=384, name="model-one")) as s:
         assert s.episodes(user_id="bob").items == []
         assert len(s.episodes(user_id="alice").items) == 1
+
+
+def test_tenants_made_and_dropped_meanwhile_never_hold_up_another_tenant(pg_url, short_lock_timeout):
+    """Making a new tenant's partitions, or dropping an erased tenant's, used to lock every
+    tenant's sessions (their session tables' foreign keys pointed at the partitioned parent):
+    other tenants' writes and reads, and the new tenants' own first writes, failed busy."""
+    with MemoryStore.open(pg_url, embedder=FakeEmbedder()) as s:
+        s.remember("alice's first", user_id="alice", session_id="x")
+    busy: list[str] = []
+    written: list[int] = []
+    stop = threading.Event()
+
+    def alice_works() -> None:
+        with MemoryStore.open(pg_url, embedder=FakeEmbedder()) as s:
+            n = 0
+            while not stop.is_set():
+                n += 1
+                for what, call in (
+                    ("set", lambda: s.session("x", user_id="alice").set("k", n)),
+                    ("read", lambda: s.session("x", user_id="alice").get_all()),
+                    ("remember", lambda: s.remember(f"alice {n}", user_id="alice", session_id="x")),
+                ):
+                    try:
+                        call()
+                        if what == "remember":
+                            written.append(n)
+                    except StoreBusyError as error:
+                        busy.append(f"alice {what}: {error}")
+
+    workers = [threading.Thread(target=alice_works) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    try:
+        with MemoryStore.open(pg_url, embedder=FakeEmbedder()) as s:
+            for i in range(24):
+                try:
+                    s.session("y", user_id=f"new-{i}").set("k", i)  # the tenant's partitions are made here
+                except StoreBusyError as error:
+                    busy.append(f"new-{i} first write: {error}")
+            for i in range(0, 24, 2):
+                try:
+                    s.forget(user_id=f"new-{i}", actor="dpo", missing_ok=True)  # and dropped here
+                except StoreBusyError as error:
+                    busy.append(f"forget new-{i}: {error}")
+    finally:
+        stop.set()
+        for worker in workers:
+            worker.join()
+    assert busy == []
+    with MemoryStore.open(pg_url, embedder=FakeEmbedder()) as s:
+        assert len(s.episodes(user_id="alice", limit=10_000).items) == 1 + len(written)  # no write lost
+        assert sorted(t.user_id for t in s.tenants()) == sorted(["alice", *(f"new-{i}" for i in range(1, 24, 2))])

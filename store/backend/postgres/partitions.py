@@ -21,7 +21,7 @@ from sqlalchemy import Connection, Engine, text
 
 from ...tenancy import Tenant
 from . import locks
-from .ddl import PARTITIONED
+from .ddl import PARTITIONED, SESSION_CHILDREN, session_key
 from .errors import LOCK_TIMEOUT_S
 
 
@@ -115,15 +115,27 @@ def ensure_locked(conn: Connection, tenant: Tenant) -> bool:
     caller can first check, under the same lock, that the tenant still exists)."""
     _finalize_pending(conn, tenant)
     attached, existing = _attached(conn, tenant), _existing(conn, tenant)
+    partition = names(tenant)
     made = False
-    for parent, name in names(tenant).items():
+    for parent, name in partition.items():  # sessions first: the others reference it
         if name in attached:
             continue
         if name not in existing:
             conn.exec_driver_sql(f'CREATE TABLE "{name}" (LIKE "{parent}" INCLUDING DEFAULTS INCLUDING GENERATED)')
+        if parent in SESSION_CHILDREN and not _has_constraint(conn, name, f"fk_{parent}_session"):
+            # Before the ATTACH: an attached partition always has its key into the sessions.
+            conn.exec_driver_sql(session_key(parent, name, partition["sessions"]))
         conn.exec_driver_sql(f'ALTER TABLE "{parent}" ATTACH PARTITION "{name}" FOR VALUES IN ({_literal(tenant)})')
         made = True
     return made
+
+
+def _has_constraint(conn: Connection, table: str, constraint: str) -> bool:
+    found = conn.execute(
+        text("SELECT 1 FROM pg_constraint WHERE conrelid = to_regclass(:table) AND conname = :name"),
+        {"table": f'"{table}"', "name": constraint},
+    ).first()
+    return found is not None
 
 
 def attached_tables(conn: Connection, tenant: Tenant) -> list[str]:

@@ -311,7 +311,13 @@ def split_statements(script: str) -> list[str]:
     return statements
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_m001_core, _m002_search, _m003_audit, _m004_per_tenant_ids]
+def _m005_nothing_on_sqlite(conn: Connection) -> None:
+    """Version 5 gave each PostgreSQL tenant's session tables a foreign key of their own
+    (:mod:`store.backend.postgres.ddl`); a SQLite file has no partitions, so nothing changes.
+    The step keeps the version numbers of the two backends meaning the same schema."""
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_m001_core, _m002_search, _m003_audit, _m004_per_tenant_ids, _m005_nothing_on_sqlite]
 CURRENT_VERSION = len(MIGRATIONS)
 
 
