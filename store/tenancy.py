@@ -10,6 +10,7 @@ can be built without the partition.
 from __future__ import annotations
 
 import difflib
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -42,14 +43,18 @@ class Tenant:
             return cls(ANONYMOUS_KEY)
         if not isinstance(user_id, str):
             raise InvalidInputError(f"user_id must be a string or None, not {type(user_id).__name__}")
-        if not user_id or user_id.strip() != user_id or "\x00" in user_id or len(user_id) > 256:
-            raise InvalidInputError(
-                "user_id must be 1-256 characters without surrounding spaces or NULs; use None for the anonymous bucket"
-            )
         try:
             user_id.encode("utf-8")
         except UnicodeEncodeError:
             raise InvalidInputError("user_id contains a lone surrogate") from None
+        # One name, one tenant: "zoë" typed on one keyboard (NFC, what terminals send) and stored
+        # from another (NFD, e + combining diaeresis) is the same person, and an erasure of one
+        # form must reach the other. Every name is kept in NFC; the migrations moved older ones.
+        user_id = unicodedata.normalize("NFC", user_id)
+        if not user_id or user_id.strip() != user_id or "\x00" in user_id or len(user_id) > 256:
+            raise InvalidInputError(
+                "user_id must be 1-256 characters without surrounding spaces or NULs; use None for the anonymous bucket"
+            )
         return cls(user_id)
 
     @property
@@ -168,14 +173,20 @@ def require_history(conn: Connection, tenant: Tenant, audit_table: Table) -> Non
     raise UnknownTenantError(f"no tenant or audit entry {tenant.key!r} in this store{did_you_mean(matches)}", close_matches=matches)
 
 
+def _fold(name: str) -> str:
+    """What a reader sees: the same letters whatever their case or Unicode form."""
+    return unicodedata.normalize("NFKC", name).casefold()
+
+
 def close_matches(name: str, names: Iterable[str]) -> list[str]:
-    """The ``names`` that ``name`` is likely a slip for: the same but for case, then similar ones."""
-    folded = name.casefold()
+    """The ``names`` that ``name`` is likely a slip for: the same but for case or Unicode form
+    (a store read-only to this process may still hold a name in another form), then similar ones."""
+    folded = _fold(name)
     names = list(names)
-    same_but_case = [other for other in names if other.casefold() == folded]
+    same_but_case = [other for other in names if _fold(other) == folded]
     # On case-folded names, a ratio of 0.8 catches one swap or slip ("alcie": 0.80 to "alice",
     # "carl": 0.89 to "carol") and leaves different short names apart ("bob": 0.67 to "rob").
-    by_fold = {other.casefold(): other for other in names}
+    by_fold = {_fold(other): other for other in names}
     similar = [by_fold[m] for m in difflib.get_close_matches(folded, list(by_fold), n=3, cutoff=0.8)]
     return list(dict.fromkeys(same_but_case + similar))
 

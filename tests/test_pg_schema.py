@@ -248,7 +248,7 @@ def test_a_version_4_store_moves_its_session_keys_into_each_tenant(pg_url, monke
     with MemoryStore.open(pg_url) as s:
         with e.connect() as conn:
             keys = session_keys(conn)
-            assert conn.execute(text("SELECT value FROM memlens_meta WHERE key = 'schema_version'")).scalar() == "5"
+            assert conn.execute(text("SELECT value FROM memlens_meta WHERE key = 'schema_version'")).scalar() == str(ddl.CURRENT_VERSION)
         assert keys == {(alice[child], alice["sessions"]) for child in ddl.SESSION_CHILDREN}
         s.forget(user_id="alice", session_id="trip", actor="test")
         with e.connect() as conn:

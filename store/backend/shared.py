@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Table
+from sqlalchemy import Connection, Table, text
 
 # Matched words come back from every engine's highlighter between these two control characters,
 # which no stored text can hold unnoticed (validation refuses control characters in names, and a
@@ -40,3 +41,43 @@ def upsert(
     else:
         stmt = stmt.on_conflict_do_update(index_elements=list(keys), set_=update)
     conn.execute(stmt)
+
+
+# Schema version 6 keeps tenant names in NFC. Two forms of one name (a store written before it
+# may hold both) become one tenant; where both used the same name or id (unique within a tenant,
+# by table below), the other form's keeps it with MERGED_SUFFIX: nothing lost or overwritten.
+UNIQUE_WITHIN_TENANT = {"blocks": "name", "episodes": "id", "facts": "id", "sessions": "session_id", "checkpoints": "id"}
+MERGED_SUFFIX = " (merged)"
+
+
+def tenant_names_to_rename(conn: Connection) -> list[tuple[str, str]]:
+    """(stored name, its NFC form) for every tenant name, current or erased, not in NFC."""
+    names = conn.execute(text("SELECT user_id FROM tenants UNION SELECT user_id FROM audit_log")).scalars()
+    return [(old, new) for old in sorted(names) if (new := unicodedata.normalize("NFC", old)) != old]
+
+
+def merge_tenant_names(conn: Connection, old: str, new: str) -> None:
+    """Before the rows of ``old`` become ``new``'s: give each name or id that both already use a
+    MERGED_SUFFIX on ``old``'s side, and leave one tenant row (the earliest creation, the latest
+    activity). The rows themselves are moved by the backend's own migration step."""
+    names = {"old": old, "new": new, "suffix": MERGED_SUFFIX}
+    for table, column in UNIQUE_WITHIN_TENANT.items():
+        conn.execute(
+            text(
+                f"UPDATE {table} SET {column} = {column} || :suffix WHERE user_id = :old "
+                f"AND {column} IN (SELECT {column} FROM {table} WHERE user_id = :new)"
+            ),
+            names,
+        )
+    if conn.execute(text("SELECT count(*) FROM tenants WHERE user_id IN (:old, :new)"), names).scalar_one() == 2:
+        conn.execute(
+            text(
+                "UPDATE tenants SET created_at = (SELECT min(created_at) FROM tenants WHERE user_id IN (:old, :new)), "
+                "last_activity = (SELECT max(last_activity) FROM tenants WHERE user_id IN (:old, :new)) WHERE user_id = :new"
+            ),
+            names,
+        )
+        conn.execute(text("DELETE FROM tenants WHERE user_id = :old"), names)
+    else:
+        conn.execute(text("UPDATE tenants SET user_id = :new WHERE user_id = :old"), names)
+    conn.execute(text("UPDATE audit_log SET user_id = :new WHERE user_id = :old"), names)

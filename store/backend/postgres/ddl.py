@@ -282,9 +282,19 @@ def _m005_session_keys_per_tenant(conn: Connection, dim: int) -> None:
         conn.exec_driver_sql(session_key(child, partition, "sessions" + partition.removeprefix(child)))
 
 
+def _m006_tenant_names_in_nfc(conn: Connection, dim: int) -> None:
+    from ...tenancy import Tenant
+    from ..shared import merge_tenant_names, tenant_names_to_rename
+    from . import partitions  # it builds on this module's tables
+
+    for old, new in tenant_names_to_rename(conn):
+        merge_tenant_names(conn, old, new)
+        partitions.move_tenant(conn, Tenant(old), Tenant(new))
+
+
 FIRST_VERSION = 4
 # Step n brings the schema from version n - 1 to n; version 4 is where PostgreSQL stores begin.
-MIGRATIONS = {4: _m004_initial, 5: _m005_session_keys_per_tenant}
+MIGRATIONS = {4: _m004_initial, 5: _m005_session_keys_per_tenant, 6: _m006_tenant_names_in_nfc}
 CURRENT_VERSION = max(MIGRATIONS)
 # Two processes opening a fresh database at once must not both create the schema: the first
 # takes this transaction-scoped advisory lock, the second waits and then finds it migrated.

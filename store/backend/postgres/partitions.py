@@ -130,6 +130,31 @@ def ensure_locked(conn: Connection, tenant: Tenant) -> bool:
     return made
 
 
+def move_tenant(conn: Connection, old: Tenant, new: Tenant) -> None:
+    """Inside the caller's transaction (a migration's, which holds off every writer): every row
+    of ``old`` becomes ``new``'s, in ``new``'s partitions (made here if need be), and ``old``'s
+    emptied partitions are dropped. The session tables reference their tenant's own sessions
+    partition, so the sessions are copied first, the rows that reference them moved, and the
+    old sessions deleted last; vectors move before the rows whose deletion would delete them."""
+    ensure_locked(conn, new)
+    keys = {"old": old.key, "new": new.key}
+    conn.execute(
+        text(
+            "INSERT INTO sessions (pk, user_id, session_id, created_at, updated_at) "
+            "SELECT pk, :new, session_id, created_at, updated_at FROM sessions WHERE user_id = :old"
+        ),
+        keys,
+    )
+    for table in ("vectors", "blocks", "episodes", "facts", "kv_entries", "task_states", "scratchpad", "checkpoints"):
+        conn.execute(text(f"UPDATE {table} SET user_id = :new WHERE user_id = :old"), keys)
+    conn.execute(text("DELETE FROM sessions WHERE user_id = :old"), keys)
+    for parent, name in reversed(list(names(old).items())):
+        if name in _attached(conn, old):
+            conn.exec_driver_sql(f'ALTER TABLE "{parent}" DETACH PARTITION "{name}"')
+        if name in _existing(conn, old):
+            conn.exec_driver_sql(f'DROP TABLE "{name}"')
+
+
 def _has_constraint(conn: Connection, table: str, constraint: str) -> bool:
     found = conn.execute(
         text("SELECT 1 FROM pg_constraint WHERE conrelid = to_regclass(:table) AND conname = :name"),

@@ -12,6 +12,8 @@ from collections.abc import Callable
 
 from sqlalchemy import Connection, text
 
+from ..shared import merge_tenant_names, tenant_names_to_rename
+
 APPLICATION_ID = 0x4D4C4E53  # "MLNS": marks the file as a memlens store for `file(1)` and for us
 
 _CORE_DDL = """
@@ -317,7 +319,22 @@ def _m005_nothing_on_sqlite(conn: Connection) -> None:
     The step keeps the version numbers of the two backends meaning the same schema."""
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_m001_core, _m002_search, _m003_audit, _m004_per_tenant_ids, _m005_nothing_on_sqlite]
+# Version 6: tenant names in NFC (see store.backend.shared for the rule and its tables).
+def _m006_tenant_names_in_nfc(conn: Connection) -> None:
+    for old, new in tenant_names_to_rename(conn):
+        merge_tenant_names(conn, old, new)
+        for table in ("blocks", "episodes", "facts", "sessions", "kv_entries", "task_states", "scratchpad", "checkpoints", "vectors"):
+            conn.execute(text(f"UPDATE {table} SET user_id = :new WHERE user_id = :old"), {"old": old, "new": new})
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [
+    _m001_core,
+    _m002_search,
+    _m003_audit,
+    _m004_per_tenant_ids,
+    _m005_nothing_on_sqlite,
+    _m006_tenant_names_in_nfc,
+]
 CURRENT_VERSION = len(MIGRATIONS)
 
 
