@@ -53,7 +53,7 @@ class ActionsMixin:
         if action == "focus_search":
             # Bound with priority, so it is asked first on every screen: off in a dialog, in what
             # takes "/" as text, and before the views have mounted (the search box is not there).
-            return self.screen is self.screen_stack[0] and not self.typing_here() and bool(self.query("#query"))
+            return self.screen is self.screen_stack[0] and not self.typing_here()
         return None if self.disabled_reason(action) else True
 
     def typing_here(self) -> bool:
@@ -74,6 +74,9 @@ class ActionsMixin:
             self.notify(f"{active.binding.description}: {reason}", severity="warning")
 
     def action_show_view(self, name: str) -> None:
+        if not self.query("#tabs"):  # pressed before the views exist: shown once they do
+            self.early_view = name
+            return
         tabs = self.query_one("#tabs")
         leaving = self.focused is not None and tabs in self.focused.ancestors
         tabs.active = name
@@ -83,6 +86,11 @@ class ActionsMixin:
             self.screen.set_focus(self.query_one(MAIN_TABLE[name]))
 
     def action_focus_search(self) -> None:
+        if not self.query("#query"):  # before the views exist: a box of its own takes the text
+            early = self.query_one("#early-query", Input)
+            early.display = True
+            self.screen.set_focus(early)
+            return
         self.action_show_view("search")
         # At once, not as Widget.focus() does it (a callback queued behind keys already typed):
         # the next key reaching the App goes to whatever has the focus when it is handed on.

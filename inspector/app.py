@@ -129,6 +129,7 @@ class MemlensApp(StoreLifecycleMixin, TenantListMixin, SearchMixin, ActionsMixin
         self.picked_a_tenant = False  # the first tenant is selected once, at start-up; never again by itself
         self.search_seq = 0
         self.marked_checkpoint: Any = None
+        self.early_view: str | None = None  # a view asked for before the views existed
         self.seen_version: int | None = None
         self.session_names: list[str] = []
         self.searcher = LatestOnly(self.run_search, self.search_failed)
@@ -142,11 +143,15 @@ class MemlensApp(StoreLifecycleMixin, TenantListMixin, SearchMixin, ActionsMixin
 
     def compose(self) -> ComposeResult:
         yield Header()
-        with Horizontal(id="main"), Sidebar(id="sidebar"):
-            yield Input(placeholder="filter tenants", id="tenant-filter")
-            yield OptionList(id="tenants")
-            yield Button("Audit log (all tenants)", id="store-audit", compact=True)
-            # The tier views join here after the first frame (on_mount says why).
+        with Horizontal(id="main"):
+            with Sidebar(id="sidebar"):
+                yield Input(placeholder="filter tenants", id="tenant-filter")
+                yield OptionList(id="tenants")
+                yield Button("Audit log (all tenants)", id="store-audit", compact=True)
+            # The tier views join here after the first frame (on_mount says why). Until then "/"
+            # shows this box, so what is typed next is text, not keys (a "q" would have quit),
+            # and it moves into the search box when that exists.
+            yield Input(placeholder="search this tenant's memory…", id="early-query", classes="hidden")
         yield KeysFooter()
 
     def on_mount(self) -> None:
@@ -168,7 +173,26 @@ class MemlensApp(StoreLifecycleMixin, TenantListMixin, SearchMixin, ActionsMixin
         if not main.is_attached:  # the user quit at the first frame
             return
         await main.mount(ContentArea(self.request_search, id="content"))
+        self.take_early_keys()
         self.open_store()  # after the views are whole: a store message may go to any of them
+
+    def take_early_keys(self) -> None:
+        """Apply what was pressed before the views existed: the last view asked for by its
+        digit, and the text typed after "/" (with the focus, if it is still there)."""
+        early = self.query_one("#early-query", Input)
+        if self.early_view is not None:
+            self.action_show_view(self.early_view)
+        if early.display:
+            had_focus = self.focused is early
+            query = self.query_one("#query", Input)
+            query.value = early.value
+            query.cursor_position = early.cursor_position
+            if had_focus:
+                self.action_focus_search()
+                # The box selects all its text when it gains the focus, and the next key would
+                # replace it: put the cursor back where it was, after that Focus is handled.
+                query.call_later(setattr, query, "cursor_position", early.cursor_position)
+        early.remove()
 
     def now(self) -> datetime:
         from store.validation import utcnow

@@ -28,6 +28,8 @@ class Host(Protocol):
     read_only_reason: str | None
     marked_checkpoint: Any
     session_names: list[str]
+    early_view: str | None
+    """A view asked for by its digit before the views existed, shown once they do."""
 
     # The App's services.
     def now(self) -> datetime: ...
