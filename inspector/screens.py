@@ -53,7 +53,8 @@ class ForgetScreen(ModalScreen[tuple[str | None, datetime | None] | None]):
 
     Dismisses with (session_id, before) to erase, or None to cancel."""
 
-    BINDINGS = [("escape", "cancel", "Cancel")]
+    # "q" cancels, as it closes every other dialog (typed as text in the date field).
+    BINDINGS = [("escape", "cancel", "Cancel"), Binding("q", "cancel", "Cancel", show=False)]
 
     def __init__(self, user_id: str | None, sessions: list[str]):
         super().__init__()
@@ -139,6 +140,15 @@ class InfoScreen(ModalScreen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#close", Button).focus()
+        self.call_after_refresh(self._focus_a_body_that_scrolls)
+
+    def _focus_a_body_that_scrolls(self) -> None:
+        """Once laid out: a body longer than the dialog takes the focus, so the arrows and
+        PageDown scroll it at once (with the Close button focused they did nothing until
+        shift+tab). Enter was all the button added; Escape and q close either way."""
+        bodies = self.query(".dialog-body")
+        if bodies and bodies.first().max_scroll_y > 0:
+            bodies.first().focus()
 
     @on(Button.Pressed, "#close")
     def action_close(self) -> None:
@@ -175,7 +185,8 @@ class ReceiptScreen(InfoScreen):
 
 
 class ExportScreen(ModalScreen[str | None]):
-    BINDINGS = [("escape", "cancel", "Cancel")]
+    # "q" types in the path field, where the focus starts; on a button it cancels.
+    BINDINGS = [("escape", "cancel", "Cancel"), Binding("q", "cancel", "Cancel", show=False)]
 
     def __init__(self, user_id: str | None, default_path: str):
         super().__init__()
@@ -208,7 +219,7 @@ class ExportScreen(ModalScreen[str | None]):
 class ConfirmScreen(ModalScreen[bool]):
     """A yes/no question whose default (focused) answer is No."""
 
-    BINDINGS = [("escape", "no", "Cancel")]
+    BINDINGS = [("escape", "no", "Cancel"), Binding("q", "no", "Cancel", show=False)]
 
     def __init__(self, question: str, yes: str):
         super().__init__()
