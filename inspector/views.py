@@ -389,14 +389,16 @@ class FactsView(Vertical):
             yield Input(placeholder="as of YYYY-MM-DD (empty: now)", id="facts-as-of", classes="date", compact=True)
             yield Checkbox("history", value=False, id="facts-history", compact=True)
         yield Label("", id="facts-status")
+        # The status first, in words: at 80 columns the last columns are off-screen, and a
+        # dimmer grey alone (gone with NO_COLOR) was all that told a superseded fact apart.
         yield RecordTable(
+            "status",
             "subject",
             "predicate",
             "object",
             "conf.",
             "valid from",
             "valid until",
-            "status",
             id="facts-table",
             render=lambda f: (f"fact {f.subject} {f.predicate}", detail.fact(f)),
         )
@@ -425,13 +427,13 @@ class FactsView(Vertical):
             table.add_record(
                 f.id,
                 f,
+                status,
                 Text(f.subject, style=style),
                 Text(f.predicate, style=style),
                 Text(f.object, style=style),
                 f"{f.confidence:.2f}",
                 when(f.valid_from),
                 when(f.valid_until),
-                status,
             )
         self.query_one("#facts-status", Label).update(facts_headline(facts, valid_at, history))
         table.select_key(keep)

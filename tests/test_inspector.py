@@ -98,7 +98,7 @@ async def test_facts_as_of_a_date_and_history(demo):
         facts = table(app, "#facts-table")
 
         def objects():
-            return {facts.get_row_at(i)[2].plain for i in range(facts.row_count)}
+            return {facts.get_row_at(i)[3].plain for i in range(facts.row_count)}
 
         assert "Porto" in objects() and "Lisbon" not in objects()
         app.query_one("#facts-as-of").value = "2026-01-01"
@@ -107,7 +107,7 @@ async def test_facts_as_of_a_date_and_history(demo):
         app.query_one("#facts-as-of").value = ""
         app.query_one("#facts-history").value = True
         await wait_for(pilot, lambda: facts.row_count == 6, what="history")
-        statuses = [facts.get_row_at(i)[6].plain for i in range(facts.row_count)]
+        statuses = [facts.get_row_at(i)[0].plain for i in range(facts.row_count)]
         assert statuses.count("superseded") == 2
 
 
