@@ -6,11 +6,9 @@ forwards to the services it composes (:mod:`store.recall.service`, :mod:`store.r
 from __future__ import annotations
 
 import json
-import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
-from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
@@ -19,7 +17,7 @@ from sqlalchemy import func
 from . import schema
 from .backend import Backend, open_backend
 from .embedding import Embedder
-from .errors import DuplicateIdError, InvalidInputError, IsolationWarning, ReadOnlyStoreError
+from .errors import DuplicateIdError, InvalidInputError, ReadOnlyStoreError
 from .models import (
     Activity,
     AuditEntry,
@@ -47,7 +45,7 @@ from .recall.hits import Mode
 from .recall.service import RecallScope, RecallService
 from .rights.forget import erasure_count, erasures_after
 from .rights.service import DataRights
-from .tenancy import UNSET, Tenant, count_by_tenant, named_tenants_exist, user_id_of
+from .tenancy import UNSET, Tenant, count_by_tenant, named_tenants_exist, resolve, user_id_of
 from .tenancy import all_tenants as list_tenants
 from .tiers import blocks, episodes, facts
 from .tiers.common import content_hash, ensure_session, ids_present, touch_tenant
@@ -84,10 +82,9 @@ class MemoryStore:
         self._indexer = indexer
         self.max_content_bytes = max_content_bytes
         self.scratchpad_limit = scratchpad_limit
-        # The services resolve user_id themselves: one frame deeper, so the warning still names the caller's line.
-        tenant_of = partial(self._tenant, stacklevel=4)
-        self._recall = RecallService(db, indexer, tenant_of)
-        self._rights = DataRights(db, indexer, tenant_of, max_content_bytes=max_content_bytes)
+        # Every method resolves its user_id here, once, and hands the tenant down.
+        self._recall = RecallService(db, indexer)
+        self._rights = DataRights(db, indexer, max_content_bytes=max_content_bytes)
         db.after_write = self._rights.after_write
 
     @classmethod
@@ -161,17 +158,14 @@ class MemoryStore:
     def __repr__(self) -> str:
         return f"MemoryStore({str(self.path)!r}, read_only={self.read_only})"
 
-    def _tenant(self, user_id: Any, stacklevel: int = 3) -> Tenant:
-        if user_id is UNSET:
-            with self._db.read() as conn:
-                if named_tenants_exist(conn, schema.tenants_t):
-                    warnings.warn(
-                        "no user_id given: using the anonymous bucket of a store that holds named users; pass user_id=None to mean it",
-                        IsolationWarning,
-                        stacklevel=stacklevel,
-                    )
-            return Tenant.of(None)
-        return Tenant.of(user_id)
+    def _tenant(self, user_id: Any) -> Tenant:
+        """``user_id`` as a tenant (:func:`store.tenancy.resolve`); called by the public method
+        itself, so a warning names the line that called that method."""
+        return resolve(user_id, self._named_tenants_exist, stacklevel=3)
+
+    def _named_tenants_exist(self) -> bool:
+        with self._db.read() as conn:
+            return named_tenants_exist(conn, schema.tenants_t)
 
     def _text(self, value: Any, field: str) -> str:
         return check_text(value, field, limit=self.max_content_bytes)
@@ -252,7 +246,7 @@ class MemoryStore:
             "id": id,
             "tool_transcript": tool_transcript,
         }
-        return self.remember_many([item], user_id=user_id, on_duplicate=on_duplicate)[0]
+        return self._remember_many([item], self._tenant(user_id), on_duplicate)[0]
 
     def remember_many(
         self, items: Iterable[Mapping[str, Any]], *, user_id: str | None = UNSET, on_duplicate: str = "refuse"
@@ -266,7 +260,9 @@ class MemoryStore:
         stays consolidated only if its text is unchanged). An id twice in ``items`` is always
         refused. Other tenants' ids are no concern of this one.
         """
-        tenant = self._tenant(user_id)
+        return self._remember_many(items, self._tenant(user_id), on_duplicate)
+
+    def _remember_many(self, items: Iterable[Mapping[str, Any]], tenant: Tenant, on_duplicate: str) -> list[Episode]:
         if on_duplicate not in ("refuse", "replace"):
             raise InvalidInputError("on_duplicate must be 'refuse' or 'replace'")
         now = utcnow()
@@ -587,14 +583,14 @@ class MemoryStore:
         search as you type. An empty query returns the most recent episodes.
         """
         return self._recall.recall(
-            query, user_id=user_id, limit=limit, session_id=session_id, time_range=time_range, kind=kind, mode=mode, prefix=prefix
+            query, self._tenant(user_id), limit=limit, session_id=session_id, time_range=time_range, kind=kind, mode=mode, prefix=prefix
         )
 
     def recall_facts(
         self, query: str, *, user_id: str | None = UNSET, limit: int = 5, valid_at: datetime | None = None, mode: Mode = "hybrid"
     ) -> list[RecallHit]:
         """Search the facts believed at ``valid_at`` (default: the current ones)."""
-        return self._recall.recall_facts(query, user_id=user_id, limit=limit, valid_at=valid_at, mode=mode)
+        return self._recall.recall_facts(query, self._tenant(user_id), limit=limit, valid_at=valid_at, mode=mode)
 
     @property
     def embedder(self) -> Embedder | None:
@@ -613,7 +609,7 @@ class MemoryStore:
     def warm_vectors(self, *, user_id: str | None = UNSET) -> int:
         """Load the tenant's episode vectors into memory now, so its first search does not wait
         for them (call it from a worker thread). Returns how many were loaded."""
-        return self._recall.warm_vectors(user_id=user_id)
+        return self._recall.warm_vectors(self._tenant(user_id))
 
     def build_vector_index(self, *, user_id: str | None = UNSET, sample: int = 100) -> VectorIndexReport:
         """PostgreSQL only: build an approximate vector index (pgvector's HNSW) on the tenant's
@@ -626,12 +622,12 @@ class MemoryStore:
         Raises :class:`~store.errors.UnsupportedByBackendError` on SQLite (whose large tenants
         are indexed in memory by themselves) and :class:`~store.errors.UnknownTenantError` for a
         tenant the store does not hold; both change nothing."""
-        return self._recall.build_vector_index(user_id=user_id, sample=sample)
+        return self._recall.build_vector_index(self._tenant(user_id), sample=sample)
 
     def drop_vector_index(self, *, user_id: str | None = UNSET) -> bool:
         """PostgreSQL only: drop the tenant's server-side vector index (its searches are exact
         again); returns whether there was one. Errors as :meth:`build_vector_index`."""
-        return self._recall.drop_vector_index(user_id=user_id)
+        return self._recall.drop_vector_index(self._tenant(user_id))
 
     def reembed(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Re-embed every episode and fact of every tenant with the current model.
@@ -646,7 +642,7 @@ class MemoryStore:
     def require_tenant(self, *, user_id: Any = UNSET, missing_ok: bool = False) -> bool:
         """Whether the store holds this tenant. Unless ``missing_ok``, a tenant it does not hold
         raises UnknownTenantError naming close matches (``Alice`` for ``alice``)."""
-        return self._rights.require_tenant(user_id=user_id, missing_ok=missing_ok)
+        return self._rights.require_tenant(self._tenant(user_id), missing_ok=missing_ok)
 
     def export(
         self, *, user_id: Any = UNSET, include_embeddings: bool = False, actor: str = "api", missing_ok: bool = False
@@ -766,8 +762,10 @@ class MemoryStore:
         if the bytes cannot be scrubbed at once, the receipt says why and the scrub is finished
         later (next write, next open, or :meth:`scrub`).
         """
+        if user_id is UNSET:  # an erasure names its target: no anonymous bucket by default
+            raise InvalidInputError("forget needs user_id: name the tenant to erase, or pass user_id=None for the anonymous bucket")
         return self._rights.forget(
-            user_id=user_id, session_id=session_id, before=before, dry_run=dry_run, actor=actor, missing_ok=missing_ok
+            self._tenant(user_id), session_id=session_id, before=before, dry_run=dry_run, actor=actor, missing_ok=missing_ok
         )
 
     def scrub(self) -> bool:
@@ -795,7 +793,9 @@ class MemoryStore:
         that arrived in import files; None gives both, each entry saying which it is. With
         ``missing_ok=False``, a tenant that holds nothing and has no entries (a typo, not an erased
         tenant: those keep their entries) raises :class:`UnknownTenantError` with close matches."""
-        return self._rights.audit_log(user_id=user_id, all_tenants=all_tenants, limit=limit, origin=origin, missing_ok=missing_ok)
+        check_flag(all_tenants, "all_tenants")  # before the tenant: "yes" is refused, not a warned-about anonymous read
+        tenant = None if all_tenants else self._tenant(user_id)
+        return self._rights.audit_log(tenant, all_tenants=all_tenants, limit=limit, origin=origin, missing_ok=missing_ok)
 
     # --- overviews ------------------------------------------------------------------------
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import difflib
 import unicodedata
-from collections.abc import Iterable, Sequence
+import warnings
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import BindParameter, ColumnElement, Connection, Delete, Select, Table, Update, delete, func, select, update
 
-from .errors import InvalidInputError, UnknownTenantError
+from .errors import InvalidInputError, IsolationWarning, UnknownTenantError
 from .schema import tenants_t
 
 ANONYMOUS_KEY = ""
@@ -94,6 +95,22 @@ class Tenant:
     def stamp(self, row: dict[str, Any]) -> dict[str, Any]:
         """Insert values for this tenant; a row can never name another tenant."""
         return {**row, "user_id": self.key}
+
+
+def resolve(user_id: Any, named_tenants_exist: Callable[[], bool], *, stacklevel: int) -> Tenant:
+    """The tenant a caller's ``user_id`` names. Omitted (:data:`UNSET`), it is the anonymous
+    bucket, with an :class:`IsolationWarning` when the store holds named users (``user_id=None``
+    says the anonymous bucket is meant); ``stacklevel`` counts from the caller of this function
+    to the line the warning should name."""
+    if user_id is UNSET:
+        if named_tenants_exist():
+            warnings.warn(
+                "no user_id given: using the anonymous bucket of a store that holds named users; pass user_id=None to mean it",
+                IsolationWarning,
+                stacklevel=stacklevel + 1,
+            )
+        return Tenant.of(None)
+    return Tenant.of(user_id)
 
 
 def user_id_of(key: str) -> str | None:

@@ -136,3 +136,31 @@ def test_random_operations_never_leak_between_tenants(tmp_path_factory, request,
             for other in TENANTS:
                 if other != tenant:
                     assert f"@{other!r}" not in seen, f"{other!r} leaked into {tenant!r}"
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda s: s.remember("no user"),
+        lambda s: s.recall("anything"),
+        lambda s: s.recall_facts("anything"),
+        lambda s: s.warm_vectors(),
+        lambda s: s.require_tenant(missing_ok=True),
+        lambda s: s.audit_log(),
+        lambda s: s.working(),
+        lambda s: s.remember_many([{"input": "no user"}]),
+        lambda s: s.session("x"),
+    ],
+    ids=["remember", "recall", "recall_facts", "warm_vectors", "require_tenant", "audit_log", "working", "remember_many", "session"],
+)
+def test_the_isolation_warning_names_the_callers_line(db_path, call):
+    """The façade resolves user_id once, in each public method, so the warning points at the
+    line that called the store, whichever method (and service behind it) that was."""
+    from store.embedding import FakeEmbedder
+    from store.errors import IsolationWarning
+
+    with MemoryStore.open(db_path, embedder=FakeEmbedder()) as s:
+        s.remember("a named user", user_id="alice")
+        with pytest.warns(IsolationWarning) as caught:
+            call(s)
+    assert [w.filename for w in caught] == [__file__]

@@ -14,7 +14,7 @@ from ..backend import Backend, ServerVectorIndex
 from ..embedding import Embedder
 from ..errors import InvalidInputError, UnsupportedByBackendError
 from ..models import RecallHit, VectorIndexReport
-from ..tenancy import UNSET, Tenant, all_tenants, require_tenant
+from ..tenancy import Tenant, all_tenants, require_tenant
 from ..tiers import episodes, facts
 from ..tiers.common import content_hash
 from ..validation import check_flag, check_int, check_optional_datetime, check_optional_name, check_text
@@ -33,19 +33,17 @@ def _check_mode(mode: object) -> None:
 
 
 class RecallService:
-    """Recall over one backend with one indexer. ``tenant_of(user_id)`` turns a caller's
-    ``user_id`` into a :class:`Tenant` (the store's rule for the anonymous bucket)."""
+    """Recall over one backend with one indexer, for a tenant the façade has resolved."""
 
-    def __init__(self, backend: Backend, indexer: Indexer, tenant_of: Callable[[Any], Tenant]):
+    def __init__(self, backend: Backend, indexer: Indexer):
         self._db = backend
         self._indexer = indexer
-        self._tenant = tenant_of
 
     def recall(
         self,
         query: str,
+        tenant: Tenant,
         *,
-        user_id: str | None = UNSET,
         limit: int = 5,
         session_id: str | None = None,
         time_range: tuple[datetime | None, datetime | None] | None = None,
@@ -54,7 +52,6 @@ class RecallService:
         prefix: bool = False,
     ) -> list[RecallHit]:
         """Search the tenant's memories; every hit carries its score breakdown; see :meth:`store.memory.MemoryStore.recall`."""
-        tenant = self._tenant(user_id)
         query = check_text(query, "query", limit=10_000)
         since, until = self._time_range(time_range)
         check_optional_name(session_id, "session_id")
@@ -87,10 +84,9 @@ class RecallService:
         return recall.merge(lists, limit)
 
     def recall_facts(
-        self, query: str, *, user_id: str | None = UNSET, limit: int = 5, valid_at: datetime | None = None, mode: Mode = "hybrid"
+        self, query: str, tenant: Tenant, *, limit: int = 5, valid_at: datetime | None = None, mode: Mode = "hybrid"
     ) -> list[RecallHit]:
         """Search the facts believed at ``valid_at`` (default: the current ones)."""
-        tenant = self._tenant(user_id)
         query = check_text(query, "query", limit=10_000)
         valid_at = check_optional_datetime(valid_at, "valid_at")
         check_int(limit, "limit", minimum=1, maximum=1000)
@@ -150,9 +146,8 @@ class RecallService:
         if self._indexer.enabled:
             self._indexer.model.warm()
 
-    def warm_vectors(self, *, user_id: str | None = UNSET) -> int:
+    def warm_vectors(self, tenant: Tenant) -> int:
         """Load the tenant's episode vectors into memory now, so its first search does not wait; see :meth:`store.memory.MemoryStore.warm_vectors`."""
-        tenant = self._tenant(user_id)
         if not self._indexer.enabled:
             return 0
         with self._db.read() as conn:
@@ -161,9 +156,8 @@ class RecallService:
             pks, _ = self._indexer.cache.get(conn, tenant, "episode", self._indexer.model.dim)
         return len(pks)
 
-    def build_vector_index(self, *, user_id: str | None = UNSET, sample: int = 100) -> VectorIndexReport:
+    def build_vector_index(self, tenant: Tenant, *, sample: int = 100) -> VectorIndexReport:
         """Build the tenant's server-side vector index and measure it; see :meth:`store.memory.MemoryStore.build_vector_index`."""
-        tenant = self._tenant(user_id)
         check_int(sample, "sample", minimum=1, maximum=10_000)
         index = self._server_index()
         started = time.perf_counter()
@@ -177,9 +171,8 @@ class RecallService:
             user_id=tenant.user_id, vectors=vectors, recall_at_10=recall, queries=queries, seconds=time.perf_counter() - started
         )
 
-    def drop_vector_index(self, *, user_id: str | None = UNSET) -> bool:
+    def drop_vector_index(self, tenant: Tenant) -> bool:
         """Drop the tenant's server-side vector index; see :meth:`store.memory.MemoryStore.drop_vector_index`."""
-        tenant = self._tenant(user_id)
         index = self._server_index()
         with self._db.read() as conn:
             require_tenant(conn, tenant)

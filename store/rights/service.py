@@ -31,14 +31,13 @@ SCRUB_RETRY_INTERVAL = 1.0
 
 
 class DataRights:
-    """Export, import, forget and audit over one backend. ``tenant_of(user_id)`` turns a caller's
-    ``user_id`` into a :class:`Tenant`; the indexer embeds imported records and its cache is
-    dropped after an erasure."""
+    """Export, import, forget and audit over one backend, for tenants the façade has resolved
+    (exports and imports name theirs in lists and files); the indexer embeds imported records
+    and its cache is dropped after an erasure."""
 
-    def __init__(self, backend: Backend, indexer: Indexer, tenant_of: Callable[[Any], Tenant], *, max_content_bytes: int):
+    def __init__(self, backend: Backend, indexer: Indexer, *, max_content_bytes: int):
         self._db = backend
         self._indexer = indexer
-        self._tenant = tenant_of
         self.max_content_bytes = max_content_bytes
         self._scrub_lock = threading.Lock()  # held by whoever scrubs
         self._next_scrub_retry = 0.0
@@ -47,9 +46,8 @@ class DataRights:
     def read_only(self) -> bool:
         return self._db.read_only
 
-    def require_tenant(self, *, user_id: Any = UNSET, missing_ok: bool = False) -> bool:
+    def require_tenant(self, tenant: Tenant, *, missing_ok: bool = False) -> bool:
         """Whether the store holds this tenant. Unless ``missing_ok``, a tenant it does not hold; see :meth:`store.memory.MemoryStore.require_tenant`."""
-        tenant = self._tenant(user_id)
         with self._db.read() as conn:
             return require_tenant(conn, tenant, missing_ok=missing_ok)
 
@@ -190,8 +188,8 @@ class DataRights:
 
     def forget(
         self,
+        tenant: Tenant,
         *,
-        user_id: Any = UNSET,
         session_id: str | None = None,
         before: datetime | None = None,
         dry_run: bool = False,
@@ -199,9 +197,6 @@ class DataRights:
         missing_ok: bool = False,
     ) -> ForgetReceipt:
         """Erase a tenant, one of its sessions, or what is older than ``before``, and everything; see :meth:`store.memory.MemoryStore.forget`."""
-        if user_id is UNSET:
-            raise InvalidInputError("forget needs user_id: name the tenant to erase, or pass user_id=None for the anonymous bucket")
-        tenant = self._tenant(user_id)
         if session_id is not None:
             check_name(session_id, "session_id")
         before = check_optional_datetime(before, "before")
@@ -382,8 +377,8 @@ class DataRights:
 
     def audit_log(
         self,
+        tenant: Tenant | None,
         *,
-        user_id: Any = UNSET,
         all_tenants: bool = False,
         limit: int = 1000,
         origin: str | None = None,
@@ -396,14 +391,13 @@ class DataRights:
         if origin not in (None, "local", "imported"):
             raise InvalidInputError("origin must be 'local', 'imported' or None")
         with self._db.read() as conn:
-            if all_tenants:
+            if all_tenants or tenant is None:
                 stmt = audit_t.select()
             else:
-                tenant = self._tenant(user_id)
                 stmt = tenant.select(audit_t)
             if origin is not None:
                 stmt = stmt.where(audit_t.c.origin == origin)
             rows = conn.execute(stmt.order_by(audit_t.c.at.desc(), audit_t.c.pk.desc()).limit(limit)).all()
-            if not rows and not all_tenants and not missing_ok:
+            if not rows and tenant is not None and not all_tenants and not missing_ok:
                 require_history(conn, tenant, audit_t)
         return [audit.to_model(r) for r in rows]
