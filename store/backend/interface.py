@@ -111,20 +111,33 @@ class Backend(Protocol):
     (:meth:`write`'s ``tenants``), an address that is not a file (:attr:`path`), and which
     tenants a scrub rewrites (:meth:`flush_erased_pages`'s ``tenants``)."""
 
-    path: Path | str
-    """Where the store lives, for export manifests and messages: a file's :class:`Path` for
-    SQLite; for a server, its URL without the password (``postgresql://role@host:5432/db``)."""
-    read_only: bool
-    schema_version: int
-    """The schema version this memlens writes (the backend's migrations brought the store to it)."""
-    keyword: KeywordIndex
+    # Read-only to callers (properties, so an engine may narrow a type: a file's path is a Path).
+    @property
+    def path(self) -> Path | str:
+        """Where the store lives, for export manifests and messages: a file's :class:`Path` for
+        SQLite; for a server, its URL without the password (``postgresql://role@host:5432/db``)."""
+
+    @property
+    def read_only(self) -> bool: ...
+
+    @property
+    def schema_version(self) -> int:
+        """The schema version this memlens writes (the backend's migrations brought the store to it)."""
+
+    @property
+    def keyword(self) -> KeywordIndex: ...
+
+    @property
+    def out_of_reach(self) -> str:
+        """What no erasure by this store can reach (copies made outside it); every receipt says it."""
+
+    @property
+    def vector_index(self) -> ServerVectorIndex | None:
+        """The server's approximate vector index, where the database has one (PostgreSQL); None for
+        SQLite, whose large tenants get an in-process approximate index instead (store.recall.approximate)."""
+
     after_write: Callable[[], None] | None
     """Called after every committed write transaction (the store retries pending scrubs there)."""
-    out_of_reach: str
-    """What no erasure by this store can reach (copies made outside it); every receipt says it."""
-    vector_index: ServerVectorIndex | None
-    """The server's approximate vector index, where the database has one (PostgreSQL); None for
-    SQLite, whose large tenants get an in-process approximate index instead (store.recall.approximate)."""
 
     def read(self) -> AbstractContextManager[Connection]:
         """A read transaction: one consistent snapshot for everything read inside."""

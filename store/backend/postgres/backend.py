@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, exc, text
 from sqlalchemy.engine import URL, make_url
@@ -288,3 +289,9 @@ class PostgresBackend:
                 self._changes.close()
                 self._changes = None
         self.engine.dispose()
+
+
+if TYPE_CHECKING:  # the engine declares what it implements; mypy checks every member and its types
+    from ..interface import Backend
+
+    _implements_backend: type[Backend] = PostgresBackend

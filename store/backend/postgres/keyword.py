@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable, Hashable
 from datetime import datetime
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
     BindParameter,
@@ -305,3 +305,9 @@ class PostgresKeywordIndex:
             pk: marked_terms(*m) for pk, *m in conn.execute(tenant.select(f, f.c.pk, *marks).where(f.c.pk.in_([pk for pk, _ in ranked])))
         }
         return [(pk, score, marked.get(pk, [])) for pk, score in ranked]
+
+
+if TYPE_CHECKING:  # the engine declares what it implements; mypy checks every member and its types
+    from ..interface import KeywordIndex
+
+    _implements_keywordindex: type[KeywordIndex] = PostgresKeywordIndex

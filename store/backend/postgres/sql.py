@@ -5,7 +5,7 @@ bulk inserts with ordered RETURNING, a row version from ``xmin``, and JSON throu
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
     BigInteger,
@@ -105,3 +105,9 @@ class PostgresSql:
 
 
 SQL = PostgresSql()
+
+
+if TYPE_CHECKING:  # the engine declares what it implements; mypy checks every member and its types
+    from ..interface import Sql
+
+    _implements_sql: type[Sql] = PostgresSql

@@ -17,7 +17,7 @@ so a deleted (erased) row is never returned even before VACUUM removes it from t
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pgvector.sqlalchemy import Vector
@@ -223,3 +223,9 @@ class PgvectorIndex:
     def _refuse_if_read_only(self) -> None:
         if self._read_only:
             raise ReadOnlyStoreError(f"{self._address} is open read-only; reopen it with read_only=False to change its indexes")
+
+
+if TYPE_CHECKING:  # the engine declares what it implements; mypy checks every member and its types
+    from ..interface import ServerVectorIndex
+
+    _implements_servervectorindex: type[ServerVectorIndex] = PgvectorIndex

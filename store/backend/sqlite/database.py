@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from sqlalchemy import Connection, Engine, create_engine, event, exc
@@ -412,3 +413,9 @@ class Database:
                 conn.close()
         except sqlite3.Error:
             pass  # busy or unreadable: the files stay, as SQLite itself would leave them
+
+
+if TYPE_CHECKING:  # the engine declares what it implements; mypy checks every member and its types
+    from ..interface import Backend
+
+    _implements_backend: type[Backend] = Database

@@ -14,7 +14,7 @@ from collections.abc import Set as AbstractSet
 from contextlib import AbstractContextManager
 from datetime import datetime
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
     BindParameter,
@@ -307,3 +307,9 @@ class SqliteKeywordIndex:
         until: datetime | None,
     ) -> list[int]:
         return phrase_episodes(conn, tenant, phrases, limit, session_id, since, until)
+
+
+if TYPE_CHECKING:  # the engine declares what it implements; mypy checks every member and its types
+    from ..interface import KeywordIndex
+
+    _implements_keywordindex: type[KeywordIndex] = SqliteKeywordIndex

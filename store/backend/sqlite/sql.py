@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Column, ColumnElement, Connection, Table, func, literal_column, select
 from sqlalchemy.dialects.sqlite import insert
@@ -137,3 +137,9 @@ def _plain_count(text: str | None) -> int:
 
 
 SQL = SqliteSql()
+
+
+if TYPE_CHECKING:  # the engine declares what it implements; mypy checks every member and its types
+    from ..interface import Sql
+
+    _implements_sql: type[Sql] = SqliteSql
