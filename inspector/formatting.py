@@ -128,3 +128,9 @@ def activity_caption(days: list[Any], episodes: list[int]) -> str:
         return "no activity"
     peak = max(episodes, default=0)
     return f"episodes per day (UTC), {days[0]:%m-%d} to {days[-1]:%m-%d}, peak {peak}"
+
+
+def audit_action(entry: Any) -> str:
+    """An audit entry's action as the tables show it: marked when it is history that came in an
+    import file, not something done in this store."""
+    return entry.action if entry.origin == "local" else f"{entry.action} (imported)"

@@ -22,7 +22,7 @@ from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Select,
 
 from . import detail
 from .footer import KeysFooter
-from .formatting import count, when
+from .formatting import audit_action, count, when
 from .printable import printable, tenant_label
 from .views import RecordTable, parse_day
 
@@ -304,7 +304,7 @@ class StoreAuditScreen(ModalScreen[None]):
         table.reset()
         for i, a in enumerate(entries):
             total = sum(v for k, v in a.counts.items() if k != "vectors")
-            table.add_record(f"{i}:{a.digest}", a, when(a.at), a.action, tenant_label(a.user_id), a.actor, str(total), a.digest[:16])
+            table.add_record(f"{i}:{a.digest}", a, when(a.at), audit_action(a), tenant_label(a.user_id), a.actor, str(total), a.digest[:16])
         self.query_one("#store-audit-status", Static).update(count(len(entries), "entries") if entries else "no entries yet")
         if entries:
             table.show_detail(table.selected())

@@ -22,7 +22,7 @@ from textual.widgets import Checkbox, DataTable, Input, Label, ProgressBar, Sele
 
 from . import detail
 from .cells import CachedCells
-from .formatting import highlighted, one_line, rank, remaining, score, score_bars, when
+from .formatting import audit_action, highlighted, one_line, rank, remaining, score, score_bars, when
 
 
 @dataclass
@@ -546,8 +546,7 @@ class AuditView(Vertical):
         table.reset()
         for i, a in enumerate(entries):
             total = sum(v for k, v in a.counts.items() if k != "vectors")
-            action = a.action if a.origin == "local" else f"{a.action} (imported)"  # history from a file, not done here
-            table.add_record(f"{i}:{a.digest}", a, when(a.at), action, a.actor, str(total), a.digest[:16])
+            table.add_record(f"{i}:{a.digest}", a, when(a.at), audit_action(a), a.actor, str(total), a.digest[:16])
 
     def clear(self, hint: str) -> None:
         self.query_one(RecordTable).reset()
