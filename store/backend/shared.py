@@ -16,6 +16,21 @@ MARK_START, MARK_END = "\x02", "\x03"
 _MARK = re.compile(f"{MARK_START}(.*?){MARK_END}", re.DOTALL)
 
 
+# --- keyword search policy, the same on every engine ---------------------------------------------
+
+# A query matching more of a tenant's episodes than this ranks the most recent this-many of them
+# by BM25: scoring every match costs tens of milliseconds per 10k, and rare words, the ones that
+# carry a query, match fewer rows than this.
+MAX_KEYWORD_MATCHES = 1000
+# A word in more than this share of a tenant's episodes is left out of its keyword query while
+# rarer words remain (ranking it costs more than it tells apart)...
+COMMON_SHARE = 0.2
+# ...once the tenant holds this many episodes; below it every match ranks quickly, nothing is cut.
+MIN_EPISODES_FOR_CUT = 1000
+# The most answers a per-data-version cache of keyword statistics keeps before it starts over.
+KEYWORD_CACHE_ENTRIES = 50_000
+
+
 def marked_terms(*highlighted: str) -> list[str]:
     """The words an engine's highlighter marked, lower-cased, first seen first."""
     seen: dict[str, None] = {}

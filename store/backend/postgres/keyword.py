@@ -46,12 +46,9 @@ from ...schema import episodes_t, facts_t
 from ...tenancy import Tenant
 from ...tiers.episodes import filtered
 from ..interface import KeywordHit
-from ..shared import marked_terms
+from ..shared import COMMON_SHARE, KEYWORD_CACHE_ENTRIES, MAX_KEYWORD_MATCHES, MIN_EPISODES_FOR_CUT, marked_terms
 
 K1, B, IDF_FLOOR = 1.2, 0.75, 1e-6
-MAX_KEYWORD_MATCHES = 1000
-COMMON_SHARE = 0.2
-MIN_EPISODES_FOR_CUT = 1000
 _ITEM = re.compile(r"'((?:[^']|'')*)'(:\*)?")
 _HEADLINE = "StartSel=\x02, StopSel=\x03, HighlightAll=true"
 
@@ -175,7 +172,7 @@ class StatisticsCache:
     never above it, so none from before an erasure is used after it. Only the newest version's
     entries are kept; a reader on an older one computes without keeping."""
 
-    MAX_ENTRIES = 50_000
+    MAX_ENTRIES = KEYWORD_CACHE_ENTRIES
 
     def __init__(self) -> None:
         # One (version, entries) pair, replaced whole: a reader never pairs one version's

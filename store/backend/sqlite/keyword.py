@@ -37,7 +37,7 @@ from ...schema import episodes_t, facts_t
 from ...tenancy import Tenant
 from ...tiers.episodes import filtered
 from ..interface import KeywordHit
-from ..shared import marked_terms
+from ..shared import COMMON_SHARE, KEYWORD_CACHE_ENTRIES, MAX_KEYWORD_MATCHES, MIN_EPISODES_FOR_CUT, marked_terms
 from . import highlight
 
 
@@ -67,9 +67,6 @@ def _fts(name: str, match: str, columns: int) -> tuple[TableClause, ColumnElemen
     return fts, ref.op("MATCH")(match), func.bm25(ref).label("rank"), marks
 
 
-COMMON_SHARE = 0.2
-# Below this many episodes, a tenant's keyword queries rank every match quickly: nothing is cut.
-MIN_EPISODES_FOR_CUT = 1000
 # How many of the tenant's most recent episodes holding the word the check reads. A share near
 # the 20% line is decided either way without harm; 100 halve the cost of 250 (3.7 ms against
 # 6.7 ms p50 with two interleaved tenants of 5k episodes, on a loaded machine).
@@ -127,9 +124,6 @@ def is_common(conn: Connection, tenant: Tenant, term: str) -> bool:
     return written < enough
 
 
-KEPT_ANSWERS = 50_000
-
-
 class CommonWords:
     """:func:`common_terms` with its per-tenant answers kept until anyone commits.
 
@@ -162,7 +156,7 @@ class CommonWords:
             large = large_enough(conn, tenant) if large is None else large
             fresh = {t: is_common(conn, tenant, t) for t in terms if t not in known} if large else {}
         with self._lock:
-            if len(self._common) > KEPT_ANSWERS:  # a store nobody writes to, searched for days
+            if len(self._common) > KEYWORD_CACHE_ENTRIES:  # a store nobody writes to, searched for days
                 self._common.clear()
             if version == self._version:
                 self._large[tenant.key] = large
@@ -170,11 +164,7 @@ class CommonWords:
         return {t for t, common in {**known, **fresh}.items() if common} if large else set()
 
 
-# A query matching more rows than this ranks the most recent this-many of them by BM25: FTS5
-# would otherwise score every match (tens of milliseconds per 10k), and it walks its doclists
-# newest first cheaply. Rare words, the ones that carry a query, match fewer rows than this.
-MAX_KEYWORD_MATCHES = 1000
-
+# FTS5 walks its doclists newest first cheaply, so the newest MAX_KEYWORD_MATCHES come at once.
 _EPISODES_FTS = table("episodes_fts", column("rowid"))
 _EPISODES_REF: ColumnClause[Any] = literal_column("episodes_fts")
 _MATCHES = _EPISODES_REF.op("MATCH")(bindparam("expression"))
