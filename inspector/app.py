@@ -28,6 +28,7 @@ from .footer import KeysFooter
 from .lifecycle import StoreLifecycleMixin
 from .loading import NO_TENANT, TenantViewsMixin
 from .locations import is_server_url, shown
+from .printable import printable
 from .searching import SEARCH_LIMIT, LatestOnly, SearchMixin
 from .tenants import Glance, TenantListMixin
 
@@ -296,6 +297,21 @@ class MemlensApp(StoreLifecycleMixin, TenantListMixin, SearchMixin, ActionsMixin
         self.searcher.stop()
         if self.store is not None:
             self.store.close()
+
+    def _handle_exception(self, error: Exception) -> None:
+        """An exception no handler caught ends the app with status 1 and one line that says what
+        it was. Textual's own ending prints a traceback with every frame's local variables, which
+        here hold the agent's memories: content on the terminal of whoever was looking (a
+        data-protection officer's, say). Under test (headless) and with MEMLENS_DEBUG=1, Textual's
+        ending stays: the tests re-raise the error, and a developer wants the frames."""
+        if self.is_headless or os.environ.get("MEMLENS_DEBUG"):
+            super()._handle_exception(error)
+            return
+        from rich.text import Text
+
+        what = printable(f"{type(error).__name__}: {error}")
+        line = f"memlens: the inspector stopped on an unexpected error: {what} (MEMLENS_DEBUG=1 shows where)"
+        self.exit(return_code=1, message=Text(line, no_wrap=True, overflow="ignore"))  # one line, whatever the width
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
         result = super().run(*args, **kwargs)

@@ -18,8 +18,9 @@ def run_inspector(path: Path) -> int:
         raise StoreNotFoundError(f"{path} does not exist; nothing was created (`memlens demo` builds a demo store)")
     # Raised from a handler, Stopped would land inside Textual's event loop; the TUI keeps the default.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    make_app(path).run()
-    return 0
+    app = make_app(path)
+    app.run()
+    return app.return_code or 0  # 1 after an unexpected error, which the app has said in one line
 
 
 def cmd_open(args: argparse.Namespace) -> int:

@@ -140,3 +140,47 @@ def test_quitting_during_the_first_model_export_ends_at_once_and_says_so(tmp_pat
         assert not list(cache.rglob("*.partial"))
     finally:
         terminal.close()
+
+
+PLANTED_FAULT = """
+import inspector.app
+
+def planted(self):
+    raise RuntimeError("a planted fault")
+
+inspector.app.MemlensApp.action_help = planted
+"""
+
+
+def test_an_unexpected_error_ends_with_status_1_and_one_line_in_a_terminal(tmp_path):
+    """An exception no handler catches (planted here, through sitecustomize, in the real command)
+    ends the process with status 1 (it was 0) and one line saying what happened, not a traceback
+    of every frame's variables, which hold the agent's memories."""
+    demo = make_demo(tmp_path / "demo.db")
+    plant = tmp_path / "plant"
+    plant.mkdir()
+    (plant / "sitecustomize.py").write_text(PLANTED_FAULT)
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {
+        **os.environ,
+        "TERM": "xterm-256color",
+        "COLUMNS": str(COLUMNS),
+        "LINES": str(LINES),
+        "PYTHONPATH": os.pathsep.join([str(plant), root]),
+    }
+    env.pop("MEMLENS_DEBUG", None)
+    terminal = Terminal([*memlens_command(), str(demo)], env)
+    try:
+        terminal.wait_for("q Quit")
+        terminal.type("?")
+        deadline = time.monotonic() + 120  # a hang guard
+        while terminal.proc.poll() is None and time.monotonic() < deadline:
+            terminal.pump(0.1)
+        terminal.pump(0.3)
+        assert terminal.proc.returncode == 1
+        screen = terminal.text()
+        lines = [line for line in screen.splitlines() if "memlens: the inspector stopped" in line]
+        assert lines and "RuntimeError: a planted fault" in lines[0], screen
+        assert "Traceback" not in screen and "locals" not in screen.lower()
+    finally:
+        terminal.close()
