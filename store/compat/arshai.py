@@ -9,8 +9,10 @@ bucket) and each memory type one key in it, so the TTL is the store's key TTL. N
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from arshai.core.interfaces.imemorymanager import IMemoryInput, IMemoryManager, IWorkingMemory
@@ -82,3 +84,21 @@ class MemlensMemoryManager(IMemoryManager):
 
     def delete(self, input: IMemoryInput) -> None:
         self._session(input).delete(self._key(input))
+
+    @property
+    def storage(self) -> Mapping[str, dict[str, Any]]:
+        """What Arshai's ``InMemoryManager.storage`` holds: every live memory of this manager's
+        tenant by Arshai's key (``memory:TYPE:conversation``), read from the store when asked.
+        Read-only: a change to it would change nothing stored, so it raises instead."""
+        found: dict[str, dict[str, Any]] = {}
+        for info in self.memory_store.sessions(user_id=self.user_id):
+            for key, value in self.memory_store.session(info.session_id, user_id=self.user_id).get_all().items():
+                if key.startswith(f"{self.prefix}:"):
+                    found[f"{key}:{info.session_id}"] = value
+        return MappingProxyType(found)
+
+    def _clear_expired_memory(self) -> None:
+        """Arshai's clean-up of memories past their TTL, which its documentation tells users to
+        call. Reads already hide them; this deletes them from the store's files too (with every
+        tenant's other expired keys, as the store's own purge does)."""
+        self.memory_store.purge_expired()

@@ -30,6 +30,7 @@ from loomflow.core.types import (
     Message,
     Role,
     ToolCall,
+    _normalize_predicate,  # loomflow's own rule, so both stores agree
 )
 
 from ..errors import UnknownSessionError, UnknownTenantError
@@ -196,17 +197,37 @@ class LoomflowFacts:
         limit: int = 10,
         user_id: str | None = None,
     ) -> list[Fact]:
+        # As loomflow's stores: without valid_at every fact, superseded ones included; a predicate
+        # in loomflow's canonical form ("Lives In" finds "lives_in").
+        canonical = None if predicate is None else _normalize_predicate(predicate)
         found = await self._memory._run(
-            lambda: self._memory.store.facts(user_id=user_id, subject=subject, predicate=predicate, object=object_, valid_at=_utc(valid_at))
+            lambda: self._memory.store.facts(
+                user_id=user_id,
+                subject=subject,
+                predicate=canonical,
+                object=object_,
+                valid_at=_utc(valid_at),
+                include_history=valid_at is None,
+            )
         )
         found.sort(key=lambda f: f.recorded_at, reverse=True)
         return [_to_fact(f) for f in found[:limit]]
+
+    async def all_facts(self) -> list[Fact]:
+        """Every fact of every tenant, superseded ones included (loomflow's consolidation reads them)."""
+
+        def read() -> list[StoredFact]:
+            store = self._memory.store
+            return [f for t in store.tenants() for f in store.facts(user_id=t.user_id, include_history=True)]
+
+        return [_to_fact(f) for f in await self._memory._run(read)]
 
     async def recall_text(self, query: str, *, limit: int = 5, valid_at: datetime | None = None, user_id: str | None = None) -> list[Fact]:
         return await self._memory.recall_facts(query, limit=limit, valid_at=valid_at, user_id=user_id)
 
     async def count(self, *, user_id: str | None = None) -> int:
-        return len(await self._memory._run(lambda: self._memory.store.facts(user_id=user_id)))
+        """Every fact of the tenant, superseded ones included, as loomflow counts."""
+        return len(await self._memory._run(lambda: self._memory.store.facts(user_id=user_id, include_history=True)))
 
     async def aclose(self) -> None:
         return None
@@ -371,7 +392,7 @@ class LoomflowMemory:
     async def profile(self, *, user_id: str | None = None) -> MemoryProfile:
         def read() -> tuple[list[StoredEpisode], Profile, list[StoredFact]]:
             page = self.store.episodes(user_id=user_id, limit=10_000)
-            return page.items, self.store.profile(user_id=user_id), self.store.facts(user_id=user_id)
+            return page.items, self.store.profile(user_id=user_id), self.store.facts(user_id=user_id, include_history=True)
 
         items, summary, facts = await self._run(read)
         recent = list(dict.fromkeys(e.session_id for e in items if e.session_id))[:_PROFILE_SAMPLE]

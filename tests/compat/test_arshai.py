@@ -79,3 +79,34 @@ def test_persists_across_processes_reopen(tmp_path):
     MemlensMemoryManager(tmp_path / "p.db").store(put("c", "kept"))
     again = MemlensMemoryManager(MemoryStore.open(tmp_path / "p.db"))
     assert again.retrieve(ask("c"))[0].working_memory == "kept"
+
+
+def test_expired_memories_are_cleared_as_arshais_docs_say_and_storage_lists_the_live_ones(tmp_path):
+    """Arshai's documentation tells users to call _clear_expired_memory(); its InMemoryManager
+    keeps its memories in .storage by "memory:TYPE:conversation"."""
+    import sqlite3
+    from datetime import UTC, datetime, timedelta
+
+    from store.validation import set_clock
+
+    start = datetime(2026, 11, 1, tzinfo=UTC)
+    manager = MemlensMemoryManager(tmp_path / "a.db", ttl=60)
+    try:
+        set_clock(lambda: start)
+        manager.store(put("c1", "soon past its TTL"))
+        set_clock(lambda: start + timedelta(seconds=30))
+        manager.store(put("c2", "still live"))
+        set_clock(lambda: start + timedelta(seconds=61))
+        assert list(manager.storage) == ["memory:WORKING_MEMORY:c2"]
+        assert manager.storage["memory:WORKING_MEMORY:c2"]["data"] == {"working_memory": "still live"}
+        with pytest.raises(TypeError):
+            manager.storage["memory:WORKING_MEMORY:c3"] = {}  # a copy that could not write back
+        with sqlite3.connect(tmp_path / "a.db") as raw:
+            assert raw.execute("SELECT count(*) FROM kv_entries").fetchone()[0] == 2  # hidden, not yet deleted
+        manager._clear_expired_memory()
+        with sqlite3.connect(tmp_path / "a.db") as raw:
+            assert raw.execute("SELECT count(*) FROM kv_entries").fetchone()[0] == 1
+        assert [m.working_memory for m in manager.retrieve(ask("c2"))] == ["still live"]
+    finally:
+        set_clock(None)
+        manager.memory_store.close()

@@ -53,3 +53,30 @@ async def test_remember_of_an_existing_id_replaces_it(tmp_path):
 def test_import_store_does_not_import_loomflow_or_arshai():
     code = "import store, store.compat, sys; print(any(m.split('.')[0] in ('loomflow', 'arshai') for m in sys.modules))"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+
+
+async def test_the_fact_store_is_loomflows_fact_store(tmp_path):
+    """loomflow's FactStore protocol includes all_facts() (Agent.consolidate and the
+    ConsolidationWorker read it); query() without valid_at and count() include superseded
+    facts, and a predicate is matched in loomflow's canonical form, as loomflow's stores do.
+    (isinstance(memory.facts, FactStore) also needs delete(), which is not there yet.)"""
+    from datetime import UTC, datetime
+
+    from loomflow import Fact
+
+    mem = LoomflowMemory(tmp_path / "m.db", embedder=HashEmbedder())
+    try:
+        lisbon = Fact(user_id="alice", subject="alice", predicate="lives_in", object="Lisbon", valid_from=datetime(2025, 1, 1, tzinfo=UTC))
+        porto = Fact(user_id="alice", subject="alice", predicate="lives_in", object="Porto", valid_from=datetime(2026, 1, 1, tzinfo=UTC))
+        dog = Fact(user_id="bob", subject="bob", predicate="owns", object="a dog")
+        for fact in (lisbon, porto, dog):
+            await mem.facts.append(fact)
+        assert sorted(f.object for f in await mem.facts.all_facts()) == ["Lisbon", "Porto", "a dog"]
+        assert sorted(f.object for f in await mem.facts.query(user_id="alice")) == ["Lisbon", "Porto"]
+        now = await mem.facts.query(user_id="alice", valid_at=datetime(2026, 6, 1, tzinfo=UTC))
+        assert [f.object for f in now] == ["Porto"]
+        assert await mem.facts.count(user_id="alice") == 2
+        assert (await mem.profile(user_id="alice")).fact_count == 2
+        assert sorted(f.object for f in await mem.facts.query(user_id="alice", predicate="Lives In")) == ["Lisbon", "Porto"]
+    finally:
+        await mem.aclose()
