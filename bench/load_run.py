@@ -53,14 +53,19 @@ WORDS = [
 ]
 
 
+def wait_until(start_at: float) -> None:
+    """Every process opens its store first, then all start at once."""
+    while time.time() < start_at:
+        time.sleep(0.01)
+
+
 def agent(url: str, name: str, seconds: float, start_at: float, out: mp.Queue) -> None:
     rng = random.Random(name)
     kept: list[str] = []
     counts = {"writes": 0, "recalls": 0, "forgets": 0, "busy": 0, "cross": 0, "errors": 0}
     first_error = None
     with MemoryStore.open(url, embedder=FakeEmbedder()) as s:
-        while time.time() < start_at:
-            time.sleep(0.01)
+        wait_until(start_at)
         n = 0
         while time.time() < start_at + seconds:
             n += 1
@@ -100,8 +105,7 @@ def churner(url: str, seconds: float, start_at: float, out: mp.Queue) -> None:
     counts = {"made": 0, "erased": 0, "busy": 0, "errors": 0}
     first_error = None
     with MemoryStore.open(url, embedder=FakeEmbedder()) as s:
-        while time.time() < start_at:
-            time.sleep(0.01)
+        wait_until(start_at)
         i = 0
         while time.time() < start_at + seconds:
             i += 1
