@@ -795,7 +795,7 @@ class MemoryStore:
         tenant: those keep their entries) raises :class:`UnknownTenantError` with close matches."""
         check_flag(all_tenants, "all_tenants")  # before the tenant: "yes" is refused, not a warned-about anonymous read
         tenant = None if all_tenants else self._tenant(user_id)
-        return self._rights.audit_log(tenant, all_tenants=all_tenants, limit=limit, origin=origin, missing_ok=missing_ok)
+        return self._rights.audit_log(tenant, limit=limit, origin=origin, missing_ok=missing_ok)
 
     # --- overviews ------------------------------------------------------------------------
 

@@ -379,25 +379,23 @@ class DataRights:
         self,
         tenant: Tenant | None,
         *,
-        all_tenants: bool = False,
         limit: int = 1000,
         origin: str | None = None,
         missing_ok: bool = True,
     ) -> list[AuditEntry]:
-        """Audit entries, newest first: one tenant's, or with ``all_tenants=True`` the whole store's; see :meth:`store.memory.MemoryStore.audit_log`."""
-        check_flag(all_tenants, "all_tenants")
+        """Audit entries, newest first: ``tenant``'s, or with None the whole store's; see :meth:`store.memory.MemoryStore.audit_log`."""
         check_flag(missing_ok, "missing_ok")
         check_int(limit, "limit", minimum=1)
         if origin not in (None, "local", "imported"):
             raise InvalidInputError("origin must be 'local', 'imported' or None")
         with self._db.read() as conn:
-            if all_tenants or tenant is None:
+            if tenant is None:
                 stmt = audit_t.select()
             else:
                 stmt = tenant.select(audit_t)
             if origin is not None:
                 stmt = stmt.where(audit_t.c.origin == origin)
             rows = conn.execute(stmt.order_by(audit_t.c.at.desc(), audit_t.c.pk.desc()).limit(limit)).all()
-            if not rows and tenant is not None and not all_tenants and not missing_ok:
+            if not rows and tenant is not None and not missing_ok:
                 require_history(conn, tenant, audit_t)
         return [audit.to_model(r) for r in rows]

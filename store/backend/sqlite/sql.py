@@ -38,18 +38,7 @@ class SqliteSql:
         first = max(stored, newest) + 1
         high = str(first + len(rows) - 1)
         self.upsert(conn, meta_t, {"key": mark, "value": high}, ["key"], {"value": high})
-        columns = list(rows[0])
-        convert = [table.c[name].type.bind_processor(conn.dialect) for name in columns]
-        quote = conn.dialect.identifier_preparer.quote
-        statement = (
-            f"INSERT OR REPLACE INTO {quote(table.name)} (rowid, {', '.join(map(quote, columns))}) "
-            f"VALUES ({', '.join('?' * (len(columns) + 1))})"
-        )
-        values = [
-            (first + n, *(row[name] if f is None else f(row[name]) for name, f in zip(columns, convert, strict=True)))
-            for n, row in enumerate(rows)
-        ]
-        conn.exec_driver_sql(statement, values)
+        _insert_many(conn, table, rows, replace_from_rowid=first)
 
     def insert_keyed(self, conn: Connection, table: Table, rows: list[dict[str, Any]]) -> list[int]:
         """Ordered RETURNING would make SQLAlchemy run one statement per row (3x slower). Inside
@@ -104,28 +93,36 @@ class SqliteSql:
 ROWS_PER_STATEMENT = 1000
 
 
-def _insert_many(conn: Connection, table: Table, rows: list[dict[str, Any]]) -> None:
+def _insert_many(conn: Connection, table: Table, rows: list[dict[str, Any]], *, replace_from_rowid: int | None = None) -> None:
     """Multi-row INSERT statements of plain tuples (see ROWS_PER_STATEMENT), the columns' own bind
     conversions applied here: building SQLAlchemy's parameters for each of 100k rows was a tenth
     of ingest without embeddings (cProfile). Rows with differing columns, or leaving out a column
-    SQLAlchemy fills in, go through SQLAlchemy."""
+    SQLAlchemy fills in, go through SQLAlchemy. With ``replace_from_rowid``, INSERT OR REPLACE
+    with the rows' rowids counting up from it (every row then names the same columns)."""
     columns = list(rows[0])
-    if any(c.default is not None and c.name not in rows[0] for c in table.c) or any(
-        len(row) != len(columns) or row.keys() != rows[0].keys() for row in rows
+    if replace_from_rowid is None and (
+        any(c.default is not None and c.name not in rows[0] for c in table.c)
+        or any(len(row) != len(columns) or row.keys() != rows[0].keys() for row in rows)
     ):
         conn.execute(table.insert(), rows)
         return
     quote = conn.dialect.identifier_preparer.quote
     convert = [table.c[name].type.bind_processor(conn.dialect) for name in columns]
+    named = columns if replace_from_rowid is None else ["rowid", *columns]
     driver = conn.connection.driver_connection
     assert driver is not None  # a checked-out connection has its driver connection
-    per_statement = max(1, min(ROWS_PER_STATEMENT, driver.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // len(columns)))
-    head = f"INSERT INTO {quote(table.name)} ({', '.join(map(quote, columns))}) VALUES "
-    one = "(" + ", ".join("?" * len(columns)) + ")"
+    per_statement = max(1, min(ROWS_PER_STATEMENT, driver.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // len(named)))
+    verb = "INSERT" if replace_from_rowid is None else "INSERT OR REPLACE"
+    head = f"{verb} INTO {quote(table.name)} ({', '.join(map(quote, named))}) VALUES "
+    one = "(" + ", ".join("?" * len(named)) + ")"
     full = head + ", ".join([one] * per_statement)
     for start in range(0, len(rows), per_statement):
         chunk = rows[start : start + per_statement]
-        values = [row[name] if f is None else f(row[name]) for row in chunk for name, f in zip(columns, convert, strict=True)]
+        values: list[Any] = []
+        for n, row in enumerate(chunk, start=start):
+            if replace_from_rowid is not None:
+                values.append(replace_from_rowid + n)
+            values += [row[name] if f is None else f(row[name]) for name, f in zip(columns, convert, strict=True)]
         conn.exec_driver_sql(full if len(chunk) == per_statement else head + ", ".join([one] * len(chunk)), tuple(values))
 
 
