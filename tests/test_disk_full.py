@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from .test_cli_files import _works  # the probe its read-only mounts use
+
 ROOT = str(Path(__file__).resolve().parent.parent)
 
 ON_A_FULL_DISK = textwrap.dedent(
@@ -71,11 +73,7 @@ def tmpfs_prefix(folder: Path) -> tuple[str, ...]:
         "sh",
         str(folder),
     )
-    try:
-        works = subprocess.run([*prefix, "true"], capture_output=True, timeout=60).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        works = False
-    if not works:
+    if not _works([*prefix, "true"]):
         pytest.skip("needs `unshare --mount` and the right to mount (CAP_SYS_ADMIN) for a real full filesystem")
     return prefix
 
