@@ -24,6 +24,8 @@ ANONYMOUS_KEY = ""
 
 _NAMES = (
     "SELECT user_id FROM tenants"
+    # Not a tenant whose erasure is under way (store.tenancy.erasing_key): it reads as gone.
+    " WHERE NOT EXISTS (SELECT 1 FROM memlens_meta WHERE key = 'erasing:' || user_id)"
     # MemoryStore.tenants() order: most recently active first, ties by name, anonymous last.
     " ORDER BY last_activity DESC, user_id = '' , user_id"
 )

@@ -45,7 +45,7 @@ from .recall.hits import Mode
 from .recall.service import RecallScope, RecallService
 from .rights.forget import erasure_count, erasures_after
 from .rights.service import DataRights
-from .tenancy import UNSET, Tenant, count_by_tenant, named_tenants_exist, resolve, user_id_of
+from .tenancy import UNSET, Tenant, count_by_tenant, listed_tenants, named_tenants_exist, resolve, user_id_of
 from .tenancy import all_tenants as list_tenants
 from .tiers import blocks, episodes, facts
 from .tiers.common import content_hash, ensure_session, ids_present, touch_tenant
@@ -803,7 +803,7 @@ class MemoryStore:
         """Every tenant with its counts per tier and last activity, most recent first."""
         with self._db.read() as conn:
             per_tier = {name: count_by_tenant(conn, table) for name, table in TIER_TABLES.items()}
-            rows = conn.execute(schema.tenants_t.select()).all()
+            rows = conn.execute(listed_tenants(schema.tenants_t, schema.tenants_t)).all()
         summaries = [
             TenantSummary(
                 user_id=user_id_of(row.user_id),

@@ -5,6 +5,14 @@ string so that it is a partition like any other (NULL would slip past unique
 constraints and ``=`` comparisons). Store code never names that column: it asks a
 :class:`Tenant` for its selects, updates, deletes and insert values, so no query
 can be built without the partition.
+
+A tenant whose whole-tenant erasure is under way carries a marker (a ``memlens_meta`` row,
+:func:`erasing_key`), written in the transaction that commits the erasure, removed in the one
+that deletes its last row. The erasure deletes in short transactions in between, so other
+tenants' writers never wait long; the marker makes the tenant read as gone from the first of
+them: every tenant-scoped statement and every listing of tenants tests it, so no reader or
+export sees a half-erased tenant, and the tenant's writers wait until it is gone (the backends'
+``write``). The audit log is the exception: an erasure's proof outlives it.
 """
 
 from __future__ import annotations
@@ -16,10 +24,26 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import BindParameter, ColumnElement, Connection, Delete, Select, Table, Update, delete, func, select, update
+from sqlalchemy import (
+    BindParameter,
+    Column,
+    ColumnElement,
+    Connection,
+    Delete,
+    Select,
+    Table,
+    Update,
+    and_,
+    delete,
+    exists,
+    func,
+    literal,
+    select,
+    update,
+)
 
 from .errors import InvalidInputError, IsolationWarning, UnknownTenantError
-from .schema import tenants_t
+from .schema import audit_t, meta_t, tenants_t
 
 ANONYMOUS_KEY = ""
 
@@ -27,6 +51,26 @@ ANONYMOUS_KEY = ""
 class _Unset:
     def __repr__(self) -> str:
         return "<anonymous>"
+
+
+ERASING_PREFIX = "erasing:"
+
+
+def erasing_key(tenant_key: str) -> str:
+    """The ``memlens_meta`` key of the marker of a tenant whose erasure is under way."""
+    return ERASING_PREFIX + tenant_key
+
+
+def not_being_erased(user_id: ColumnElement[str] | Column[str] | str) -> ColumnElement[bool]:
+    """The tenant (a key, or a row's tenant column) has no erasure under way. For a key the
+    subquery does not depend on the row, so the engine evaluates it once per statement."""
+    key = erasing_key(user_id) if isinstance(user_id, str) else literal(ERASING_PREFIX).concat(user_id)
+    return ~exists(select(meta_t.c.key).where(meta_t.c.key == key))
+
+
+# Audit entries are the proof of what was done to a tenant, its erasure included: they stay
+# readable while the erasure runs and after it.
+_OUTLIVE_ERASURE = frozenset({audit_t.name})
 
 
 UNSET: Any = _Unset()
@@ -67,6 +111,13 @@ class Tenant:
         return self.key == ANONYMOUS_KEY
 
     def owns(self, table: Table) -> ColumnElement[bool]:
+        return self._visible(table, table.c.user_id == self.key)
+
+    def _visible(self, table: Table, test: ColumnElement[bool]) -> ColumnElement[bool]:
+        return test if table.name in _OUTLIVE_ERASURE else and_(test, not_being_erased(self.key))
+
+    def owns_while_erasing(self, table: Table) -> ColumnElement[bool]:
+        """The tenant's rows, its erasure marker notwithstanding: for the erasure's own deletes."""
         return table.c.user_id == self.key
 
     def select(self, table: Table, *columns: Any) -> Select[Any]:
@@ -75,12 +126,12 @@ class Tenant:
     def select_keys(self, table: Table, key_column: Any, keys: Sequence[int] | BindParameter[Any]) -> Select[Any]:
         """Rows by primary key, still only this tenant's. The tenant test is written so SQLite
         cannot use the (unselective) tenant index for it and looks the keys up directly."""
-        return select(table).where(key_column.in_(keys), table.c.user_id.concat("") == self.key)
+        return select(table).where(key_column.in_(keys), self.owns_unindexed(table))
 
     def owns_unindexed(self, table: Table) -> ColumnElement[bool]:
         """The tenant test written so SQLite cannot use the tenant index for it: for queries that
         another index drives (the keyword index, row keys) and that stop after a few rows."""
-        return table.c.user_id.concat("") == self.key
+        return self._visible(table, table.c.user_id.concat("") == self.key)
 
     def update(self, table: Table) -> Update:
         return update(table).where(self.owns(table))
@@ -119,14 +170,14 @@ def user_id_of(key: str) -> str | None:
 
 def count_by_tenant(conn: Connection, table: Table) -> dict[str, int]:
     """Rows per tenant key, for overviews that span tenants (they never return content)."""
-    rows = conn.execute(select(table.c.user_id, func.count()).group_by(table.c.user_id))
+    rows = conn.execute(select(table.c.user_id, func.count()).where(not_being_erased(table.c.user_id)).group_by(table.c.user_id))
     return {key: count for key, count in rows}
 
 
 def tenants_having(conn: Connection, table: Table, *conditions: Any) -> list[Tenant]:
     """The tenants, in key order, with a row of ``table`` meeting ``conditions``: for store-wide
     maintenance that then works tenant by tenant (purging expired keys)."""
-    stmt = select(table.c.user_id).where(*conditions).distinct()
+    stmt = select(table.c.user_id).where(not_being_erased(table.c.user_id), *conditions).distinct()
     return [Tenant(key) for key in sorted(conn.execute(stmt).scalars())]
 
 
@@ -138,26 +189,42 @@ def keys_and_tenants(conn: Connection, table: Table, key_column: Any, *condition
 
 
 def named_tenants_exist(conn: Connection, tenants_table: Table) -> bool:
-    stmt = select(tenants_table.c.user_id).where(tenants_table.c.user_id != ANONYMOUS_KEY).limit(1)
+    stmt = (
+        select(tenants_table.c.user_id).where(tenants_table.c.user_id != ANONYMOUS_KEY, not_being_erased(tenants_table.c.user_id)).limit(1)
+    )
     return conn.execute(stmt).first() is not None
 
 
 def other_tenants_exist(conn: Connection, tenants_table: Table, tenant: Tenant) -> bool:
     """Whether any tenant but ``tenant`` has written to the store (index-wide statistics are
     then not this tenant's alone)."""
-    stmt = select(tenants_table.c.user_id).where(tenants_table.c.user_id != tenant.key).limit(1)
+    stmt = select(tenants_table.c.user_id).where(tenants_table.c.user_id != tenant.key, not_being_erased(tenants_table.c.user_id)).limit(1)
     return conn.execute(stmt).first() is not None
+
+
+def listed_tenants(tenants_table: Table, *columns: Any) -> Select[Any]:
+    """``columns`` (default: the key) of every tenant in ``tenants_table`` but those whose erasure is under way."""
+    return select(*(columns or (tenants_table.c.user_id,))).where(not_being_erased(tenants_table.c.user_id))
+
+
+def being_erased(conn: Connection, tenants: Iterable[Tenant]) -> list[Tenant]:
+    """Those of ``tenants`` whose erasure is under way (their writers wait)."""
+    wanted = {erasing_key(t.key): t for t in tenants}
+    if not wanted:
+        return []
+    found = conn.execute(select(meta_t.c.key).where(meta_t.c.key.in_(list(wanted)))).scalars()
+    return [wanted[key] for key in found]
 
 
 def all_tenants(conn: Connection, tenants_table: Table) -> list[Tenant]:
     """Every tenant that has written anything, for store-wide maintenance (re-embedding)."""
-    return [Tenant(key) for key in conn.execute(select(tenants_table.c.user_id)).scalars()]
+    return [Tenant(key) for key in conn.execute(listed_tenants(tenants_table)).scalars()]
 
 
 def tenants_with_history(conn: Connection, tenants_table: Table, audit_table: Table) -> list[Tenant]:
     """Every tenant with a tenant row or an audit entry, in key order: an erased tenant has lost
     its row but keeps its audit entries, and moving a whole store must move those too."""
-    keys = set(conn.execute(select(tenants_table.c.user_id)).scalars())
+    keys = set(conn.execute(listed_tenants(tenants_table)).scalars())
     keys.update(conn.execute(select(audit_table.c.user_id).distinct()).scalars())
     return [Tenant(key) for key in sorted(keys)]
 
@@ -166,13 +233,13 @@ def require_tenant(conn: Connection, tenant: Tenant, *, missing_ok: bool = False
     """Whether ``tenant`` holds anything in this store (has a tenant row). Unless ``missing_ok``,
     a missing tenant raises :class:`UnknownTenantError` naming tenants whose names differ only
     slightly, so ``alice`` typed for ``Alice`` is caught rather than acted on as an empty tenant."""
-    if conn.execute(select(tenants_t.c.user_id).where(tenants_t.c.user_id == tenant.key)).first() is not None:
+    if conn.execute(select(tenants_t.c.user_id).where(tenant.owns(tenants_t))).first() is not None:
         return True
     if missing_ok:
         return False
     if tenant.is_anonymous:
         raise UnknownTenantError("the anonymous bucket holds nothing in this store; nothing was done")
-    names = [key for key in conn.execute(select(tenants_t.c.user_id)).scalars() if key != ANONYMOUS_KEY]
+    names = [key for key in conn.execute(listed_tenants(tenants_t)).scalars() if key != ANONYMOUS_KEY]
     matches = close_matches(tenant.key, names)
     raise UnknownTenantError(f"no tenant {tenant.key!r} in this store{did_you_mean(matches)}; nothing was done", close_matches=matches)
 

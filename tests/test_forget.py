@@ -198,25 +198,32 @@ CRASHER = textwrap.dedent(
     sys.path.insert(0, {root!r})
     import store.rights.forget as forget
     from store import MemoryStore
-    real_delete = forget.delete
+    real_begin, real_delete = forget.begin_tenant_erasure, forget.delete
 
-    def delete_then_die(conn, scope):
-        real_delete(conn, scope)          # every row deleted inside the transaction...
+    def begin_then_die(*args):
+        real_begin(*args)                 # counted, audited, marked inside the transaction...
         os.kill(os.getpid(), signal.SIGKILL)  # ...and the process dies before COMMIT
 
-    forget.delete = delete_then_die
+    def delete_then_die(conn, scope):
+        real_delete(conn, scope)          # every row of the session deleted in the transaction...
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    forget.begin_tenant_erasure, forget.delete = begin_then_die, delete_then_die
     s = MemoryStore.open({path!r}, embedder=None)
-    s.forget(user_id="alice")
+    s.forget(user_id="alice", session_id={session!r})
     """
 )
 
 
-def test_a_crash_during_forget_leaves_all_of_the_tenant_or_none(backend_url):
+@pytest.mark.parametrize("session", [None, "s1"], ids=["tenant", "session"])
+def test_a_crash_before_forget_commits_leaves_all_of_it(backend_url, session):
+    """Before the commit nothing is erased: a whole tenant's marker, like a session's deletes,
+    dies with the transaction (a crash after it rolls forward: test_forget_in_steps.py)."""
     with MemoryStore.open(backend_url, embedder=FakeEmbedder()) as s:
         plant(s, "alice", n=400)
         before = s.profile(user_id="alice").counts
     root = str(Path(__file__).resolve().parent.parent)
-    proc = subprocess.run([sys.executable, "-c", CRASHER.format(root=root, path=backend_url)])
+    proc = subprocess.run([sys.executable, "-c", CRASHER.format(root=root, path=backend_url, session=session)])
     assert proc.returncode == -signal.SIGKILL
     with MemoryStore.open(backend_url, embedder=FakeEmbedder()) as s:
         assert s.profile(user_id="alice").counts == before

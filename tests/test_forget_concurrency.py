@@ -309,6 +309,7 @@ def test_an_erasure_committed_during_a_scrub_stays_pending(db_path, monkeypatch)
                     at=utcnow(),
                     status={"disk_scrubbed": False},
                 )
+                forget.count_erasure(conn)
                 forget.mark_pending(conn, Tenant("bob"), digest, utcnow())
             return done
 

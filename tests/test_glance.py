@@ -41,6 +41,19 @@ def test_the_copied_constants_agree_with_the_store():
     assert (stored_id, stored_key) == (APPLICATION_ID, ANONYMOUS_KEY)
 
 
+def test_a_tenant_being_erased_is_not_named(db_path):
+    from store.tenancy import erasing_key
+
+    with MemoryStore.open(db_path) as store:
+        store.remember("hello", user_id="alice")
+        store.remember("hello", user_id="bob")
+    conn = sqlite3.connect(db_path)  # what a process that died between erasure steps leaves
+    conn.execute("INSERT INTO memlens_meta (key, value) VALUES (?, 'digest')", (erasing_key("alice"),))
+    conn.commit()
+    conn.close()
+    assert tenant_names(db_path) == ["bob"]
+
+
 def other_application(path):
     conn = sqlite3.connect(path)
     conn.execute("CREATE TABLE tenants (user_id TEXT, last_activity INTEGER)")

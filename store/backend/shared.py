@@ -1,13 +1,18 @@
-"""What every engine's implementation shares: the highlight markers and the upsert's shape."""
+"""What every engine's implementation shares: the highlight markers, the upsert's shape, the
+keyword policy and how a writer waits out a tenant's erasure."""
 
 from __future__ import annotations
 
 import re
+import time
 import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Table, text
+
+from ..errors import StoreBusyError
+from ..tenancy import Tenant
 
 # Matched words come back from every engine's highlighter between these two control characters,
 # which no stored text can hold unnoticed (validation refuses control characters in names, and a
@@ -96,3 +101,21 @@ def merge_tenant_names(conn: Connection, old: str, new: str) -> None:
     else:
         conn.execute(text("UPDATE tenants SET user_id = :new WHERE user_id = :old"), names)
     conn.execute(text("UPDATE audit_log SET user_id = :new WHERE user_id = :old"), names)
+
+
+# --- writers of a tenant whose erasure is under way -----------------------------------------------
+
+# How long a writer of a tenant being erased waits for the erasure to end before it gives up:
+# an erasure of 10k episodes takes about a second in short transactions.
+ERASURE_WAIT_S = 10.0
+_ERASURE_POLL_S = 0.02
+
+
+def wait_out_erasure(erasing: Sequence[Tenant], since: float, where: object) -> None:
+    """A writer found ``erasing`` (tenants it names) being erased (:func:`store.tenancy.being_erased`)
+    and rolled back: sleep a moment before it tries again, or, ``ERASURE_WAIT_S`` after ``since``
+    (a ``time.monotonic()``), refuse with :class:`StoreBusyError`."""
+    if time.monotonic() - since > ERASURE_WAIT_S:
+        names = ", ".join(repr(t.user_id) for t in erasing)
+        raise StoreBusyError(f"{where} is busy: {names} is being erased; nothing was changed, try again once the erasure is done")
+    time.sleep(_ERASURE_POLL_S)

@@ -221,18 +221,25 @@ class DataRights:
                 actor=actor,
                 digest=audit.digest("forget", tenant, scope_record, counts, at),
             )
-        with self._scrub_lock:  # so the write below does not start the after-write retry
+        with self._scrub_lock:  # so the writes below do not start the after-write retry
             with self._db.write(tenant, inserting=False) as conn:
-                counts = nothing
+                counts, in_steps = nothing, False
                 if require_tenant(conn, tenant, missing_ok=missing_ok):
                     self._require_session(conn, tenant, session_id)
-                    counts = forget.delete(conn, scope)
+                    in_steps = scope.whole_tenant
+                    counts = forget.count(conn, scope) if in_steps else forget.delete(conn, scope)
                 digest = audit.record(
                     conn, tenant, action="forget", actor=actor, scope=scope_record, counts=counts, at=at, status={"disk_scrubbed": False}
                 )
-                forget.mark_pending(conn, tenant, digest, at)
+                if in_steps:
+                    forget.begin_tenant_erasure(conn, tenant, digest)
+                else:
+                    forget.count_erasure(conn)
+                    forget.mark_pending(conn, tenant, digest, at)
             # Only this tenant's vectors changed: other tenants keep their matrices and indexes.
             self._indexer.cache.drop_tenant(tenant.key)
+            if in_steps:
+                self._erase_in_steps(tenant)
             try:
                 scrubbed, reason = self._scrub_locked(budget=1.0)
             except StoreBusyError as error:
@@ -250,6 +257,20 @@ class DataRights:
             scrub_pending_reason=reason,
             out_of_reach=self._db.out_of_reach,
         )
+
+    def _erase_in_steps(self, tenant: Tenant) -> None:
+        """The steps of a committed whole-tenant erasure, each its own short write transaction
+        (:func:`store.rights.forget.erase_step`); the tenant's own writers wait meanwhile, so the
+        steps name no tenant."""
+        forget.erase_in_steps(lambda: self._db.write(inserting=False, whole_store=False), tenant)
+        self._indexer.cache.drop_tenant(tenant.key)
+
+    def _finish_tenant_erasures(self) -> None:
+        """Roll forward every whole-tenant erasure a process committed and did not finish."""
+        with self._db.read() as conn:
+            under_way = forget.tenant_erasures_under_way(conn)
+        for tenant in under_way:
+            self._erase_in_steps(tenant)
 
     def scrub(self) -> bool:
         """Make deleted content unrecoverable from the files: delete expired key-value entries,; see :meth:`store.memory.MemoryStore.scrub`."""
@@ -269,7 +290,11 @@ class DataRights:
         )
 
     def _scrub(self, *, budget: float, rewrite: bool = False) -> tuple[bool, str | None]:
+        """Finish unfinished erasures, then scrub. Not what the after-write retry runs: an
+        agent's write must not wait while it finishes another process's erasure."""
         with self._scrub_lock:
+            if not self.read_only:
+                self._finish_tenant_erasures()
             return self._scrub_locked(budget=budget, rewrite=rewrite)
 
     def _scrub_locked(self, *, budget: float, rewrite: bool = False) -> tuple[bool, str | None]:
@@ -338,7 +363,11 @@ class DataRights:
         if self.read_only:
             return
         with self._db.read() as conn:
-            needed = forget.read_pending(conn) is not None or forget.has_expired_kv(conn, utcnow())
+            needed = (
+                forget.read_pending(conn) is not None
+                or bool(forget.tenant_erasures_under_way(conn))
+                or forget.has_expired_kv(conn, utcnow())
+            )
         if needed:
             with contextlib.suppress(StoreBusyError):
                 self._scrub(budget=budget)

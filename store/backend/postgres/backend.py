@@ -18,6 +18,7 @@ Reads are ``REPEATABLE READ, READ ONLY``: one snapshot for everything read insid
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,7 +36,8 @@ from ...errors import (
     StoreNotFoundError,
     StoreOpenError,
 )
-from ...tenancy import Tenant
+from ...tenancy import Tenant, being_erased
+from ..shared import wait_out_erasure
 from . import ddl, erasure, locks, partitions
 from . import engine as pg_engine
 from .changes import ChangeCounter
@@ -198,7 +200,8 @@ class PostgresBackend:
         if self.read_only:
             raise ReadOnlyStoreError(f"{self.path} is open read-only; reopen it with read_only=False to change it")
         exclusive = not tenants if whole_store is None else whole_store
-        for _ in range(3):  # a drop between the check and the locks, three times over, is busy
+        since, dropped = time.monotonic(), 0
+        while dropped < 3:  # a drop between the check and the locks, three times over, is busy
             if inserting:
                 for tenant in tenants:
                     self.prepare(tenant)
@@ -209,14 +212,20 @@ class PostgresBackend:
                     locks.take(conn, tenants, exclusive=exclusive)
                     # Checked under the tenants' locks, which a whole-tenant erasure holds while it
                     # drops their partitions: this process may still believe they exist.
-                    gone = [t for t in tenants if inserting and not partitions.all_attached(conn, t)]
+                    erasing = being_erased(conn, tenants)
+                    gone = [t for t in tenants if inserting and not erasing and not partitions.all_attached(conn, t)]
                 except BaseException:
                     transaction.rollback()
                     raise
+                if erasing:
+                    transaction.rollback()  # the erasure writes between its steps: let it
+                    wait_out_erasure(erasing, since, self.path)
+                    continue
                 if gone:
                     transaction.rollback()
                     with self._prepared_lock:
                         self._prepared.difference_update(t.key for t in gone)
+                    dropped += 1
                     continue
                 with transaction:
                     yield conn

@@ -12,6 +12,7 @@ import os
 import sqlite3
 import stat
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,7 +35,8 @@ from ...errors import (
     StoreNotFoundError,
     StoreOpenError,
 )
-from ...tenancy import Tenant
+from ...tenancy import Tenant, being_erased
+from ..shared import wait_out_erasure
 from . import maintenance, schema_check
 from .keyword import SqliteKeywordIndex
 from .migrations import APPLICATION_ID, CURRENT_VERSION, migrate, read_version
@@ -341,10 +343,19 @@ class Database:
         and a file needs nothing made before a tenant's first row (``inserting``)."""
         if self.read_only:
             raise ReadOnlyStoreError(f"{self.path} is open read-only; reopen it with read_only=False to change it")
-        with self._guard(), self.engine.connect() as conn:
-            conn.execution_options(memlens_begin="IMMEDIATE")
-            with conn.begin():
-                yield conn
+        since = time.monotonic()
+        with self._guard():
+            while True:
+                with self.engine.connect() as conn:
+                    conn.execution_options(memlens_begin="IMMEDIATE")
+                    transaction = conn.begin()
+                    erasing = being_erased(conn, tenants)
+                    if not erasing:
+                        with transaction:
+                            yield conn
+                        break
+                    transaction.rollback()  # the erasure writes between its steps: let it
+                wait_out_erasure(erasing, since, self.path)
         if self.after_write is not None:
             self.after_write()
 
