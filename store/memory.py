@@ -758,8 +758,11 @@ class MemoryStore:
         ``user_id`` is required (``None`` means the anonymous bucket). A tenant that holds
         nothing raises :class:`~store.errors.UnknownTenantError` unless ``missing_ok``.
         ``dry_run=True`` returns the same counts and changes nothing. Other tenants are not
-        touched. The erasure is one transaction: a crash leaves all of the scope or none of it;
-        if the bytes cannot be scrubbed at once, the receipt says why and the scrub is finished
+        touched. The erasure of a session or of what is older than ``before`` is one transaction:
+        a crash leaves all of the scope or none of it. A whole tenant reads as gone from the
+        commit of its first transaction (audit entry and erasure marker) and is deleted in short
+        steps after it, so other tenants' writers never wait long; its own writers wait for the
+        end, and a crash between steps is finished by the next read-write open. If the bytes cannot be scrubbed at once, the receipt says why and the scrub is finished
         later (next write, next open, or :meth:`scrub`).
         """
         if user_id is UNSET:  # an erasure names its target: no anonymous bucket by default

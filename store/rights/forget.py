@@ -23,6 +23,7 @@ store, so any later process can finish the work.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -259,6 +260,8 @@ def mark_pending(conn: Connection, tenant: Tenant, digest: str, at: datetime) ->
 # 10k-episode tenant in one transaction held it 0.5-0.7 s; smaller steps add commits
 # (one fsync-free WAL append each) for no gain another writer would feel.
 STEP_ROWS = 1000
+# The longest rest between two steps (see erase_in_steps).
+MAX_REST_S = 0.2
 
 
 def begin_tenant_erasure(conn: Connection, tenant: Tenant, digest: str) -> None:
@@ -328,8 +331,14 @@ def has_expired_kv(conn: Connection, now: datetime) -> bool:
 
 
 def erase_in_steps(write: Callable[[], AbstractContextManager[Connection]], tenant: Tenant) -> None:
-    """Every step of a committed whole-tenant erasure, each in its own transaction from ``write``."""
+    """Every step of a committed whole-tenant erasure, each in its own transaction from ``write``.
+
+    Between two steps it rests as long as the last one took: a writer kept waiting by SQLite's
+    busy handler sleeps between its tries (up to 100 ms each), and a next step begun at once
+    would find the lock free before the writer woke, again and again."""
     while True:
+        began = time.monotonic()
         with write() as conn:
             if erase_step(conn, tenant, utcnow()):
                 return
+        time.sleep(min(time.monotonic() - began, MAX_REST_S))
