@@ -27,7 +27,7 @@ FLOOR = """
 import random
 from store.demo import DEMO_NOW
 from store.demo_data import full
-from store.recall.embeddings import make_embedder
+from store.recall.indexing import make_embedder
 from store.tiers import episodes, facts
 rng = random.Random(full.SEED)
 texts = []

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from store import MemoryStore  # noqa: E402
 from store.backend.sqlite import maintenance  # noqa: E402
-from store.rights import audit, forget  # noqa: E402
+from store.rights import audit, erasure  # noqa: E402
 from store.tenancy import Tenant  # noqa: E402
 from store.validation import utcnow  # noqa: E402
 
@@ -70,13 +70,13 @@ def build(path: Path, total: int, victim: int) -> MemoryStore:
 def erase_in_steps(store: MemoryStore) -> dict[str, float]:
     """The erasure as forget runs it, each stage timed: the transaction that commits it (count,
     audit entry, marker), the short transactions that delete the rows, then the scrub."""
-    tenant, scope = Tenant("victim"), forget.Scope(Tenant("victim"), None, None)
+    tenant, scope = Tenant("victim"), erasure.Scope(Tenant("victim"), None, None)
     times = {}
     start = time.perf_counter()
     with store._db.write(tenant, inserting=False) as conn:
-        counts = forget.count(conn, scope)
+        counts = erasure.count(conn, scope)
         digest = audit.record(conn, tenant, action="forget", actor="bench", scope={}, counts=counts, at=utcnow())
-        forget.begin_tenant_erasure(conn, tenant, digest)
+        erasure.begin_tenant_erasure(conn, tenant, digest)
     times["commit the erasure (count, audit, marker)"] = time.perf_counter() - start
     start, deletes = time.perf_counter(), []
 
@@ -87,8 +87,8 @@ def erase_in_steps(store: MemoryStore) -> dict[str, float]:
             yield conn
         deletes.append(time.perf_counter() - began)
 
-    forget.erase_in_steps(timed_step, tenant)
-    times[f"delete rows, in transactions of {forget.STEP_ROWS:,} rows"] = time.perf_counter() - start
+    erasure.erase_in_steps(timed_step, tenant)
+    times[f"delete rows, in transactions of {erasure.STEP_ROWS:,} rows"] = time.perf_counter() - start
     times["(longest write-lock hold of a step)"] = max(deletes)
     start = time.perf_counter()
     steps = []
@@ -122,7 +122,7 @@ def keyword_tables() -> None:
 
     from corpus import memories
 
-    from store.recall.keyword import WORD_PATTERN, bm25_small
+    from store.recall.in_memory import WORD_PATTERN, bm25_small
     from store.schema import scratch_t
     from store.tiers.common import ensure_session
 

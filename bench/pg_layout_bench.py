@@ -26,7 +26,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from store.backend.postgres import ddl, erasure, partitions  # noqa: E402
+from store.backend.postgres import ddl, partitions, scrub  # noqa: E402
 from store.backend.postgres import engine as pg_engine
 from store.tenancy import Tenant  # noqa: E402
 
@@ -180,7 +180,7 @@ def run(uri: str, n_tenants: int, per_tenant: int) -> None:
         with engine.begin() as conn:
             conn.exec_driver_sql(f"DELETE FROM vectors WHERE user_id = '{victim.key}'")
             conn.exec_driver_sql(f"DELETE FROM episodes WHERE user_id = '{victim.key}'")
-        erasure.scrub(engine, victim, ["episodes", "vectors"])
+        scrub.scrub(engine, victim, ["episodes", "vectors"])
 
     rows.append(("shared table: DELETE + VACUUM (FULL)", *timed_erase(engine, erase_shared, other, "shared_episodes")))
     rows.append(("partition per tenant: DELETE + scrub", *timed_erase(engine, erase_partition, other, "episodes")))
@@ -191,7 +191,7 @@ def run(uri: str, n_tenants: int, per_tenant: int) -> None:
             conn.exec_driver_sql(f"DELETE FROM vectors WHERE user_id = '{victim.key}'")
             conn.exec_driver_sql(f"DELETE FROM episodes WHERE user_id = '{victim.key}'")
         partitions.drop(engine, victim)
-        erasure.scrub(engine, victim, [])
+        scrub.scrub(engine, victim, [])
 
     rows.append(("partition per tenant: DELETE + detach/drop + scrub", *timed_erase(engine, drop_partition, other, "episodes")))
     total = n_tenants * per_tenant

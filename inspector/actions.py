@@ -15,7 +15,7 @@ from typing import Any
 from textual import events
 from textual.widgets import Input, OptionList
 
-from . import messages as msg
+from . import messages
 from .loading import NO_TENANT
 
 # The dialogs (inspector.screens) and the views are imported where used: after the first frame (app.py).
@@ -132,12 +132,12 @@ class ActionsMixin:
         self.call_store(
             "export",
             lambda: store.export_to(target, user_ids=[user_id], fmt=fmt, actor="inspector"),
-            lambda manifest: msg.ExportDone(str(target.resolve()), manifest),
+            lambda manifest: messages.ExportDone(str(target.resolve()), manifest),
             group="export",
             errors=(OSError,),
         )
 
-    def on_export_done(self, m: msg.ExportDone) -> None:
+    def on_export_done(self, m: messages.ExportDone) -> None:
         total = sum(m.manifest["counts"].values())
         unrecorded = " (read-only store: not in its audit log)" if self.read_only_reason else ""
         self.notify(f"exported {total} records to {m.path}{unrecorded}", title="export", timeout=10)
@@ -160,12 +160,12 @@ class ActionsMixin:
         self.call_store(
             "forget",
             lambda: store.forget(user_id=user_id, session_id=session_id, before=before, dry_run=True, actor="inspector"),
-            msg.ForgetPreview,
+            messages.ForgetPreview,
             group="forget-preview",
             exclusive=True,
         )
 
-    def on_forget_preview(self, m: msg.ForgetPreview) -> None:
+    def on_forget_preview(self, m: messages.ForgetPreview) -> None:
         from .screens import ForgetScreen
 
         if isinstance(self.screen, ForgetScreen):
@@ -176,11 +176,11 @@ class ActionsMixin:
         self.call_store(
             "forget",
             lambda: store.forget(user_id=user_id, session_id=session_id, before=before, actor="inspector"),
-            msg.ForgetDone,
+            messages.ForgetDone,
             group="forget",
         )
 
-    def on_forget_done(self, m: msg.ForgetDone) -> None:
+    def on_forget_done(self, m: messages.ForgetDone) -> None:
         self.clear_detail()  # it may show a record that is gone now
         from .screens import ReceiptScreen
 
@@ -221,12 +221,12 @@ class ActionsMixin:
         self.call_store(
             "diff",
             lambda: store.session(first.session_id, user_id=user).diff_checkpoint(first.id, None if second is None else second.id),
-            lambda diff: msg.CheckpointDiffed(title, diff),
+            lambda diff: messages.CheckpointDiffed(title, diff),
             group="diff",
             exclusive=True,
         )
 
-    def on_checkpoint_diffed(self, m: msg.CheckpointDiffed) -> None:
+    def on_checkpoint_diffed(self, m: messages.CheckpointDiffed) -> None:
         from . import detail
         from .screens import DiffScreen
 

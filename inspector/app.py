@@ -19,8 +19,7 @@ from textual.notifications import SeverityLevel
 from textual.widgets import Button, Header, Input, OptionList
 from textual.worker import get_current_worker
 
-from . import config
-from . import messages as msg
+from . import config, messages
 from .actions import ActionsMixin
 from .commands import system_commands
 from .failures import is_damage
@@ -163,7 +162,7 @@ class MemlensApp(StoreLifecycleMixin, TenantListMixin, SearchMixin, ActionsMixin
         # first (~0.6 s with the rest of store), which put them at 5x a bare app's first line
         # on screen here.
         if self.glance.done.wait(GLANCE_WAIT):
-            self.on_tenant_names(msg.TenantNames(self.glance.names))
+            self.on_tenant_names(messages.TenantNames(self.glance.names))
         else:
             self.run_worker(self.await_names, thread=True, group="glance", exit_on_error=False)
         # The tier views and the open come after that frame: both would compete with it for the GIL.
@@ -250,7 +249,7 @@ class MemlensApp(StoreLifecycleMixin, TenantListMixin, SearchMixin, ActionsMixin
             try:
                 result = call()
             except (MemlensError, *errors) as error:
-                self.post_message(msg.StoreFailed(str(error)) if is_damage(error) else msg.ActionFailed(what, str(error)))
+                self.post_message(messages.StoreFailed(str(error)) if is_damage(error) else messages.ActionFailed(what, str(error)))
                 return
             if not get_current_worker().is_cancelled:
                 message = then(result)
@@ -259,7 +258,7 @@ class MemlensApp(StoreLifecycleMixin, TenantListMixin, SearchMixin, ActionsMixin
 
         self.run_worker(job, thread=True, group=group, exclusive=exclusive, exit_on_error=False)
 
-    def fetch(self, view: str, call: Callable[[], Any], make: Callable[[Any, Any], msg.TenantResult]) -> None:
+    def fetch(self, view: str, call: Callable[[], Any], make: Callable[[Any, Any], messages.TenantResult]) -> None:
         """Run ``call`` in a worker; ``make(tenant, result)`` is the message posted back."""
         tenant = self.user_id
         self.call_store(view, call, lambda data: make(tenant, data), group=f"view-{view}", exclusive=True)
@@ -283,10 +282,10 @@ class MemlensApp(StoreLifecycleMixin, TenantListMixin, SearchMixin, ActionsMixin
         from .screens import StoreAuditScreen
 
         self.push_screen(StoreAuditScreen())
-        self.call_store("audit log", lambda: self.store.audit_log(all_tenants=True), msg.StoreAuditLoaded, group="store-audit")
+        self.call_store("audit log", lambda: self.store.audit_log(all_tenants=True), messages.StoreAuditLoaded, group="store-audit")
 
-    @on(msg.StoreAuditLoaded)
-    def _store_audit_loaded(self, m: msg.StoreAuditLoaded) -> None:
+    @on(messages.StoreAuditLoaded)
+    def _store_audit_loaded(self, m: messages.StoreAuditLoaded) -> None:
         from .screens import StoreAuditScreen
 
         if isinstance(self.screen, StoreAuditScreen):

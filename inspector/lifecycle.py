@@ -15,7 +15,7 @@ from typing import Any
 from textual import work
 from textual.worker import Worker, WorkerState
 
-from . import messages as msg
+from . import messages
 from .failures import describe, is_damage
 from .loading import NO_TENANT
 from .locations import shown
@@ -53,13 +53,13 @@ class StoreLifecycleMixin:
         try:
             store, reason = open_for_inspection(self.path, self.embedder_spec)
         except (MemlensError, OSError) as error:  # anything else: on_worker_state_changed says so
-            self.post_message(msg.StoreFailed(describe(error)))
+            self.post_message(messages.StoreFailed(describe(error)))
             return
         self.store = store
         self.seen_version = store.data_version()
-        self.post_message(msg.StoreOpened(str(store.path), reason))
+        self.post_message(messages.StoreOpened(str(store.path), reason))
 
-    def on_store_opened(self, message: msg.StoreOpened) -> None:
+    def on_store_opened(self, message: messages.StoreOpened) -> None:
         self.opening = False
         self.read_only_reason = message.read_only_reason
         freeze_startup_objects()
@@ -72,7 +72,7 @@ class StoreLifecycleMixin:
         if self.poll_seconds:
             self.set_interval(self.poll_seconds, self.poll_changes)
 
-    def on_store_failed(self, message: msg.StoreFailed) -> None:
+    def on_store_failed(self, message: messages.StoreFailed) -> None:
         self.opening = False
         if self.failed:
             return
@@ -90,7 +90,7 @@ class StoreLifecycleMixin:
             return
         worker, error = event.worker, event.worker.error
         if worker.group == "open" or is_damage(error):
-            self.post_message(msg.StoreFailed(describe(error)))
+            self.post_message(messages.StoreFailed(describe(error)))
             return
         if worker is self.searcher.worker:
             self.searcher.worker = None  # the next keystroke starts a new search thread
@@ -110,9 +110,9 @@ class StoreLifecycleMixin:
             if self.user_id is not NO_TENANT:
                 self.store.warm_vectors(user_id=self.user_id)
         except Exception as error:  # a missing or broken model leaves keyword search working
-            self.post_message(msg.ModelFailed(describe(error)))
+            self.post_message(messages.ModelFailed(describe(error)))
             return
-        self.post_message(msg.ModelReady(getattr(self.store.embedder, "active_backend", None) or "model"))
+        self.post_message(messages.ModelReady(getattr(self.store.embedder, "active_backend", None) or "model"))
 
     def on_model_ready(self) -> None:
         freeze_startup_objects()
@@ -120,7 +120,7 @@ class StoreLifecycleMixin:
         if self.query("#search-view"):
             self.query_one("#search-view").request()
 
-    def on_model_failed(self, message: msg.ModelFailed) -> None:
+    def on_model_failed(self, message: messages.ModelFailed) -> None:
         self.notify(f"semantic search unavailable: {message.error}", severity="warning", timeout=8)
 
     def update_subtitle(self) -> None:
@@ -144,7 +144,7 @@ class StoreLifecycleMixin:
         version = self.store.data_version()
         if version != self.seen_version:
             self.seen_version = version
-            self.post_message(msg.StoreChanged(version))
+            self.post_message(messages.StoreChanged(version))
 
     def on_store_changed(self) -> None:
         self.load_tenants()

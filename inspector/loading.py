@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from textual import events
 
-from . import messages as msg
+from . import messages
 from .printable import tenant_label
 
 if TYPE_CHECKING:  # annotations only: the modules themselves load after the first frame
@@ -65,13 +65,13 @@ class TenantViewsMixin:
         user, store = self.user_id, self.store
         if store.model_ready:
             self.run_worker(lambda: store.warm_vectors(user_id=user), thread=True, group="vectors", exclusive=True, exit_on_error=False)
-        self.fetch("blocks", lambda: store.working(user_id=user), msg.BlocksLoaded)
-        self.fetch("sessions", lambda: store.sessions(user_id=user), msg.SessionsLoaded)
-        self.fetch("audit", lambda: store.audit_log(user_id=user), msg.AuditLoaded)
+        self.fetch("blocks", lambda: store.working(user_id=user), messages.BlocksLoaded)
+        self.fetch("sessions", lambda: store.sessions(user_id=user), messages.SessionsLoaded)
+        self.fetch("audit", lambda: store.audit_log(user_id=user), messages.AuditLoaded)
         self.fetch(
             "overview",
             lambda: (store.profile(user_id=user).counts, store.activity(user_id=user, days=ACTIVITY_DAYS)),
-            lambda t, parts: msg.OverviewLoaded(t, *parts),
+            lambda t, parts: messages.OverviewLoaded(t, *parts),
         )
         self.query_one(EpisodesView).request(None)
         self.query_one(FactsView).request()
@@ -86,7 +86,7 @@ class TenantViewsMixin:
         self.fetch(
             "episodes",
             lambda: store.episodes(user_id=user, session_id=m.session_id, since=m.since, until=m.until, limit=100, cursor=m.cursor),
-            lambda t, page: msg.EpisodesLoaded(t, page, append),
+            lambda t, page: messages.EpisodesLoaded(t, page, append),
         )
 
     def on_facts_view_wanted(self, m: FactsView.Wanted) -> None:
@@ -96,7 +96,7 @@ class TenantViewsMixin:
         self.fetch(
             "facts",
             lambda: store.facts(user_id=user, valid_at=m.valid_at, include_history=history),
-            lambda t, facts: msg.FactsLoaded(t, facts, m.valid_at, history),
+            lambda t, facts: messages.FactsLoaded(t, facts, m.valid_at, history),
         )
 
     def on_sessions_view_picked(self, m: SessionsView.Picked) -> None:
@@ -109,42 +109,42 @@ class TenantViewsMixin:
             memory = store.session(session_id, user_id=user)
             return memory.get_task_state(), memory.entries(), memory.get_scratchpad(), memory.list_checkpoints()
 
-        self.fetch("session", call, lambda t, parts: msg.SessionLoaded(t, session_id, *parts))
+        self.fetch("session", call, lambda t, parts: messages.SessionLoaded(t, session_id, *parts))
 
     # --- results --------------------------------------------------------------------------------
 
-    def for_this_tenant(self, m: msg.TenantResult) -> bool:
+    def for_this_tenant(self, m: messages.TenantResult) -> bool:
         return m.tenant_key == self.user_id and self.user_id is not NO_TENANT and self.views_mounted()
 
-    def on_blocks_loaded(self, m: msg.BlocksLoaded) -> None:
+    def on_blocks_loaded(self, m: messages.BlocksLoaded) -> None:
         from .views import BlocksView
 
         if self.for_this_tenant(m):
             self.query_one(BlocksView).show(m.blocks)
 
-    def on_episodes_loaded(self, m: msg.EpisodesLoaded) -> None:
+    def on_episodes_loaded(self, m: messages.EpisodesLoaded) -> None:
         from .views import EpisodesView
 
         if self.for_this_tenant(m):
             self.query_one(EpisodesView).show(m.page, m.append)
 
-    def on_facts_loaded(self, m: msg.FactsLoaded) -> None:
+    def on_facts_loaded(self, m: messages.FactsLoaded) -> None:
         from .views import FactsView
 
         if self.for_this_tenant(m):
             self.query_one(FactsView).show(m.facts, m.valid_at, m.history)
 
-    def on_audit_loaded(self, m: msg.AuditLoaded) -> None:
+    def on_audit_loaded(self, m: messages.AuditLoaded) -> None:
         from .views import AuditView
 
         if self.for_this_tenant(m):
             self.query_one(AuditView).show(m.entries)
 
-    def on_overview_loaded(self, m: msg.OverviewLoaded) -> None:
+    def on_overview_loaded(self, m: messages.OverviewLoaded) -> None:
         if self.for_this_tenant(m):
             self.query_one("#detail").show_overview(tenant_label(m.tenant_key), m.activity, m.counts)
 
-    def on_sessions_loaded(self, m: msg.SessionsLoaded) -> None:
+    def on_sessions_loaded(self, m: messages.SessionsLoaded) -> None:
         from .views import EpisodesView, SearchView, SessionsView
 
         if not self.for_this_tenant(m):
@@ -158,7 +158,7 @@ class TenantViewsMixin:
         if chosen:
             self.load_session(chosen)
 
-    def on_session_loaded(self, m: msg.SessionLoaded) -> None:
+    def on_session_loaded(self, m: messages.SessionLoaded) -> None:
         from .views import SessionsView, session_rows
 
         if self.for_this_tenant(m):

@@ -14,7 +14,7 @@ from typing import Any
 
 from textual.worker import Worker, get_current_worker
 
-from . import messages as msg
+from . import messages
 from .failures import describe, is_damage
 from .loading import NO_TENANT
 
@@ -127,20 +127,20 @@ class SearchMixin:
             self.search_failed(request, error)
             return
         if seq == self.search_seq:  # a newer keystroke has asked for its own search
-            self.post_message(msg.SearchResults(seq, m.query, mode, hits, (time.perf_counter() - start) * 1000))
+            self.post_message(messages.SearchResults(seq, m.query, mode, hits, (time.perf_counter() - start) * 1000))
 
     def search_failed(self, request, error: Exception) -> None:
         """On the search thread: this request failed; the next one is searched as usual."""
-        self.post_message(msg.StoreFailed(str(error)) if is_damage(error) else msg.ActionFailed("search", describe(error)))
+        self.post_message(messages.StoreFailed(str(error)) if is_damage(error) else messages.ActionFailed("search", describe(error)))
 
-    def on_search_results(self, m: msg.SearchResults) -> None:
+    def on_search_results(self, m: messages.SearchResults) -> None:
         if m.seq != self.search_seq:
             return  # stale: never paint over newer results
         what = "most recent" if not m.query.strip() else f"{len(m.hits)} results"
         timing = f" · {m.elapsed_ms:.1f} ms" if self.show_timings else ""
         self.query_one("#search-view").show(m.hits, f"{search_status(what, m.mode, self.store)}{timing}")
 
-    def on_action_failed(self, m: msg.ActionFailed) -> None:
+    def on_action_failed(self, m: messages.ActionFailed) -> None:
         if m.what == "search" and self.query("#search-view"):
             self.query_one("#search-view").show_error(f"search failed: {m.error} (type to search again)")
         self.notify(f"{m.what}: {m.error}", title="failed", severity="error", timeout=15)

@@ -16,7 +16,7 @@ from rich.text import Text
 from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option
 
-from . import messages as msg
+from . import messages
 from .formatting import count, when
 from .loading import NO_TENANT
 from .locations import is_server_url
@@ -68,17 +68,17 @@ class TenantListMixin:
     def await_names(self) -> None:
         """In a worker: the names once the glance has read them (the first frame did not wait that long)."""
         self.glance.done.wait()
-        self.post_message(msg.TenantNames(self.glance.names))
+        self.post_message(messages.TenantNames(self.glance.names))
 
-    def on_tenant_names(self, message: msg.TenantNames) -> None:
+    def on_tenant_names(self, message: messages.TenantNames) -> None:
         if message.names and not self.tenants:  # else the store has already counted them
             self.tenants = [TenantName(user_id) for user_id in message.names]
             self.show_tenants()
 
     def load_tenants(self) -> None:
-        self.call_store("tenants", self.store.tenants, msg.TenantsLoaded, group="tenants", exclusive=True)
+        self.call_store("tenants", self.store.tenants, messages.TenantsLoaded, group="tenants", exclusive=True)
 
-    def on_tenants_loaded(self, message: msg.TenantsLoaded) -> None:
+    def on_tenants_loaded(self, message: messages.TenantsLoaded) -> None:
         self.tenants = message.tenants
         self.show_tenants()
 

@@ -21,7 +21,7 @@ from .demo_data import compact, full
 from .demo_vectors import ReusedVectors
 from .errors import InvalidInputError, OutputExistsError, OutputPathError
 from .memory import MemoryStore
-from .recall import embeddings as indexing
+from .recall import indexing
 from .schema import meta_t
 
 DEMO_NOW = datetime(2026, 11, 20, 17, 30, tzinfo=UTC)

@@ -14,7 +14,7 @@ from typing import IO, Any
 
 from sqlalchemy import func
 
-from . import schema
+from . import schema, tenancy
 from .backend import Backend, open_backend
 from .embedding import Embedder
 from .errors import DuplicateIdError, InvalidInputError, ReadOnlyStoreError
@@ -38,15 +38,13 @@ from .models import (
     TierCounts,
     VectorIndexReport,
 )
-from .recall import embeddings as indexing
-from .recall.embeddings import Indexer, recorded_model
-from .recall.embeddings import check_model as check_model_of
+from .recall import indexing
 from .recall.hits import Mode
+from .recall.indexing import Indexer, recorded_model
 from .recall.service import RecallScope, RecallService
-from .rights.forget import erasure_count, erasures_after
+from .rights.erasure import erasure_count, erasures_after
 from .rights.service import DataRights
 from .tenancy import UNSET, Tenant, count_by_tenant, listed_tenants, named_tenants_exist, resolve, user_id_of
-from .tenancy import all_tenants as list_tenants
 from .tiers import blocks, episodes, facts
 from .tiers.common import content_hash, ensure_session, ids_present, touch_tenant
 from .tiers.registry import COUNTED
@@ -121,7 +119,7 @@ class MemoryStore:
         try:
             if check_model:
                 with db.read() as conn:
-                    check_model_of(conn, embedder, db.path)
+                    indexing.check_model(conn, embedder, db.path)
             indexer = Indexer(embedder, db, erasure_count, erasures_after)
             store = cls(db, indexer, max_content_bytes=max_content_bytes, scratchpad_limit=scratchpad_limit)
             # An erasure whose process died (or met a reader) before its bytes were scrubbed is
@@ -430,7 +428,7 @@ class MemoryStore:
             if user_id is not UNSET:
                 raise InvalidInputError("pass user_id or all_tenants=True, not both")
             with self._db.read() as conn:
-                tenant_ids = [t.user_id for t in list_tenants(conn, schema.tenants_t)]
+                tenant_ids = [t.user_id for t in tenancy.all_tenants(conn, schema.tenants_t)]
             return [fact for uid in tenant_ids for fact in self.consolidate(extract, user_id=uid, session_id=session_id, limit=limit)]
         tenant = self._tenant(user_id)
         check_optional_name(session_id, "session_id")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .backend.interface import Backend, KeywordIndex
     from .memory import MemoryStore
-    from .recall.embeddings import Indexer
+    from .recall.indexing import Indexer
     from .recall.vectors import TenantMatrix, VectorCache
     from .tenancy import Tenant
 

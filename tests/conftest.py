@@ -73,11 +73,11 @@ def fake_default_embedder(request, monkeypatch):
         return
     blocker = request.getfixturevalue("model_runtime_blocker")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [blocker, os.environ.get("PYTHONPATH")])))
-    import store.recall.embeddings
+    import store.recall.indexing
     from store.embedding import FakeEmbedder
 
-    real = store.recall.embeddings.make_embedder
-    monkeypatch.setattr(store.recall.embeddings, "make_embedder", lambda spec: FakeEmbedder() if spec == "default" else real(spec))
+    real = store.recall.indexing.make_embedder
+    monkeypatch.setattr(store.recall.indexing, "make_embedder", lambda spec: FakeEmbedder() if spec == "default" else real(spec))
     before = {name for name in MODEL_MODULES if name in sys.modules}
     yield
     loaded = {name for name in MODEL_MODULES if name in sys.modules} - before

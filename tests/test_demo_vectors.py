@@ -102,7 +102,7 @@ class CountingModel:
     """The real default model, counting the texts it is asked to embed."""
 
     def __init__(self):
-        from store.recall.embeddings import make_embedder
+        from store.recall.indexing import make_embedder
 
         self.model = make_embedder("default")
         self.name, self.dim, self.texts_embedded = self.model.name, self.model.dim, 0

@@ -196,9 +196,9 @@ CRASHER = textwrap.dedent(
     """
     import os, signal, sys
     sys.path.insert(0, {root!r})
-    import store.rights.forget as forget
+    import store.rights.erasure as erasure
     from store import MemoryStore
-    real_begin, real_delete = forget.begin_tenant_erasure, forget.delete
+    real_begin, real_delete = erasure.begin_tenant_erasure, erasure.delete
 
     def begin_then_die(*args):
         real_begin(*args)                 # counted, audited, marked inside the transaction...
@@ -208,7 +208,7 @@ CRASHER = textwrap.dedent(
         real_delete(conn, scope)          # every row of the session deleted in the transaction...
         os.kill(os.getpid(), signal.SIGKILL)
 
-    forget.begin_tenant_erasure, forget.delete = begin_then_die, delete_then_die
+    erasure.begin_tenant_erasure, erasure.delete = begin_then_die, delete_then_die
     s = MemoryStore.open({path!r}, embedder=None)
     s.forget(user_id="alice", session_id={session!r})
     """

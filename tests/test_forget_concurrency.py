@@ -285,7 +285,7 @@ def test_an_open_with_nothing_pending_writes_nothing(db_path):
 
 
 def test_an_erasure_committed_during_a_scrub_stays_pending(db_path, monkeypatch):
-    from store.rights import audit, forget
+    from store.rights import audit, erasure
     from store.tenancy import Tenant
     from store.validation import utcnow
 
@@ -298,7 +298,7 @@ def test_an_erasure_committed_during_a_scrub_stays_pending(db_path, monkeypatch)
             done = real(**kwargs)
             # Another process erases bob now, and dies before its own scrub.
             with testing.backend(s).write() as conn:
-                counts = forget.delete(conn, forget.Scope(Tenant("bob"), None, None))
+                counts = erasure.delete(conn, erasure.Scope(Tenant("bob"), None, None))
                 digest = audit.record(
                     conn,
                     Tenant("bob"),
@@ -309,8 +309,8 @@ def test_an_erasure_committed_during_a_scrub_stays_pending(db_path, monkeypatch)
                     at=utcnow(),
                     status={"disk_scrubbed": False},
                 )
-                forget.count_erasure(conn)
-                forget.mark_pending(conn, Tenant("bob"), digest, utcnow())
+                erasure.count_erasure(conn)
+                erasure.mark_pending(conn, Tenant("bob"), digest, utcnow())
             return done
 
         monkeypatch.setattr(testing.backend(s), "rewrite_keyword_indexes", rewrite_then_another_erasure)

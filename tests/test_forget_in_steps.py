@@ -15,7 +15,7 @@ import pytest
 from store import MemoryStore, testing
 from store.embedding import FakeEmbedder
 from store.errors import StoreBusyError, UnknownTenantError
-from store.rights import forget
+from store.rights import erasure
 
 from .test_forget import plant, stored_bytes
 
@@ -45,11 +45,11 @@ STEP_THEN_DIE = textwrap.dedent(
     """
     import os, signal, sys
     sys.path.insert(0, {root!r})
-    import store.rights.forget as forget
+    import store.rights.erasure as erasure
     from store import MemoryStore
 
-    forget.STEP_ROWS = 50
-    real_step, steps = forget.erase_step, [0]
+    erasure.STEP_ROWS = 50
+    real_step, steps = erasure.erase_step, [0]
 
     def step_then_die(*args, **kwargs):
         steps[0] += 1
@@ -57,7 +57,7 @@ STEP_THEN_DIE = textwrap.dedent(
             os.kill(os.getpid(), signal.SIGKILL)
         return real_step(*args, **kwargs)
 
-    forget.erase_step = step_then_die
+    erasure.erase_step = step_then_die
     s = MemoryStore.open({path!r}, embedder=None)
     s.forget(user_id="alice", actor="dpo")
     """
@@ -93,14 +93,14 @@ def test_while_a_tenant_is_erased_its_writers_wait_and_no_one_else_does(backend_
 
     monkeypatch.setattr(shared, "ERASURE_WAIT_S", 0.3)
     marked, go_on = threading.Event(), threading.Event()
-    real = forget.erase_in_steps
+    real = erasure.erase_in_steps
 
     def paused(write, tenant):
         marked.set()  # the marker is committed; no row is deleted yet
         go_on.wait(30)
         real(write, tenant)
 
-    monkeypatch.setattr(forget, "erase_in_steps", paused)
+    monkeypatch.setattr(erasure, "erase_in_steps", paused)
     s = MemoryStore.open(backend_url, embedder=FakeEmbedder(dim=96))
     warm = MemoryStore.open(backend_url, embedder=FakeEmbedder(dim=96))  # another reader, vectors cached
     try:

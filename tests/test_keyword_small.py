@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from store import MemoryStore, testing
 from store.backend.sqlite.keyword import common_terms
-from store.recall import keyword as search
-from store.recall.keyword import MIN_PREFIX, WORD_PATTERN, bm25_small, query_terms
+from store.recall import in_memory as search
+from store.recall.in_memory import MIN_PREFIX, WORD_PATTERN, bm25_small, query_terms
 from store.tenancy import Tenant
 
 

@@ -28,10 +28,10 @@ from datetime import datetime
 from store.validation import set_clock
 if os.environ.get("CLOCK"):
     set_clock(lambda: datetime.fromisoformat(os.environ["CLOCK"]))
-import store.recall.embeddings as embeddings
+import store.recall.indexing as indexing
 from store.embedding import FakeEmbedder
-real = embeddings.make_embedder
-embeddings.make_embedder = lambda spec: FakeEmbedder() if spec == "default" else real(spec)
+real = indexing.make_embedder
+indexing.make_embedder = lambda spec: FakeEmbedder() if spec == "default" else real(spec)
 if os.environ.get("PAUSE_AFTER"):
     import store.rights.migrate as migrate
     copy, copied = migrate.copy_tenant, []

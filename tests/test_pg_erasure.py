@@ -15,7 +15,7 @@ from store.tenancy import Tenant
 pytest.importorskip("psycopg")
 import psycopg  # noqa: E402
 
-from store.backend.postgres import ddl, erasure, partitions  # noqa: E402
+from store.backend.postgres import ddl, partitions, scrub  # noqa: E402
 from store.backend.postgres import engine as pg_engine
 
 from .pg_support import data_directory_bytes, migrated_engine  # noqa: E402
@@ -111,7 +111,7 @@ def test_delete_and_scrub_leave_no_byte_of_the_tenant_in_the_data_directory(pg_s
     e, mine, theirs = planted
     with e.begin() as conn:
         delete_tenant_rows(conn, ALICE)
-    result = erasure.scrub(e, ALICE, TOUCHED)
+    result = scrub.scrub(e, ALICE, TOUCHED)
     assert result.done and result.reason is None
     raw = data_directory_bytes(pg_server, e.url.database)
     assert [m for m in mine if m in raw] == []
@@ -123,7 +123,7 @@ def test_dropping_the_tenants_partitions_then_scrubbing_leaves_nothing(pg_server
     with e.begin() as conn:
         delete_tenant_rows(conn, ALICE)
     assert len(partitions.drop(e, ALICE)) == len(ddl.PARTITIONED)
-    assert erasure.scrub(e, ALICE, TOUCHED).done
+    assert scrub.scrub(e, ALICE, TOUCHED).done
     raw = data_directory_bytes(pg_server, e.url.database)
     assert [m for m in mine if m in raw] == []
     assert all(m in raw for m in theirs)
@@ -185,7 +185,7 @@ def test_scrubbing_one_tenant_does_not_make_another_tenant_wait(pg_server, pg_ur
     started = time.perf_counter()
     # Whether it may promise the bytes are gone depends on the server (wal_recycle); the
     # rewrite of alice's partitions runs either way, and that is what must not stall bob.
-    assert partitions.names(ALICE)["episodes"] in erasure.scrub(e, ALICE, ["episodes", "vectors"]).rewritten
+    assert partitions.names(ALICE)["episodes"] in scrub.scrub(e, ALICE, ["episodes", "vectors"]).rewritten
     finished = time.perf_counter()
     stop.set()
     reader.join()
@@ -205,7 +205,7 @@ def test_a_server_that_recycles_wal_gets_no_promise(pg_server, planted):
     try:
         with e.begin() as conn:
             delete_tenant_rows(conn, ALICE)
-        result = erasure.scrub(e, ALICE, TOUCHED)
+        result = scrub.scrub(e, ALICE, TOUCHED)
     finally:
         with pg_server.admin() as conn:
             conn.execute("ALTER SYSTEM SET wal_recycle = off")
@@ -233,7 +233,7 @@ def test_a_role_that_may_not_maintain_the_statistics_gets_no_promise(pg_server, 
     with app.begin() as conn:
         plant(conn, ALICE, 1, rows=3)
         delete_tenant_rows(conn, ALICE)
-    result = erasure.scrub(app, ALICE, TOUCHED)
+    result = scrub.scrub(app, ALICE, TOUCHED)
     app.dispose()
     # Without the check, VACUUM skipped pg_statistic with a warning and the scrub went on (it then
     # stopped at pg_switch_wal, which this role may not run either, and named that instead).

@@ -22,7 +22,7 @@ from store.backend.postgres import backend as pg_backend
 from store.backend.postgres import locks
 from store.embedding import FakeEmbedder
 from store.errors import ModelMismatchError, StoreBusyError
-from store.rights import forget
+from store.rights import erasure
 from store.tenancy import Tenant
 from store.validation import set_clock, utcnow
 
@@ -118,12 +118,12 @@ PAUSE_IN_FORGET = textwrap.dedent(
     import sys, time
     from pathlib import Path
     sys.path.insert(0, {root!r})
-    import store.rights.forget as forget
+    import store.rights.erasure as erasure
     from store.backend.postgres.backend import PostgresBackend
     from store import MemoryStore
 
     ready, go = Path({ready!r}), Path({go!r})
-    real_mark, real_read = forget.mark_pending, forget.read_pending
+    real_mark, real_read = erasure.mark_pending, erasure.read_pending
     armed = [False]
 
     def mark_pending(*args, **kwargs):
@@ -139,7 +139,7 @@ PAUSE_IN_FORGET = textwrap.dedent(
                 time.sleep(0.01)
         return value
 
-    forget.mark_pending, forget.read_pending = mark_pending, read_pending
+    erasure.mark_pending, erasure.read_pending = mark_pending, read_pending
     PostgresBackend.flush_erased_pages = lambda self, *args: (False, "held back by the test")
     with MemoryStore.open({url!r}, embedder=None) as s:
         s.forget(user_id="alice")
@@ -187,7 +187,7 @@ def interleave(url: str, tmp_path: Path, meanwhile) -> None:
 
 def pending_record(url: str) -> tuple[int, dict]:
     with MemoryStore.open(url, embedder=None, read_only=True, check_model=False) as s, testing.backend(s).read() as conn:
-        return forget.erasure_count(conn), forget.read_pending(conn)
+        return erasure.erasure_count(conn), erasure.read_pending(conn)
 
 
 def test_two_tenants_erased_at_once_both_count_and_both_stay_pending(pg_url, tmp_path, monkeypatch):
@@ -228,12 +228,12 @@ PAUSE_IN_MODEL_RECORD = textwrap.dedent(
     import sys, time
     from pathlib import Path
     sys.path.insert(0, {root!r})
-    import store.recall.embeddings as embeddings
+    import store.recall.indexing as indexing
     from store import MemoryStore
     from store.embedding import FakeEmbedder
 
     ready, go = Path({ready!r}), Path({go!r})
-    real = embeddings.record_model
+    real = indexing.record_model
 
     def record_model(conn, embedder):
         ready.touch()  # it has read that no model is recorded yet
@@ -241,7 +241,7 @@ PAUSE_IN_MODEL_RECORD = textwrap.dedent(
             time.sleep(0.01)
         real(conn, embedder)
 
-    embeddings.record_model = record_model
+    indexing.record_model = record_model
     with MemoryStore.open({url!r}, embedder=FakeEmbedder(dim=384, name="model-one")) as s:
         s.remember("alice's first", user_id="alice")
     """

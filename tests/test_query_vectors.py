@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from store import MemoryStore
 from store.embedding import FakeEmbedder
-from store.recall.embeddings import QUERY_VECTORS_KEPT
+from store.recall.indexing import QUERY_VECTORS_KEPT
 
 
 class Counting(FakeEmbedder):

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from store.recall.keyword import query_terms
+from store.recall.in_memory import query_terms
 
 from .conftest import built_once
 

@@ -149,7 +149,7 @@ class Backend(Protocol):
         none (or ``whole_store=True``) makes it a store-wide write, serialised with every other
         writer. ``whole_store=False`` with no tenant: a write that changes only store-wide
         records, each under :meth:`Sql.serialise`, or the rows of a tenant whose erasure is under
-        way (a step of :func:`store.rights.forget.erase_in_steps`). A write naming a tenant whose
+        way (a step of :func:`store.rights.erasure.erase_in_steps`). A write naming a tenant whose
         erasure is under way waits for its end (:func:`store.backend.shared.wait_out_erasure`). With ``inserting`` (the default) it may insert
         rows for ``tenants``: PostgreSQL attaches their partitions first, in short transactions
         of their own (once per tenant and process, and again if they were dropped since),

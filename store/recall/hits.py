@@ -16,13 +16,13 @@ from ..backend import Backend, KeywordIndex, ServerVectorIndex
 from ..models import Episode, RecallHit, ScoreBreakdown
 from ..schema import blocks_t, episodes_t, facts_t, from_micros, scratch_t, sessions_t
 from ..tenancy import Tenant
-from ..tiers import blocks as block_tier
-from ..tiers import episodes as episode_tier
-from ..tiers import facts as fact_tier
-from . import fusion
-from . import keyword as in_memory  # called through the module, so a test can watch it
+from ..tiers import blocks, episodes, facts
+from . import (
+    fusion,
+    in_memory,  # called through the module, so a test can watch it
+)
 from .cosines import cosines
-from .embeddings import Indexer
+from .indexing import Indexer
 from .query import MIN_PREFIX, query_terms
 from .ranking import Ranked, fuse
 
@@ -174,7 +174,7 @@ class Recall:
         depth = candidate_depth(limit)
         allowed = None
         if self.use_vectors and (session_id is not None or since is not None or until is not None):
-            stmt = episode_tier.filtered(self.tenant.select(episodes_t, episodes_t.c.pk), session_id=session_id, since=since, until=until)
+            stmt = episodes.filtered(self.tenant.select(episodes_t, episodes_t.c.pk), session_id=session_id, since=since, until=until)
             allowed = np.fromiter(self.conn.execute(stmt).scalars(), dtype=np.int64)
         # The vector side (encode, then scan) runs on the encoder thread while this thread
         # runs the keyword query: the two halves overlap on two cores.
@@ -218,15 +218,15 @@ class Recall:
             marked.update(self.index.episode_highlights(self.conn, self.tenant, self.expression, late))
         for c in ranked:
             c.matched = marked.get(c.pk, [])
-        episodes = self._episodes([c.pk for c in ranked])
+        found = self._episodes([c.pk for c in ranked])
         hits = []
         for c in ranked:
-            episode = episodes[c.pk]
+            episode = found[c.pk]
             hits.append(
                 RecallHit(
                     kind="episode",
                     id=episode.id,
-                    text=episode_tier.embed_text(episode.input, episode.output),
+                    text=episodes.embed_text(episode.input, episode.output),
                     session_id=episode.session_id,
                     occurred_at=episode.occurred_at,
                     episode=episode,
@@ -244,14 +244,14 @@ class Recall:
         texts = {}
         for row in self.conn.execute(stmt):
             self._candidates[row.pk] = row
-            texts[row.pk] = episode_tier.embed_text(row.input, row.output)
+            texts[row.pk] = episodes.embed_text(row.input, row.output)
         return texts
 
     def _episodes(self, pks: list[int]) -> dict[int, Episode]:
         """The episodes by key: the candidates' rows kept by :meth:`episode_texts`, the rest read."""
         found = {pk: _candidate_episode(self._candidates[pk]) for pk in pks if pk in self._candidates}
         rows = self._episode_rows([pk for pk in pks if pk not in found])
-        return found | {pk: episode_tier.to_model(row) for pk, row in rows.items()}
+        return found | {pk: episodes.to_model(row) for pk, row in rows.items()}
 
     def _episode_rows(self, pks: list[int]) -> dict[int, Row[Any]]:
         if not pks:
@@ -261,7 +261,7 @@ class Recall:
     def facts(self, limit: int, valid_at: datetime | None) -> list[RecallHit]:
         depth = candidate_depth(limit)
         stmt = self.tenant.select(facts_t)
-        stmt = stmt.where(fact_tier.valid_at_clause(valid_at)) if valid_at is not None else stmt.where(facts_t.c.valid_until.is_(None))
+        stmt = stmt.where(facts.valid_at_clause(valid_at)) if valid_at is not None else stmt.where(facts_t.c.valid_until.is_(None))
         rows = {r.pk: r for r in self.conn.execute(stmt)}
         allowed = np.fromiter(rows, dtype=np.int64)
         vector = self.vector_hits("fact", depth, allowed)
@@ -271,16 +271,16 @@ class Recall:
         candidates = fuse(vector, keyword)
         texts = {}
         if self.mode == "hybrid":
-            texts = {pk: fact_tier.fact_text(r.subject, r.predicate, r.object) for pk, r in rows.items()}
+            texts = {pk: facts.fact_text(r.subject, r.predicate, r.object) for pk, r in rows.items()}
             candidates = self._small_candidates("fact", candidates, texts)
         hits = []
         for c in fusion.order(candidates, texts, self.fusion_query, self.mode)[:limit]:
-            fact = fact_tier.to_model(rows[c.pk])
+            fact = facts.to_model(rows[c.pk])
             hits.append(
                 RecallHit(
                     kind="fact",
                     id=fact.id,
-                    text=fact_tier.fact_text(fact.subject, fact.predicate, fact.object),
+                    text=facts.fact_text(fact.subject, fact.predicate, fact.object),
                     occurred_at=fact.valid_from,
                     fact=fact,
                     scores=_scores(c),
@@ -301,7 +301,7 @@ class Recall:
         def hits() -> list[RecallHit]:
             out = []
             for c in rank():
-                block = block_tier._to_model(rows[c.pk])
+                block = blocks.to_model(rows[c.pk])
                 out.append(
                     RecallHit(
                         kind="block",
@@ -387,7 +387,7 @@ _CANDIDATE_COLUMNS = (
 
 def _candidate_episode(row: Row[Any]) -> Episode:
     micros = row.occurred_micros
-    return episode_tier.to_model(SimpleNamespace(**row._asdict(), occurred_at=None if micros is None else from_micros(micros)))
+    return episodes.to_model(SimpleNamespace(**row._asdict(), occurred_at=None if micros is None else from_micros(micros)))
 
 
 def small_corpus(conn: Connection, tenant: Tenant, kind: str) -> dict[int, str]:
@@ -424,12 +424,12 @@ def merge(hit_lists: list[list[RecallHit]], limit: int) -> list[RecallHit]:
 def recency(
     conn: Connection, tenant: Tenant, limit: int, session_id: str | None, since: datetime | None, until: datetime | None
 ) -> list[RecallHit]:
-    page = episode_tier.page_episodes(conn, tenant, session_id=session_id, since=since, until=until, limit=limit, cursor=None)
+    page = episodes.page_episodes(conn, tenant, session_id=session_id, since=since, until=until, limit=limit, cursor=None)
     return [
         RecallHit(
             kind="episode",
             id=e.id,
-            text=episode_tier.embed_text(e.input, e.output),
+            text=episodes.embed_text(e.input, e.output),
             session_id=e.session_id,
             occurred_at=e.occurred_at,
             episode=e,

@@ -18,9 +18,9 @@ from ..tenancy import Tenant, all_tenants, require_tenant
 from ..tiers import episodes, facts
 from ..tiers.common import content_hash
 from ..validation import check_flag, check_int, check_optional_datetime, check_optional_name, check_text
-from . import hits as recall
-from .embeddings import Indexer, record_model
+from . import hits
 from .hits import Mode
+from .indexing import Indexer, record_model
 from .query import query_terms
 
 RecallScope = Literal["episodic", "facts", "working", "scratchpad", "all"]
@@ -68,8 +68,8 @@ class RecallService:
                     self.ensure_vectors(tenant, small)
         with self._db.read() as conn:
             if not query_terms(query):
-                return recall.recency(conn, tenant, limit, session_id, since, until) if kind in ("episodic", "all") else []
-            run = recall.Recall(self._indexer, self._db.keyword, conn, tenant, query, mode, prefix)
+                return hits.recency(conn, tenant, limit, session_id, since, until) if kind in ("episodic", "all") else []
+            run = hits.Recall(self._indexer, self._db.keyword, conn, tenant, query, mode, prefix)
             lists, rank_later = [], []
             if kind in ("episodic", "all"):
                 lists.append(run.episodes(limit, session_id, since, until))
@@ -81,7 +81,7 @@ class RecallService:
                 rank_later.append(run.scratchpad(limit, session_id))
         # Out of the read transaction: blocks and notes are ranked in memory (see Recall.blocks).
         lists += [rank() for rank in rank_later]
-        return recall.merge(lists, limit)
+        return hits.merge(lists, limit)
 
     def recall_facts(
         self, query: str, tenant: Tenant, *, limit: int = 5, valid_at: datetime | None = None, mode: Mode = "hybrid"
@@ -94,7 +94,7 @@ class RecallService:
         with self._db.read() as conn:
             if not query_terms(query):
                 return []
-            return recall.Recall(self._indexer, self._db.keyword, conn, tenant, query, mode, False).facts(limit, valid_at)
+            return hits.Recall(self._indexer, self._db.keyword, conn, tenant, query, mode, False).facts(limit, valid_at)
 
     @staticmethod
     def _time_range(time_range: Any) -> tuple[datetime | None, datetime | None]:
@@ -112,7 +112,7 @@ class RecallService:
             return  # nothing was committed since the last check: search as you type skips it
         with self._db.read() as conn:
             self._indexer.cache.notice_erasures(conn)
-            documents = recall.small_corpus(conn, tenant, kind)
+            documents = hits.small_corpus(conn, tenant, kind)
             hashes = {pk: content_hash(text) for pk, text in documents.items()}
             have: dict[int, str] = dict(
                 conn.execute(
@@ -151,7 +151,7 @@ class RecallService:
         if not self._indexer.enabled:
             return 0
         with self._db.read() as conn:
-            if recall.server_index_of(self._db, conn, tenant) is not None:
+            if hits.server_index_of(self._db, conn, tenant) is not None:
                 return 0  # the server searches them
             pks, _ = self._indexer.cache.get(conn, tenant, "episode", self._indexer.model.dim)
         return len(pks)

@@ -18,8 +18,8 @@ from sqlalchemy import Connection, Table, func
 
 from ..backend import Backend, sql
 from ..errors import ImportMismatchError, InvalidInputError
-from ..recall.embeddings import Indexer
-from ..recall.embeddings import check_model as check_model_of
+from ..recall import indexing
+from ..recall.indexing import Indexer
 from ..schema import audit_t, blocks_t, checkpoints_t, episodes_t, facts_t, kv_t, scratch_t, sessions_t, task_t
 from ..tenancy import Tenant
 from ..tiers.common import content_hash, ensure_session, ids_present, touch_tenant
@@ -68,7 +68,7 @@ def vectors_needed(backend: Backend, indexer: Indexer, checked: Checked) -> tupl
     out: dict[tuple[Tenant, str, str], bytes] = {}
     embedded = 0
     with backend.read() as conn:
-        check_model_of(conn, embedder, backend.path)
+        indexing.check_model(conn, embedder, backend.path)
         for (tenant, kind), records in wanted.items():
             present = ids_present(conn, tenant, episodes_t if kind == "episode" else facts_t, [r.id for r in records])
             new = [r for r in records if r.id not in present]
@@ -328,7 +328,7 @@ def apply(
     ``scope`` added to its scope). A migration (``action="migrate"``) moves the store itself, so
     its audit entries keep the origin they had there (a local erasure stays a local erasure);
     an import's are imported history."""
-    check_model_of(conn, indexer.embedder, store_path)
+    indexing.check_model(conn, indexer.embedder, store_path)
     writer = Writer(conn, indexer, checked, vectors, at, max_bytes, keep_origin=action == "migrate")
     writer.run()
     source_of = {tenant: user_id for user_id, tenant in checked.targets.items()}

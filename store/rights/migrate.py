@@ -43,7 +43,7 @@ from ..errors import (
     ModelMismatchError,
 )
 from ..models import MigrationReport
-from ..recall.embeddings import Indexer, recorded_model
+from ..recall.indexing import Indexer, recorded_model
 from ..schema import audit_t, tenants_t, vectors_t
 from ..tenancy import Tenant, tenants_with_history
 from ..tiers.common import content_hash

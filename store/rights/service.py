@@ -17,14 +17,12 @@ from sqlalchemy import Connection
 from ..backend import Backend
 from ..errors import InvalidInputError, MemlensError, StoreBusyError, UnknownSessionError
 from ..models import AuditEntry, ForgetReceipt, ImportReport, MigrationReport, PendingScrub
-from ..recall.embeddings import Indexer
+from ..recall.indexing import Indexer
 from ..schema import audit_t, episodes_t, sessions_t, tenants_t
 from ..tenancy import UNSET, Tenant, all_tenants, require_history, require_tenant
 from ..tiers.registry import ERASE_ORDER, SECTION_OF, SECTIONS
 from ..validation import check_flag, check_int, check_name, check_optional_datetime, utcnow
-from . import audit, export, export_file, forget, migrate
-from . import import_check as importer
-from . import import_write as import_writer
+from . import audit, erasure, export, export_file, import_check, import_write, migrate
 
 # Seconds between two after-write checks for a pending scrub (one small read each).
 SCRUB_RETRY_INTERVAL = 1.0
@@ -129,12 +127,12 @@ class DataRights:
     ) -> ImportReport:
         """Import an export (a path to JSON or JSONL, or the dict :meth:`export` returns); see :meth:`store.memory.MemoryStore.import_`."""
         actor = check_name(actor, "actor")
-        expected = import_writer.check_expected(expect_counts)
-        checked = importer.validate(source, self.max_content_bytes, as_user=as_user)
-        vectors, reembedded = import_writer.vectors_needed(self._db, self._indexer, checked)
+        expected = import_write.check_expected(expect_counts)
+        checked = import_check.validate(source, self.max_content_bytes, as_user=as_user)
+        vectors, reembedded = import_write.vectors_needed(self._db, self._indexer, checked)
         at = utcnow()
         with self._db.write(*dict.fromkeys(checked.targets.values())) as conn:
-            outcomes = import_writer.apply(
+            outcomes = import_write.apply(
                 conn,
                 self._db.path,
                 self._indexer,
@@ -146,12 +144,12 @@ class DataRights:
                 max_bytes=self.max_content_bytes,
             )
             # Inside the transaction: a shortfall raises here and rolls every write back.
-            import_writer.require_held(outcomes, expected)
+            import_write.require_held(outcomes, expected)
         return ImportReport(
             tenants=[t.user_id for t in dict.fromkeys(checked.targets.values())],
-            counts=outcomes[import_writer.WRITTEN],
-            unchanged=outcomes[import_writer.UNCHANGED],
-            kept_existing=outcomes[import_writer.KEPT],
+            counts=outcomes[import_write.WRITTEN],
+            unchanged=outcomes[import_write.UNCHANGED],
+            kept_existing=outcomes[import_write.KEPT],
             reembedded=reembedded,
             manifest=checked.manifest,
         )
@@ -201,7 +199,7 @@ class DataRights:
             check_name(session_id, "session_id")
         before = check_optional_datetime(before, "before")
         actor = check_name(actor, "actor")
-        scope = forget.Scope(tenant, session_id, before)
+        scope = erasure.Scope(tenant, session_id, before)
         scope_record = {"session_id": session_id, "before": None if before is None else before.isoformat()}
         at = utcnow()
         nothing = dict.fromkeys([*(tier.name for tier in ERASE_ORDER), "vectors"], 0)
@@ -210,7 +208,7 @@ class DataRights:
                 counts = nothing
                 if require_tenant(conn, tenant, missing_ok=missing_ok):
                     self._require_session(conn, tenant, session_id)
-                    counts = forget.count(conn, scope)
+                    counts = erasure.count(conn, scope)
             return ForgetReceipt(
                 user_id=tenant.user_id,
                 session_id=session_id,
@@ -227,15 +225,15 @@ class DataRights:
                 if require_tenant(conn, tenant, missing_ok=missing_ok):
                     self._require_session(conn, tenant, session_id)
                     in_steps = scope.whole_tenant
-                    counts = forget.count(conn, scope) if in_steps else forget.delete(conn, scope)
+                    counts = erasure.count(conn, scope) if in_steps else erasure.delete(conn, scope)
                 digest = audit.record(
                     conn, tenant, action="forget", actor=actor, scope=scope_record, counts=counts, at=at, status={"disk_scrubbed": False}
                 )
                 if in_steps:
-                    forget.begin_tenant_erasure(conn, tenant, digest)
+                    erasure.begin_tenant_erasure(conn, tenant, digest)
                 else:
-                    forget.count_erasure(conn)
-                    forget.mark_pending(conn, tenant, digest, at)
+                    erasure.count_erasure(conn)
+                    erasure.mark_pending(conn, tenant, digest, at)
             # Only this tenant's vectors changed: other tenants keep their matrices and indexes.
             self._indexer.cache.drop_tenant(tenant.key)
             if in_steps:
@@ -260,15 +258,15 @@ class DataRights:
 
     def _erase_in_steps(self, tenant: Tenant) -> None:
         """The steps of a committed whole-tenant erasure, each its own short write transaction
-        (:func:`store.rights.forget.erase_step`); the tenant's own writers wait meanwhile, so the
+        (:func:`store.rights.erasure.erase_step`); the tenant's own writers wait meanwhile, so the
         steps name no tenant."""
-        forget.erase_in_steps(lambda: self._db.write(inserting=False, whole_store=False), tenant)
+        erasure.erase_in_steps(lambda: self._db.write(inserting=False, whole_store=False), tenant)
         self._indexer.cache.drop_tenant(tenant.key)
 
     def _finish_tenant_erasures(self) -> None:
         """Roll forward every whole-tenant erasure a process committed and did not finish."""
         with self._db.read() as conn:
-            under_way = forget.tenant_erasures_under_way(conn)
+            under_way = erasure.tenant_erasures_under_way(conn)
         for tenant in under_way:
             self._erase_in_steps(tenant)
 
@@ -279,7 +277,7 @@ class DataRights:
     def pending_scrub(self) -> PendingScrub | None:
         """Erasures whose rows are gone but whose bytes may still be in the files, if any."""
         with self._db.read() as conn:
-            pending = forget.read_pending(conn)
+            pending = erasure.read_pending(conn)
         if pending is None:
             return None
         return PendingScrub(
@@ -307,29 +305,29 @@ class DataRights:
             return False, "the store is open read-only; open it read-write to scrub"
         export_file.remove_leftover_exports(self._db)  # a killed export's partial file holds personal data too
         with self._db.read() as conn:
-            pending, erasures = forget.read_pending(conn), forget.erasure_count(conn)
-            expiring = forget.tenants_with_expired_kv(conn, utcnow())
+            pending, erasures = erasure.read_pending(conn), erasure.erasure_count(conn)
+            expiring = erasure.tenants_with_expired_kv(conn, utcnow())
         taken = [] if pending is None else pending["erasures"]
         if (rewrite or (pending is not None and pending["indexes"])) and not self._db.rewrite_keyword_indexes():
             return False, "agents wrote faster than the keyword indexes could be merged; the scrub stays pending"
         self._purge_expired(expiring)
         # Store-wide records only (each change under their lock): no tenant's writers wait.
         with self._db.write(inserting=False, whole_store=False) as conn:
-            forget.lock_records(conn)
-            now_pending = forget.read_pending(conn)
-            if now_pending is not None and now_pending["indexes"] and forget.erasure_count(conn) == erasures:
+            erasure.lock_records(conn)
+            now_pending = erasure.read_pending(conn)
+            if now_pending is not None and now_pending["indexes"] and erasure.erasure_count(conn) == erasures:
                 now_pending["indexes"] = False
-                forget.write_pending(conn, now_pending)
+                erasure.write_pending(conn, now_pending)
             expired = [] if now_pending is None else now_pending.get("expired", [])
         done, reason = self._db.flush_erased_pages(budget, [Tenant(key) for key, _ in taken], [Tenant(key) for key in expired])
         if done and (taken or expired):
             with self._db.write(inserting=False, whole_store=False) as conn:
-                forget.lock_records(conn)
-                now_pending = forget.read_pending(conn)
+                erasure.lock_records(conn)
+                now_pending = erasure.read_pending(conn)
                 if now_pending is not None:
                     now_pending["erasures"] = [e for e in now_pending["erasures"] if e not in taken]
                     now_pending["expired"] = [k for k in now_pending.get("expired", []) if k not in expired]
-                    forget.write_pending(conn, now_pending)
+                    erasure.write_pending(conn, now_pending)
                 audit.mark_scrubbed(conn, taken, utcnow())
         return done, reason
 
@@ -339,7 +337,7 @@ class DataRights:
         purged = 0
         for tenant in tenants:
             with self._db.write(tenant, inserting=False) as conn:
-                purged += forget.purge_tenant_expired_kv(conn, tenant, utcnow())
+                purged += erasure.purge_tenant_expired_kv(conn, tenant, utcnow())
         return purged
 
     def purge_expired(self) -> int:
@@ -348,7 +346,7 @@ class DataRights:
         :meth:`store.memory.MemoryStore.purge_expired`."""
         with self._scrub_lock:
             with self._db.read() as conn:
-                expiring = forget.tenants_with_expired_kv(conn, utcnow())
+                expiring = erasure.tenants_with_expired_kv(conn, utcnow())
             purged = self._purge_expired(expiring)
             if purged:
                 try:
@@ -364,9 +362,9 @@ class DataRights:
             return
         with self._db.read() as conn:
             needed = (
-                forget.read_pending(conn) is not None
-                or bool(forget.tenant_erasures_under_way(conn))
-                or forget.has_expired_kv(conn, utcnow())
+                erasure.read_pending(conn) is not None
+                or bool(erasure.tenant_erasures_under_way(conn))
+                or erasure.has_expired_kv(conn, utcnow())
             )
         if needed:
             with contextlib.suppress(StoreBusyError):
@@ -383,7 +381,7 @@ class DataRights:
         try:
             self._next_scrub_retry = now + SCRUB_RETRY_INTERVAL
             with self._db.read() as conn:
-                pending = forget.read_pending(conn)
+                pending = erasure.read_pending(conn)
             if pending is not None and not pending["indexes"]:
                 self._scrub_locked(budget=0)
         except MemlensError:

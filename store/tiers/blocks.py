@@ -12,7 +12,7 @@ from ..schema import blocks_t
 from ..tenancy import Tenant
 
 
-def _to_model(row: Row[Any]) -> Block:
+def to_model(row: Row[Any]) -> Block:
     return Block(
         user_id=Tenant(row.user_id).user_id,
         name=row.name,
@@ -24,12 +24,12 @@ def _to_model(row: Row[Any]) -> Block:
 
 def list_blocks(conn: Connection, tenant: Tenant) -> list[Block]:
     rows = conn.execute(tenant.select(blocks_t).order_by(blocks_t.c.pinned_order)).all()
-    return [_to_model(r) for r in rows]
+    return [to_model(r) for r in rows]
 
 
 def get_block(conn: Connection, tenant: Tenant, name: str) -> Block | None:
     row = conn.execute(tenant.select(blocks_t).where(blocks_t.c.name == name)).first()
-    return _to_model(row) if row else None
+    return to_model(row) if row else None
 
 
 def put_block(conn: Connection, tenant: Tenant, name: str, content: str, now: datetime) -> Block:

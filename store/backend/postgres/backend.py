@@ -38,8 +38,7 @@ from ...errors import (
 )
 from ...tenancy import Tenant, being_erased
 from ..shared import wait_out_erasure
-from . import ddl, erasure, locks, partitions
-from . import engine as pg_engine
+from . import ddl, engine, locks, partitions, scrub
 from .changes import ChangeCounter
 from .errors import LOCK_TIMEOUT_S, translate, translated
 from .keyword import SNAPSHOT_VERSION, PostgresKeywordIndex
@@ -92,7 +91,7 @@ class PostgresBackend:
 
     after_write: Callable[[], None] | None = None
     schema_version = ddl.CURRENT_VERSION
-    out_of_reach = erasure.OUT_OF_REACH
+    out_of_reach = scrub.OUT_OF_REACH
 
     def __init__(self, url: str | Path, *, read_only: bool = False, create: bool = True, vector_dim: int | None = None):
         self.url = parse(str(url))
@@ -102,7 +101,7 @@ class PostgresBackend:
         self._prepared_lock = threading.Lock()
         self._changes: ChangeCounter | None = None
         self._changes_lock = threading.Lock()
-        self.engine = pg_engine.create(self.url.render_as_string(hide_password=False), pool_size=8, max_overflow=8, pool_pre_ping=True)
+        self.engine = engine.create(self.url.render_as_string(hide_password=False), pool_size=8, max_overflow=8, pool_pre_ping=True)
         self.vector_index = PgvectorIndex(self.engine, self.path, read_only)
         self.keyword = PostgresKeywordIndex()
         try:
@@ -268,7 +267,7 @@ class PostgresBackend:
     def flush_erased_pages(self, budget: float, tenants: Sequence[Tenant] = (), expired: Sequence[Tenant] = ()) -> tuple[bool, str | None]:
         """Rewrite (or, for a tenant erased whole, drop) the erased ``tenants``' partitions and
         the key-value partitions of ``expired``, and push the old pages out of the WAL
-        (:func:`.erasure.scrub`); each wait for a partition's readers lasts at most ``budget``
+        (:func:`.scrub.scrub`); each wait for a partition's readers lasts at most ``budget``
         seconds (at least 0.1)."""
         if self.read_only:
             return False, "the store is open read-only; open it read-write to scrub"
@@ -280,7 +279,7 @@ class PostgresBackend:
         reasons = []
         for key, parents in work:
             try:
-                result = erasure.scrub(self.engine, Tenant(key), parents, lock_timeout=max(budget, 0.1))
+                result = scrub.scrub(self.engine, Tenant(key), parents, lock_timeout=max(budget, 0.1))
             except exc.DBAPIError as error:
                 typed = translate(error, self.path)
                 return False, f"{typed}; the scrub stays pending"

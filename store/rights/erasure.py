@@ -49,7 +49,7 @@ from ..schema import (
     vectors_t,
 )
 from ..tenancy import ERASING_PREFIX, Tenant, erasing_key, keys_and_tenants, tenants_having
-from ..tiers import facts as fact_tier
+from ..tiers import facts
 from ..tiers.registry import ERASE_ORDER, VECTOR_KINDS
 from ..validation import utcnow
 
@@ -78,13 +78,13 @@ def scopes(dialect: Sql, scope: Scope) -> dict[str, Select[Any]]:
     if session_id is not None:
         sessions = sessions.where(sessions_t.c.session_id == session_id)
     episodes = erased_episodes(scope)
-    facts = t.select(facts_t, facts_t.c.pk)
+    fact_keys = t.select(facts_t, facts_t.c.pk)
     if not scope.whole_tenant:
         # A fact goes when it rests only on erased episodes: it cites one, and none of the
         # episodes it cites survives. Facts citing no episode go only with the whole tenant.
         erased_ids = t.select(episodes_t, episodes_t.c.id).where(episodes_t.c.pk.in_(episodes))
         surviving_ids = t.select(episodes_t, episodes_t.c.id).where(episodes_t.c.pk.not_in(episodes))
-        facts = facts.where(_cites(dialect, erased_ids, "erased"), ~_cites(dialect, surviving_ids, "surviving"))
+        fact_keys = fact_keys.where(_cites(dialect, erased_ids, "erased"), ~_cites(dialect, surviving_ids, "surviving"))
     notes = t.select(scratch_t, scratch_t.c.pk)
     checkpoints = t.select(checkpoints_t, checkpoints_t.c.pk)
     if session_id is not None:
@@ -98,7 +98,7 @@ def scopes(dialect: Sql, scope: Scope) -> dict[str, Select[Any]]:
             select(literal_column("1")).select_from(held).where(dialect.json_field(held.c.value, "$.created_at") < to_micros(before))
         )
         checkpoints = checkpoints.where(or_(checkpoints_t.c.created_at < before, holds_old_note))
-    result = {"episodes": episodes, "facts": facts, "scratchpad_entries": notes, "checkpoints": checkpoints}
+    result = {"episodes": episodes, "facts": fact_keys, "scratchpad_entries": notes, "checkpoints": checkpoints}
     if before is None:
         # A whole session (or tenant) goes with its working memory; `before` alone keeps the
         # current state (blocks, keys, task) and removes only what is older than the date.
@@ -185,7 +185,7 @@ def _amend_surviving_facts(conn: Connection, scope: Scope, stmts: dict[str, Sele
         for pk, sources in rows:
             kept = [s for s in json.loads(sources) if s not in erased_ids]
             conn.execute(t.update(facts_t).where(facts_t.c.pk == pk).values(source_episode_ids=json.dumps(kept)))
-    fact_tier.close_gaps(conn, t, erased_facts)
+    facts.close_gaps(conn, t, erased_facts)
 
 
 # --- the pending scrub and the erasure counter, kept in memlens_meta --------------------------
