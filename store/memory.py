@@ -1,21 +1,20 @@
 """The synchronous store: one object per database, safe to share between threads.
 
-A façade: the tiers' methods live here, recall and the data-rights methods are one-line
-forwards to the services it composes (:mod:`store.recall.service`, :mod:`store.rights.service`)."""
+A façade: each method checks its arguments, resolves the caller's tenant once and hands it to
+the tier module (:mod:`store.tiers`) or the service it composes (:mod:`store.recall.service`,
+:mod:`store.rights.service`, :mod:`store.consolidation`) that does the work."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
 
-from sqlalchemy import func
-
 from . import schema, tenancy
 from .backend import Backend, open_backend
+from .consolidation import Consolidation
 from .embedding import Embedder
 from .errors import DuplicateIdError, InvalidInputError, ReadOnlyStoreError
 from .models import (
@@ -44,10 +43,9 @@ from .recall.indexing import Indexer, recorded_model
 from .recall.service import RecallScope, RecallService
 from .rights.erasure import erasure_count, erasures_after
 from .rights.service import DataRights
-from .tenancy import UNSET, Tenant, count_by_tenant, listed_tenants, named_tenants_exist, resolve, user_id_of
-from .tiers import blocks, episodes, facts
+from .tenancy import UNSET, Tenant, named_tenants_exist, resolve
+from .tiers import blocks, episodes, facts, overview, sessions
 from .tiers.common import content_hash, ensure_session, ids_present, touch_tenant
-from .tiers.registry import COUNTED
 from .tiers.sessions import SessionMemory
 from .validation import (
     DEFAULT_MAX_CONTENT_BYTES,
@@ -60,12 +58,6 @@ from .validation import (
     check_text,
     utcnow,
 )
-
-# Sorts a tenant that has no activity time (none is written without one) after all others.
-_NEVER = datetime.min.replace(tzinfo=UTC)
-
-# What overviews count per tenant, by TierCounts field.
-TIER_TABLES = {tier.name: tier.table for tier in COUNTED}
 
 
 class MemoryStore:
@@ -83,6 +75,7 @@ class MemoryStore:
         # Every method resolves its user_id here, once, and hands the tenant down.
         self._recall = RecallService(db, indexer)
         self._rights = DataRights(db, indexer, max_content_bytes=max_content_bytes)
+        self._consolidation = Consolidation(db, indexer, max_content_bytes=max_content_bytes)
         db.after_write = self._rights.after_write
 
     @classmethod
@@ -437,89 +430,7 @@ class MemoryStore:
         check_int(limit, "limit", minimum=1)
         if self.read_only:  # before the extractor runs, not after: its calls may cost money
             raise ReadOnlyStoreError(f"{self.path} is open read-only; reopen it with read_only=False to consolidate")
-        pending = self._unconsolidated(tenant, session_id, limit)
-        if not pending:
-            return []
-        # The extractor may take seconds per episode (an LLM call): no transaction is open while it runs.
-        flat = [(episode, item) for episode in pending for item in self._extracted(extract, episode)]
-        texts = [facts.fact_text(subject, predicate, obj) for _, (subject, predicate, obj, _) in flat]
-        digests = [content_hash(text) for text in texts]
-        vectors = self._indexer.prepare(tenant, "fact", texts, digests)
-        now = utcnow()
-        e = schema.episodes_t
-        ids = [episode.id for episode in pending]
-        added: list[Fact] = []
-        new_pks, new_digests, new_vectors = [], [], []
-        with self._db.write(tenant) as conn:
-            # Another process may have consolidated or erased some of them meanwhile: their facts
-            # would be duplicates, or would cite an episode that no longer exists.
-            still: set[str] = set()
-            for start in range(0, len(ids), 500):
-                chunk = e.c.id.in_(ids[start : start + 500])
-                still.update(conn.execute(tenant.select(e, e.c.id).where(chunk, e.c.consolidated_at.is_(None))).scalars())
-            touch_tenant(conn, tenant, now)
-            for index, (episode, (subject, predicate, obj, confidence)) in enumerate(flat):
-                if episode.id not in still:
-                    continue
-                fact, pk = facts.add_fact(
-                    conn,
-                    tenant,
-                    subject=subject,
-                    predicate=predicate,
-                    object=obj,
-                    confidence=confidence,
-                    valid_from=episode.occurred_at,
-                    recorded_at=now,
-                    source_episode_ids=[episode.id],
-                )
-                added.append(fact)
-                new_pks.append(pk)
-                if vectors is not None:
-                    new_digests.append(digests[index])
-                    new_vectors.append(vectors[index])
-            if new_pks:
-                self._indexer.save(conn, tenant, "fact", new_pks, new_digests, None if vectors is None else new_vectors)
-            marked = [i for i in ids if i in still]
-            for start in range(0, len(marked), 500):
-                conn.execute(tenant.update(e).where(e.c.id.in_(marked[start : start + 500])).values(consolidated_at=now))
-        return added
-
-    def _unconsolidated(self, tenant: Tenant, session_id: str | None, limit: int) -> list[Episode]:
-        """Up to ``limit`` episodes never shown to an extractor, oldest first. Episodes a fact
-        already cites are skipped too: consolidated before the store recorded consolidation
-        (schema 4), or given as sources by hand."""
-        e, f = schema.episodes_t, schema.facts_t
-        with self._db.read() as conn:
-            cited = {source for (sources,) in conn.execute(tenant.select(f, f.c.source_episode_ids)) for source in json.loads(sources)}
-            stmt = episodes.filtered(tenant.select(e), session_id=session_id, since=None, until=None)
-            stmt = stmt.where(e.c.consolidated_at.is_(None)).order_by(e.c.occurred_at, e.c.pk)
-            found: list[Episode] = []
-            for row in conn.execute(stmt).yield_per(500):
-                if row.id not in cited:
-                    found.append(episodes.to_model(row))
-                    if len(found) == limit:
-                        break
-        return found
-
-    def _extracted(self, extract: Callable[[Episode], Iterable[Any]], episode: Episode) -> list[tuple[str, str, str, float]]:
-        """What ``extract`` made of one episode, every item checked before anything is written."""
-        result = extract(episode)
-        if result is None:
-            return []
-        if isinstance(result, (str, bytes, Mapping)) or not isinstance(result, Iterable):
-            raise InvalidInputError(f"extract returned a {type(result).__name__}; it must return or yield tuples")
-        items = []
-        for item in result:
-            if not isinstance(item, (tuple, list)) or len(item) not in (3, 4):
-                raise InvalidInputError("extract must yield (subject, predicate, object[, confidence]) tuples")
-            subject, predicate, obj, *rest = item
-            for value, field in ((subject, "subject"), (predicate, "predicate"), (obj, "object")):
-                check_text(value, field, limit=self.max_content_bytes, allow_empty=False)
-            confidence = rest[0] if rest else 1.0
-            if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 <= confidence <= 1.0:
-                raise InvalidInputError("confidence must be a number from 0 to 1")
-            items.append((subject, predicate, obj, float(confidence)))
-        return items
+        return self._consolidation.run(extract, tenant, session_id, limit)
 
     # --- sessions ---------------------------------------------------------------------
 
@@ -540,18 +451,8 @@ class MemoryStore:
     def sessions(self, *, user_id: str | None = UNSET) -> list[SessionInfo]:
         """The tenant's sessions, most recently active first."""
         tenant = self._tenant(user_id)
-        t, e = schema.sessions_t, schema.episodes_t
         with self._db.read() as conn:
-            counts: dict[str, int] = dict(
-                conn.execute(
-                    tenant.select(e, e.c.session_id, func.count()).where(e.c.session_id.is_not(None)).group_by(e.c.session_id)
-                ).all()
-            )
-            rows = conn.execute(tenant.select(t).order_by(t.c.updated_at.desc(), t.c.pk.desc())).all()
-        return [
-            SessionInfo(session_id=r.session_id, created_at=r.created_at, updated_at=r.updated_at, episodes=counts.get(r.session_id, 0))
-            for r in rows
-        ]
+            return sessions.session_infos(conn, tenant)
 
     def purge_expired(self) -> int:
         """Delete every expired key-value entry of every tenant (reads already hide them), then
@@ -803,36 +704,13 @@ class MemoryStore:
     def tenants(self) -> list[TenantSummary]:
         """Every tenant with its counts per tier and last activity, most recent first."""
         with self._db.read() as conn:
-            per_tier = {name: count_by_tenant(conn, table) for name, table in TIER_TABLES.items()}
-            rows = conn.execute(listed_tenants(schema.tenants_t, schema.tenants_t)).all()
-        summaries = [
-            TenantSummary(
-                user_id=user_id_of(row.user_id),
-                counts=TierCounts(**{name: counts.get(row.user_id, 0) for name, counts in per_tier.items()}),
-                last_activity=row.last_activity,
-            )
-            for row in rows
-        ]
-        # Most recently active first; ties (a frozen clock, one bulk import) by name, anonymous last.
-        summaries.sort(key=lambda s: (s.user_id is None, s.user_id or ""))
-        return sorted(summaries, key=lambda s: s.last_activity or _NEVER, reverse=True)
+            return overview.tenant_summaries(conn)
 
     def profile(self, *, user_id: str | None = UNSET) -> Profile:
         """A tenant at a glance: its blocks, current facts, counts and activity."""
         tenant = self._tenant(user_id)
         with self._db.read() as conn:
-            block_list = blocks.list_blocks(conn, tenant)
-            current = facts.list_facts(conn, tenant, valid_at=None, subject=None, include_history=False)
-            counts = TierCounts(**{name: conn.execute(tenant.select(table, func.count())).scalar() for name, table in TIER_TABLES.items()})
-            activity = conn.execute(tenant.select(schema.tenants_t)).first()
-        return Profile(
-            user_id=tenant.user_id,
-            blocks={b.name: b.content for b in block_list},
-            facts=current,
-            counts=counts,
-            first_activity=activity.created_at if activity else None,
-            last_activity=activity.last_activity if activity else None,
-        )
+            return overview.profile(conn, tenant)
 
     def activity(self, *, user_id: str | None = UNSET, days: int = 56, until: datetime | None = None) -> Activity:
         """Episodes per UTC day for one tenant over the ``days`` days ending on ``until``'s UTC
@@ -851,7 +729,7 @@ class MemoryStore:
     def stats(self) -> StoreStats:
         """Store-wide totals (no content)."""
         summaries = self.tenants()
-        totals = {name: sum(getattr(s.counts, name) for s in summaries) for name in TIER_TABLES}
+        totals = {name: sum(getattr(s.counts, name) for s in summaries) for name in overview.TIER_TABLES}
         size = sum(p.stat().st_size for p in self._files() if p.exists())
         return StoreStats(
             path=str(self.path),

@@ -2,7 +2,7 @@
 
 Import contract (every import counts, ``TYPE_CHECKING`` ones and those inside functions too):
 inspector -> store's public API (``store``, ``store.memory``, ``store.aio``) -> services
-(``store.recall``, ``store.rights``) -> tiers / backend -> schema, models, errors, validation,
+(``store.recall``, ``store.rights``, ``store.consolidation``) -> tiers / backend -> schema, models, errors, validation,
 tenancy, embedding. Nothing imports upwards; ``store`` never imports textual or rich;
 ``store.compat`` imports only the public API. And no module outside ``store/backend/sqlite/``
 knows the store is SQLite.
@@ -33,7 +33,7 @@ def layer(module: str) -> int:
         or module.startswith(("store.compat.", "store.demo_data"))
     ):
         return 3
-    if module.startswith(("store.recall", "store.rights")):
+    if module.startswith(("store.recall", "store.rights")) or module == "store.consolidation":
         return 2
     if module.startswith(("store.tiers", "store.backend")):
         return 1

@@ -11,8 +11,8 @@ from sqlalchemy import ColumnElement, Connection, Row, Table, func, or_, select
 
 from ..backend import Backend
 from ..errors import InvalidInputError, UnknownCheckpointError, UnknownSessionError
-from ..models import Checkpoint, CheckpointDiff, KeyValueEntry, ScratchpadEntry, SessionStats, TaskState
-from ..schema import checkpoints_t, episodes_t, from_micros, kv_t, scratch_t, task_t, to_micros
+from ..models import Checkpoint, CheckpointDiff, KeyValueEntry, ScratchpadEntry, SessionInfo, SessionStats, TaskState
+from ..schema import checkpoints_t, episodes_t, from_micros, kv_t, scratch_t, sessions_t, task_t, to_micros
 from ..tenancy import Tenant
 from ..validation import (
     check_datetime,
@@ -398,6 +398,19 @@ class SessionMemory:
         if not known:
             raise UnknownSessionError(f"no session {self.session_id!r} for this user")
         return self
+
+
+def session_infos(conn: Connection, tenant: Tenant) -> list[SessionInfo]:
+    """The tenant's sessions with their episode counts, most recently active first."""
+    t, e = sessions_t, episodes_t
+    counts: dict[str, int] = dict(
+        conn.execute(tenant.select(e, e.c.session_id, func.count()).where(e.c.session_id.is_not(None)).group_by(e.c.session_id)).all()
+    )
+    rows = conn.execute(tenant.select(t).order_by(t.c.updated_at.desc(), t.c.pk.desc())).all()
+    return [
+        SessionInfo(session_id=r.session_id, created_at=r.created_at, updated_at=r.updated_at, episodes=counts.get(r.session_id, 0))
+        for r in rows
+    ]
 
 
 def _kv_model(row: Row[Any]) -> KeyValueEntry:

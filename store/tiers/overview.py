@@ -1,0 +1,52 @@
+"""Overviews across the tiers: every tenant with its counts, and one tenant at a glance."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import Connection, func
+
+from ..models import Profile, TenantSummary, TierCounts
+from ..schema import tenants_t
+from ..tenancy import Tenant, count_by_tenant, listed_tenants, user_id_of
+from . import blocks, facts
+from .registry import COUNTED
+
+# What overviews count per tenant, by TierCounts field.
+TIER_TABLES = {tier.name: tier.table for tier in COUNTED}
+
+# Sorts a tenant that has no activity time (none is written without one) after all others.
+_NEVER = datetime.min.replace(tzinfo=UTC)
+
+
+def tenant_summaries(conn: Connection) -> list[TenantSummary]:
+    """Every tenant with its counts per tier and last activity, most recent first; ties (a frozen
+    clock, one bulk import) by name, anonymous last."""
+    per_tier = {name: count_by_tenant(conn, table) for name, table in TIER_TABLES.items()}
+    rows = conn.execute(listed_tenants(tenants_t, tenants_t)).all()
+    summaries = [
+        TenantSummary(
+            user_id=user_id_of(row.user_id),
+            counts=TierCounts(**{name: counts.get(row.user_id, 0) for name, counts in per_tier.items()}),
+            last_activity=row.last_activity,
+        )
+        for row in rows
+    ]
+    summaries.sort(key=lambda s: (s.user_id is None, s.user_id or ""))
+    return sorted(summaries, key=lambda s: s.last_activity or _NEVER, reverse=True)
+
+
+def profile(conn: Connection, tenant: Tenant) -> Profile:
+    """The tenant's blocks, current facts, counts per tier and activity."""
+    block_list = blocks.list_blocks(conn, tenant)
+    current = facts.list_facts(conn, tenant, valid_at=None, subject=None, include_history=False)
+    counts = TierCounts(**{name: conn.execute(tenant.select(table, func.count())).scalar() for name, table in TIER_TABLES.items()})
+    activity = conn.execute(tenant.select(tenants_t)).first()
+    return Profile(
+        user_id=tenant.user_id,
+        blocks={b.name: b.content for b in block_list},
+        facts=current,
+        counts=counts,
+        first_activity=activity.created_at if activity else None,
+        last_activity=activity.last_activity if activity else None,
+    )
