@@ -318,10 +318,18 @@ class AsyncMemoryStoreMethods:
         dry_run: bool = False,
         actor: str = "api",
         missing_ok: bool = False,
+        facts_only: bool = False,
     ) -> ForgetReceipt:
         """Erase a tenant, one of its sessions, or what is older than ``before``, and everything derived from it, down to the bytes on disk. Returns a receipt (counts, never content). (:meth:`MemoryStore.forget`, run in a worker thread.)"""
         return await asyncio.to_thread(
-            self._sync.forget, user_id=user_id, session_id=session_id, before=before, dry_run=dry_run, actor=actor, missing_ok=missing_ok
+            self._sync.forget,
+            user_id=user_id,
+            session_id=session_id,
+            before=before,
+            dry_run=dry_run,
+            actor=actor,
+            missing_ok=missing_ok,
+            facts_only=facts_only,
         )
 
     async def scrub(self) -> bool:

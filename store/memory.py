@@ -650,6 +650,7 @@ class MemoryStore:
         dry_run: bool = False,
         actor: str = "api",
         missing_ok: bool = False,
+        facts_only: bool = False,
     ) -> ForgetReceipt:
         """Erase a tenant, one of its sessions, or what is older than ``before``, and everything
         derived from it, down to the bytes on disk. Returns a receipt (counts, never content).
@@ -657,17 +658,26 @@ class MemoryStore:
         ``user_id`` is required (``None`` means the anonymous bucket). A tenant that holds
         nothing raises :class:`~store.errors.UnknownTenantError` unless ``missing_ok``.
         ``dry_run=True`` returns the same counts and changes nothing. Other tenants are not
-        touched. The erasure of a session or of what is older than ``before`` is one transaction:
-        a crash leaves all of the scope or none of it. A whole tenant reads as gone from the
-        commit of its first transaction (audit entry and erasure marker) and is deleted in short
-        steps after it, so other tenants' writers never wait long; its own writers wait for the
-        end, and a crash between steps is finished by the next read-write open. If the bytes cannot be scrubbed at once, the receipt says why and the scrub is finished
-        later (next write, next open, or :meth:`scrub`).
+        touched. ``facts_only=True`` erases only the tenant's facts (with ``before``, those
+        recorded before it), as loomflow's ``FactStore.delete`` does; surviving facts get the
+        history rule of any erasure. The erasure of a session, of what is older than ``before``
+        or of facts is one transaction: a crash leaves all of the scope or none of it. A whole
+        tenant reads as gone from the commit of its first transaction (audit entry and erasure
+        marker) and is deleted in short steps after it, so other tenants' writers never wait
+        long; its own writers wait for the end, and a crash between steps is finished by the
+        next read-write open. If the bytes cannot be scrubbed at once, the receipt says why and
+        the scrub is finished later (next write, next open, or :meth:`scrub`).
         """
         if user_id is UNSET:  # an erasure names its target: no anonymous bucket by default
             raise InvalidInputError("forget needs user_id: name the tenant to erase, or pass user_id=None for the anonymous bucket")
         return self._rights.forget(
-            self._tenant(user_id), session_id=session_id, before=before, dry_run=dry_run, actor=actor, missing_ok=missing_ok
+            self._tenant(user_id),
+            session_id=session_id,
+            before=before,
+            dry_run=dry_run,
+            actor=actor,
+            missing_ok=missing_ok,
+            facts_only=facts_only,
         )
 
     def scrub(self) -> bool:

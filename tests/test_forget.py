@@ -12,7 +12,7 @@ import pytest
 
 from store import MemoryStore, testing
 from store.embedding import FakeEmbedder
-from store.errors import UnknownSessionError
+from store.errors import InvalidInputError, UnknownSessionError
 
 from .conftest import T0
 
@@ -230,3 +230,47 @@ def test_a_crash_before_forget_commits_leaves_all_of_it(backend_url, session):
         assert len(s.recall("question", user_id="alice", mode="keyword", limit=500)) == 400
         s.forget(user_id="alice")
         assert s.profile(user_id="alice").counts.episodes == 0
+
+
+def test_forget_facts_only_erases_the_facts_recorded_before_and_nothing_else(backend_url, request, backend, db_path, clock):
+    """``facts_only`` (loomflow's FactStore.delete): the tenant's facts recorded before
+    ``before`` go, to the bytes; its episodes, blocks, sessions and later facts stay."""
+    with MemoryStore.open(backend_url, embedder=FakeEmbedder(dim=96)) as s:
+        mine, theirs = plant(s, "alice"), plant(s, "bob")
+        old, new = secret(), secret()
+        clock[0] = T0 + timedelta(days=1)
+        s.add_fact("alice", "lives_in", "Porto", user_id="alice")
+        clock[0] = T0 + timedelta(days=2)
+        s.add_fact("alice", "lives_in", old, user_id="alice")  # closes Porto
+        clock[0] = T0 + timedelta(days=4)
+        s.add_fact("alice", "owns", new, user_id="alice")
+        before = T0 + timedelta(days=3)
+        preview = s.forget(user_id="alice", facts_only=True, before=before, dry_run=True)
+        episodes_before = s.profile(user_id="alice").counts.episodes
+        receipt = s.forget(user_id="alice", facts_only=True, before=before, actor="dpo")
+        assert receipt.counts == preview.counts
+        assert receipt.counts["facts"] == 3 and receipt.counts["vectors"] == 3  # plant's fact, Porto, old
+        assert receipt.counts["episodes"] == 0 and receipt.counts["blocks"] == 0
+        assert [(f.object, f.valid_until) for f in s.facts(user_id="alice", include_history=True)] == [(new, None)]
+        assert s.profile(user_id="alice").counts.episodes == episodes_before
+        assert s.working(user_id="alice") and s.session("s1", user_id="alice").get("k") == mine[5]
+        assert len(s.facts(user_id="bob")) == 1
+        assert s.audit_log(user_id="alice")[0].scope["facts_only"] is True
+        assert receipt.disk_scrubbed
+        raw = stored_bytes(request, backend, db_path)
+        assert old.encode() not in raw and mine[4].encode() not in raw  # the erased facts' texts
+        assert new.encode() in raw and mine[0].encode() in raw and theirs[4].encode() in raw
+
+
+def test_facts_only_refuses_a_session_and_leaves_the_tenant_able_to_state_facts_again(backend_url, clock):
+    with MemoryStore.open(backend_url, embedder=FakeEmbedder(dim=96)) as s:
+        s.add_fact("alice", "lives_in", "Porto", user_id="alice")
+        clock[0] = T0 + timedelta(days=2)
+        s.add_fact("alice", "lives_in", "Lisbon", user_id="alice")
+        clock[0] = T0 + timedelta(days=3)
+        with pytest.raises(InvalidInputError):
+            s.forget(user_id="alice", facts_only=True, session_id="s1")
+        receipt = s.forget(user_id="alice", facts_only=True, before=T0 + timedelta(days=3))
+        assert receipt.counts["facts"] == 2
+        s.add_fact("alice", "lives_in", "Braga", user_id="alice")
+        assert [f.object for f in s.facts(user_id="alice")] == ["Braga"]

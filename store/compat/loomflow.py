@@ -225,6 +225,16 @@ class LoomflowFacts:
     async def recall_text(self, query: str, *, limit: int = 5, valid_at: datetime | None = None, user_id: str | None = None) -> list[Fact]:
         return await self._memory.recall_facts(query, limit=limit, valid_at=valid_at, user_id=user_id)
 
+    async def delete(self, *, user_id: str | None = None, before: datetime | None = None) -> int:
+        """Erase the tenant's facts (those recorded before ``before``, if given), as loomflow's
+        fact stores do; a memlens erasure: audited, scrubbed from the files, the history rule
+        applied to the facts that stay. Returns how many were erased."""
+        receipt = await self._memory._run(
+            lambda: self._memory.store.forget(user_id=user_id, before=_utc(before), facts_only=True, missing_ok=True, actor="loomflow")
+        )
+        erased: int = receipt.counts["facts"]
+        return erased
+
     async def count(self, *, user_id: str | None = None) -> int:
         """Every fact of the tenant, superseded ones included, as loomflow counts."""
         return len(await self._memory._run(lambda: self._memory.store.facts(user_id=user_id, include_history=True)))

@@ -59,10 +59,12 @@ class Scope:
     tenant: Tenant
     session_id: str | None
     before: datetime | None
+    # Only the tenant's facts (recorded before ``before``, if given): loomflow's FactStore.delete.
+    facts_only: bool = False
 
     @property
     def whole_tenant(self) -> bool:
-        return self.session_id is None and self.before is None
+        return self.session_id is None and self.before is None and not self.facts_only
 
 
 def _cites(dialect: Sql, ids: Select[Any], name: str) -> ColumnElement[bool]:
@@ -74,6 +76,9 @@ def _cites(dialect: Sql, ids: Select[Any], name: str) -> ColumnElement[bool]:
 def scopes(dialect: Sql, scope: Scope) -> dict[str, Select[Any]]:
     """For each tier, the keys of the rows this erasure removes."""
     t, session_id, before = scope.tenant, scope.session_id, scope.before
+    if scope.facts_only:
+        recorded = t.select(facts_t, facts_t.c.pk)
+        return {"facts": recorded if before is None else recorded.where(facts_t.c.recorded_at < before)}
     sessions = t.select(sessions_t, sessions_t.c.pk)
     if session_id is not None:
         sessions = sessions.where(sessions_t.c.session_id == session_id)
@@ -154,7 +159,9 @@ def delete(conn: Connection, scope: Scope) -> dict[str, int]:
     counts = {"vectors": _vector_count(conn, scope, stmts)}
     keys = {name: conn.execute(stmt).scalars().all() for name, stmt in stmts.items()}
     counts.update((name, len(k)) for name, k in keys.items())
-    if not scope.whole_tenant:
+    if scope.facts_only:
+        facts.close_gaps(conn, scope.tenant, keys["facts"])  # no episode goes: sources stay as they are
+    elif not scope.whole_tenant:
         _amend_surviving_facts(conn, scope, stmts, keys["facts"])
     for tier in ERASE_ORDER:
         if tier.name not in keys:

@@ -193,14 +193,20 @@ class DataRights:
         dry_run: bool = False,
         actor: str = "api",
         missing_ok: bool = False,
+        facts_only: bool = False,
     ) -> ForgetReceipt:
         """Erase a tenant, one of its sessions, or what is older than ``before``, and everything; see :meth:`store.memory.MemoryStore.forget`."""
         if session_id is not None:
             check_name(session_id, "session_id")
         before = check_optional_datetime(before, "before")
         actor = check_name(actor, "actor")
-        scope = erasure.Scope(tenant, session_id, before)
-        scope_record = {"session_id": session_id, "before": None if before is None else before.isoformat()}
+        check_flag(facts_only, "facts_only")
+        if facts_only and session_id is not None:
+            raise InvalidInputError("facts belong to a tenant, not to a session: pass facts_only or session_id, not both")
+        scope = erasure.Scope(tenant, session_id, before, facts_only)
+        scope_record: dict[str, Any] = {"session_id": session_id, "before": None if before is None else before.isoformat()}
+        if facts_only:
+            scope_record["facts_only"] = True
         at = utcnow()
         nothing = dict.fromkeys([*(tier.name for tier in ERASE_ORDER), "vectors"], 0)
         if dry_run:

@@ -58,8 +58,7 @@ def test_import_store_does_not_import_loomflow_or_arshai():
 async def test_the_fact_store_is_loomflows_fact_store(tmp_path):
     """loomflow's FactStore protocol includes all_facts() (Agent.consolidate and the
     ConsolidationWorker read it); query() without valid_at and count() include superseded
-    facts, and a predicate is matched in loomflow's canonical form, as loomflow's stores do.
-    (isinstance(memory.facts, FactStore) also needs delete(), which is not there yet.)"""
+    facts, and a predicate is matched in loomflow's canonical form, as loomflow's stores do."""
     from datetime import UTC, datetime
 
     from loomflow import Fact
@@ -78,5 +77,36 @@ async def test_the_fact_store_is_loomflows_fact_store(tmp_path):
         assert await mem.facts.count(user_id="alice") == 2
         assert (await mem.profile(user_id="alice")).fact_count == 2
         assert sorted(f.object for f in await mem.facts.query(user_id="alice", predicate="Lives In")) == ["Lisbon", "Porto"]
+    finally:
+        await mem.aclose()
+
+
+async def test_facts_delete_is_loomflows_gdpr_surface_and_a_memlens_erasure(tmp_path):
+    """delete(user_id=, before=) erases that tenant's facts recorded before ``before`` (all of
+    them without it), as loomflow's fact stores do; the rest of the tenant and every other
+    tenant stay, and the erasure is audited like any forget."""
+    from datetime import timedelta
+
+    from loomflow import Fact
+    from loomflow.memory.facts import FactStore
+
+    mem = LoomflowMemory(tmp_path / "m.db", embedder=HashEmbedder())
+    try:
+        assert isinstance(mem.facts, FactStore)
+        await mem.remember(Episode(user_id="alice", session_id="s", input="hello", output="hi"))
+        await mem.facts.append(Fact(user_id="alice", subject="alice", predicate="likes", object="tea"))
+        await mem.facts.append(Fact(user_id="bob", subject="bob", predicate="likes", object="coffee"))
+        (first,) = await mem.facts.query(user_id="alice")
+        assert await mem.facts.delete(user_id="alice", before=first.recorded_at) == 0  # recorded at, not before
+        await mem.facts.append(Fact(user_id="alice", subject="alice", predicate="owns", object="a cat"))
+        assert await mem.facts.delete(user_id="alice", before=first.recorded_at + timedelta(microseconds=1)) == 1
+        assert [f.object for f in await mem.facts.query(user_id="alice")] == ["a cat"]
+        assert await mem.facts.delete(user_id="alice") == 1
+        assert await mem.facts.count(user_id="alice") == 0
+        assert await mem.facts.count(user_id="bob") == 1
+        assert len(await mem.recall("hello", user_id="alice")) == 1  # the episode stays
+        assert await mem.facts.delete(user_id="nobody") == 0
+        entries = mem.store.audit_log(user_id="alice")
+        assert [(e.action, e.actor, e.counts["facts"]) for e in entries[:2]] == [("forget", "loomflow", 1), ("forget", "loomflow", 1)]
     finally:
         await mem.aclose()
