@@ -184,3 +184,37 @@ def test_an_unexpected_error_ends_with_status_1_and_one_line_in_a_terminal(tmp_p
         assert "Traceback" not in screen and "locals" not in screen.lower()
     finally:
         terminal.close()
+
+
+@pytest.mark.model
+def test_keys_typed_while_the_demo_builds_reach_the_inspector_and_crash_nothing(tmp_path):
+    """``memlens demo`` builds its store before the inspector exists; keys typed meanwhile wait in
+    the terminal and arrive at the first frame all at once. A digit there once crashed the app
+    (status 0, a traceback) and "/" lost the text after it; now the digit is kept for its view
+    and the text after "/" lands in the search box."""
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": str(COLUMNS), "LINES": str(LINES)}
+    terminal = Terminal([*memlens_command(), "demo", "--db", str(tmp_path / "demo.db")], env)
+    try:
+        terminal.wait_for("building the demo store")
+        os.write(terminal.master, b"4/zqxjv")  # typed during the build, before any frame
+        # The build echoes the keys on its own line; the inspector's screen replaces it, with the
+        # text in the search box (a hang guard, not a speed bound: a cold model cache takes long).
+        deadline = time.monotonic() + 240
+        while True:
+            terminal.pump(0.2)
+            screen = terminal.text()
+            assert terminal.proc.poll() is None, screen
+            if "model ready" in screen and "building the demo store" not in screen:
+                break
+            assert time.monotonic() < deadline, screen
+        (typed,) = [line for line in screen.splitlines() if "zqxjv" in line]
+        assert "filter tenants" not in typed and "▊  zqxjv" in typed, screen  # the search box, not the tenant filter
+        terminal.type("\x1b")
+        terminal.wait_for_footer(quit_shown=True)
+        terminal.type("q")
+        deadline = time.monotonic() + 120  # a hang guard
+        while terminal.proc.poll() is None and time.monotonic() < deadline:
+            terminal.pump(0.1)
+        assert terminal.proc.returncode == 0
+    finally:
+        terminal.close()
