@@ -140,8 +140,9 @@ class AsyncMemoryStoreMethods:
         confidence: float = 1.0,
         valid_from: datetime | None = None,
         source_episode_ids: Iterable[str] = (),
+        id: str | None = None,
     ) -> Fact:
-        """Record a fact. An open fact with the same subject and predicate is closed at ``valid_from`` (kept, not deleted), so history stays queryable. (:meth:`MemoryStore.add_fact`, run in a worker thread.)"""
+        """Record a fact. An open fact with the same subject and predicate is closed at ``valid_from`` (kept, not deleted), so history stays queryable. ``id`` names the new fact (default: a new id); one the tenant already uses for a fact raises :class:`~store.errors.DuplicateIdError` and nothing is stored. Stating the open fact's object again is corroboration: the open fact gains the sources and is returned, with its own id. (:meth:`MemoryStore.add_fact`, run in a worker thread.)"""
         return await asyncio.to_thread(
             self._sync.add_fact,
             subject,
@@ -151,6 +152,7 @@ class AsyncMemoryStoreMethods:
             confidence=confidence,
             valid_from=valid_from,
             source_episode_ids=source_episode_ids,
+            id=id,
         )
 
     async def facts(

@@ -332,10 +332,16 @@ class MemoryStore:
         confidence: float = 1.0,
         valid_from: datetime | None = None,
         source_episode_ids: Iterable[str] = (),
+        id: str | None = None,
     ) -> Fact:
         """Record a fact. An open fact with the same subject and predicate is closed at
-        ``valid_from`` (kept, not deleted), so history stays queryable."""
+        ``valid_from`` (kept, not deleted), so history stays queryable. ``id`` names the new
+        fact (default: a new id); one the tenant already uses for a fact raises
+        :class:`~store.errors.DuplicateIdError` and nothing is stored. Stating the open fact's
+        object again is corroboration: the open fact gains the sources and is returned, with
+        its own id."""
         tenant = self._tenant(user_id)
+        fact_id = None if id is None else check_name(id, "id")
         for value, field in ((subject, "subject"), (predicate, "predicate"), (object, "object")):
             check_text(value, field, limit=self.max_content_bytes, allow_empty=False)
         if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not 0.0 <= confidence <= 1.0:
@@ -364,6 +370,7 @@ class MemoryStore:
                 valid_from=valid_from,
                 recorded_at=now,
                 source_episode_ids=sources,
+                fact_id=fact_id,
             )
             self._indexer.save(conn, tenant, "fact", [pk], [digest], vectors)
         return fact

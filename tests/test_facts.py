@@ -78,3 +78,18 @@ def test_consolidate_refuses_malformed_extractions(store):
     store.remember("hello", user_id="u")
     with pytest.raises(InvalidInputError):
         store.consolidate(lambda e: [("only", "two")], user_id="u")
+
+
+def test_a_caller_named_fact_keeps_its_id_and_an_id_in_use_is_refused(store):
+    from store.errors import DuplicateIdError
+
+    fact = store.add_fact("alice", "lives_in", "Porto", user_id="alice", id="fact-1")
+    assert fact.id == "fact-1" and [f.id for f in store.facts(user_id="alice")] == ["fact-1"]
+    with pytest.raises(DuplicateIdError):
+        store.add_fact("alice", "owns", "a cat", user_id="alice", id="fact-1")
+    assert [f.object for f in store.facts(user_id="alice", include_history=True)] == ["Porto"]  # nothing stored
+    assert store.add_fact("bob", "owns", "a cat", user_id="bob", id="fact-1").id == "fact-1"  # ids are per tenant
+    # Stating the open fact again is corroboration: the open fact, with its own id.
+    assert store.add_fact("alice", "lives_in", "Porto", user_id="alice", id="fact-2").id == "fact-1"
+    with pytest.raises(InvalidInputError):
+        store.add_fact("alice", "owns", "a dog", user_id="alice", id="")

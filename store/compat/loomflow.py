@@ -369,6 +369,7 @@ class LoomflowMemory:
             confidence=fact.confidence,
             valid_from=fact.valid_from,
             source_episode_ids=fact.sources,
+            id=fact.id,
         )
 
     async def consolidate(self) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Row, or_
 
-from ..errors import InvalidInputError
+from ..errors import DuplicateIdError, InvalidInputError
 from ..models import Fact
 from ..schema import facts_t
 from ..tenancy import Tenant
@@ -54,8 +54,10 @@ def add_fact(
     valid_from: datetime,
     recorded_at: datetime,
     source_episode_ids: list[str],
+    fact_id: str | None = None,
 ) -> tuple[Fact, int]:
-    """Insert a fact, superseding the open one; returns the fact and its row key.
+    """Insert a fact (named ``fact_id``, else a new id), superseding the open one; returns the
+    fact and its row key. A ``fact_id`` the tenant already uses raises DuplicateIdError.
 
     Re-asserting the open fact (same object) is corroboration, not a change: it keeps the open
     fact and its ``valid_from``, and only adds the new sources, so the history never shows a
@@ -70,6 +72,8 @@ def add_fact(
             conn.execute(tenant.update(facts_t).where(facts_t.c.pk == open_row.pk).values(source_episode_ids=json.dumps(sources + added)))
             open_row = conn.execute(tenant.select(facts_t).where(facts_t.c.pk == open_row.pk)).one()
         return to_model(open_row), open_row.pk
+    if fact_id is not None and conn.execute(tenant.select(facts_t, facts_t.c.pk).where(facts_t.c.id == fact_id)).first():
+        raise DuplicateIdError(f"fact id {fact_id!r} is already used by another fact of this user; nothing was stored")
     if open_row is not None:
         if valid_from < open_row.valid_from:
             raise InvalidInputError(
@@ -77,7 +81,7 @@ def add_fact(
                 f"valid_from {open_row.valid_from.isoformat()}; facts are superseded forwards in time"
             )
         conn.execute(tenant.update(facts_t).where(facts_t.c.pk == open_row.pk).values(valid_until=valid_from))
-    fact_id = new_id()
+    fact_id = fact_id or new_id()
     pk = conn.execute(
         facts_t.insert().values(
             tenant.stamp(

@@ -77,6 +77,7 @@ async def test_the_fact_store_is_loomflows_fact_store(tmp_path):
         assert await mem.facts.count(user_id="alice") == 2
         assert (await mem.profile(user_id="alice")).fact_count == 2
         assert sorted(f.object for f in await mem.facts.query(user_id="alice", predicate="Lives In")) == ["Lisbon", "Porto"]
+        assert {f.id for f in await mem.facts.all_facts()} == {lisbon.id, porto.id, dog.id}  # the caller's ids are kept
     finally:
         await mem.aclose()
 
