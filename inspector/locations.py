@@ -1,16 +1,15 @@
-"""Where a store is: a file, or a database on a server. Shared by the CLI and the UI, so neither
-imports the other's modules for it (no Textual here)."""
+"""How the CLI and the UI name where a store is (the file-or-server rule itself is the store's,
+:mod:`store.locations`). Shared by both, so neither imports the other's modules for it (no
+Textual here)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from store.locations import is_server_url
 
-def is_server_url(location: str | Path) -> bool:
-    """A store on a database server (``postgresql://...``), not a file (a path or ``sqlite:///``)."""
-    text = str(location)
-    return "://" in text and not text.lower().startswith("sqlite")
+__all__ = ["is_server_url", "shown"]
 
 
 def shown(location: str | Path) -> str:

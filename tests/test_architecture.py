@@ -18,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-BASE = {"store.errors", "store.models", "store.validation", "store.tenancy", "store.schema", "store.embedding"}
+BASE = {"store.errors", "store.models", "store.validation", "store.tenancy", "store.schema", "store.embedding", "store.locations"}
 PUBLIC = {"store", "store.memory", "store.aio", "store.aio_methods"}
 
 
@@ -120,6 +120,9 @@ ENGINE = re.compile(r"sqlite|pragma|fts5|rowid", re.IGNORECASE)
 ALLOWED = {
     # The registry of engines: it maps the name "sqlite" to store.backend.sqlite.
     "store/backend/__init__.py",
+    # The address rule (a path or an sqlite:/// URL is a file, anything else a server), with the
+    # standard library alone: the inspector asks it before its first frame, the registry after.
+    "store/locations.py",
     # A type variant: SQLite keeps INTEGER (rowid alias) where other engines get BIGINT.
     "store/schema.py",
     # The demo checks a file's header read-only before replacing it; its owner this session

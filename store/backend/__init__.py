@@ -13,9 +13,10 @@ from types import ModuleType
 from sqlalchemy import Connection
 
 from ..errors import StoreOpenError
+from ..locations import scheme
 from .interface import Backend, KeywordIndex, ServerVectorIndex, Sql
 
-__all__ = ["Backend", "KeywordIndex", "ServerVectorIndex", "Sql", "is_url", "open_backend", "sql"]
+__all__ = ["Backend", "KeywordIndex", "ServerVectorIndex", "Sql", "open_backend", "sql"]
 
 # Dialect name -> the engine package; a new backend adds its line here.
 _ENGINES = {"sqlite": "store.backend.sqlite", "postgresql": "store.backend.postgres", "postgres": "store.backend.postgres"}
@@ -31,16 +32,6 @@ def _engine(name: str) -> ModuleType:
         return importlib.import_module(_ENGINES[name])
     except ImportError as error:
         raise StoreOpenError(f"{name} stores need the postgres extra: pip install 'memlens[postgres]' ({error})") from None
-
-
-def is_url(path_or_url: str | Path) -> bool:
-    """Whether this names a database server rather than a file (a path or ``sqlite:///``)."""
-    return scheme(path_or_url) != "sqlite"
-
-
-def scheme(path_or_url: str | Path) -> str:
-    raw = str(path_or_url)
-    return raw.split("://", 1)[0].split("+", 1)[0].lower() if "://" in raw else "sqlite"
 
 
 def open_backend(path_or_url: str | Path, *, read_only: bool, create: bool, vector_dim: int | None = None) -> Backend:
