@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from store.glance import ANONYMOUS_LABEL
+
 # C0 controls, DEL and C1 controls; the bidirectional embeddings, overrides and isolates, which
 # reorder what follows them on screen (the "Trojan Source" characters).
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -20,9 +22,6 @@ _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 def printable(text: str) -> str:
     """``text`` with every character that would act on the terminal written out as an escape."""
     return _UNSAFE.sub(lambda found: _NAMED.get(found.group(), found.group().encode("unicode_escape").decode("ascii")), text)
-
-
-ANONYMOUS_LABEL = "(anonymous)"
 
 
 def tenant_label(user_id: str | None) -> str:

@@ -21,6 +21,8 @@ from urllib.parse import quote
 # copies agree.
 APPLICATION_ID = 0x4D4C4E53
 ANONYMOUS_KEY = ""
+# How the anonymous bucket is named to a person, in the CLI, the inspector and the store's messages.
+ANONYMOUS_LABEL = "(anonymous)"
 
 _NAMES = (
     "SELECT user_id FROM tenants"

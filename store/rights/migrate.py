@@ -42,6 +42,7 @@ from ..errors import (
     MigrationTargetError,
     ModelMismatchError,
 )
+from ..glance import ANONYMOUS_LABEL
 from ..models import MigrationReport
 from ..recall.indexing import Indexer, recorded_model
 from ..schema import audit_t, tenants_t, vectors_t
@@ -132,7 +133,7 @@ def _check_destination(conn: Connection, tenants: list[Tenant], into_existing: b
         return
 
     def names(ts: list[Tenant]) -> str:
-        shown = ", ".join("(anonymous)" if t.is_anonymous else repr(t.key) for t in ts[:5])
+        shown = ", ".join(ANONYMOUS_LABEL if t.is_anonymous else repr(t.key) for t in ts[:5])
         return shown + (f" and {len(ts) - 5} more" if len(ts) > 5 else "")
 
     if not into_existing:
