@@ -4,7 +4,7 @@ The reference is sentence-transformers running the model directory. On first use
 model is exported once to ONNX, checked against the reference (cosine >= 0.99999 on probe
 sentences) and cached; queries and batches then run through onnxruntime, which loads in
 ~0.3 s and encodes a query in ~4 ms where sentence-transformers needs an 8 s import and
-~14 ms (MEASUREMENTS.md). If the export cannot be made, the reference itself is used.
+~14 ms (measured on a 2-core machine). If the export cannot be made, the reference itself is used.
 
 Everything heavy is imported inside functions: ``import store`` stays light.
 """

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 
-# Shorter prefixes expand to thousands of terms (a 3-letter prefix took 605 ms p95 at 100k rows,
-# MEASUREMENTS.md); from four letters the expansion is small and needs no prefix index.
+# Shorter prefixes expand to thousands of terms (a 3-letter prefix took 605 ms p95 for an FTS5
+# top-10 over 100k rows on a 2-core machine); from four letters the expansion is small and needs
+# no prefix index.
 MIN_PREFIX = 4
 WORD_PATTERN = re.compile(r"\w+", re.UNICODE)
 # Words so common they only make FTS slow (tens of thousands of matches) and rankings noisy.
