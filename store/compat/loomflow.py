@@ -249,13 +249,17 @@ class LoomflowMemory:
     ``store`` is an open :class:`~store.memory.MemoryStore` or a path to open one at.
     ``embedder``: a loomflow embedder (``HashEmbedder``, ``OpenAIEmbedder``, ...) or anything
     ``MemoryStore.open`` takes; default memlens's own model. ``consolidator``: a loomflow
-    ``Consolidator`` used by :meth:`consolidate`.
+    ``Consolidator`` used by :meth:`consolidate`. ``fact_store``: a loomflow ``FactStore`` to
+    keep facts in instead of the memlens store (as loomflow's backends accept): ``memory.facts``
+    is then that store, and recall of facts, profile, export, consolidation and ``forget`` go to
+    it (``forget`` calls its ``delete``, so what that store keeps is its own erasure's to reach).
     """
 
-    def __init__(self, store: MemoryStore | str | Path, *, embedder: Any = None, consolidator: Any = None):
+    def __init__(self, store: MemoryStore | str | Path, *, embedder: Any = None, consolidator: Any = None, fact_store: Any = None):
         self.store = store if isinstance(store, MemoryStore) else MemoryStore.open(store, embedder=_embedder_spec(embedder))
         self._consolidator = consolidator
-        self.facts = LoomflowFacts(self)
+        self._own_facts = fact_store is None
+        self.facts: Any = LoomflowFacts(self) if fact_store is None else fact_store
 
     async def _run(self, fn: Callable[..., _R], *args: Any) -> _R:
         return await anyio.to_thread.run_sync(fn, *args)
@@ -357,6 +361,8 @@ class LoomflowMemory:
             )
 
     async def recall_facts(self, query: str, *, limit: int = 5, valid_at: datetime | None = None, user_id: str | None = None) -> list[Fact]:
+        if not self._own_facts:
+            return list(await self.facts.recall_text(query, limit=limit, valid_at=valid_at, user_id=user_id))
         hits = await self._run(lambda: self.store.recall_facts(query, user_id=user_id, limit=limit, valid_at=_utc(valid_at)))
         return [_to_fact(_fact_of(h)) for h in hits]
 
@@ -385,12 +391,21 @@ class LoomflowMemory:
             async def append(self, fact: Fact) -> None:
                 self.facts.append(fact)
 
+        collected: list[Fact] = []
+
         def extract(episode: StoredEpisode) -> list[tuple[str, str, str, float]]:
             sink = Collect()
             _in_loop_thread(lambda: consolidator.consolidate([_to_episode(episode)], store=sink))
+            if not self._own_facts:
+                collected.extend(sink.facts)  # for the caller's fact store, once the episodes are marked
+                return []
             return [(f.subject, f.predicate, f.object, f.confidence) for f in sink.facts]
 
         await self._run(lambda: self.store.consolidate(extract, all_tenants=True))
+        # With a fact store of the caller's, memlens marks the episodes shown (each is shown once)
+        # and the facts go to that store afterwards: not one transaction with the marks.
+        for fact in collected:
+            await self.facts.append(fact)
 
     # --- sessions, profile, GDPR ---------------------------------------------------------
 
@@ -401,20 +416,19 @@ class LoomflowMemory:
         return [_to_message(m.model_dump()) for m in messages]
 
     async def profile(self, *, user_id: str | None = None) -> MemoryProfile:
-        def read() -> tuple[list[StoredEpisode], Profile, list[StoredFact]]:
+        def read() -> tuple[list[StoredEpisode], Profile]:
             page = self.store.episodes(user_id=user_id, limit=10_000)
-            return page.items, self.store.profile(user_id=user_id), self.store.facts(user_id=user_id, include_history=True)
+            return page.items, self.store.profile(user_id=user_id)
 
-        items, summary, facts = await self._run(read)
+        items, summary = await self._run(read)
         recent = list(dict.fromkeys(e.session_id for e in items if e.session_id))[:_PROFILE_SAMPLE]
-        facts.sort(key=lambda f: f.recorded_at, reverse=True)
         return MemoryProfile(
             user_id=user_id,
             episode_count=summary.counts.episodes,
-            fact_count=len(facts),
+            fact_count=await self.facts.count(user_id=user_id),
             last_seen=items[0].occurred_at if items else None,
             recent_sessions=recent,
-            sample_facts=[_to_fact(f) for f in facts[:_PROFILE_SAMPLE]],
+            sample_facts=list(await self.facts.query(user_id=user_id, limit=_PROFILE_SAMPLE)),
         )
 
     async def forget(self, *, user_id: str | None = None, session_id: str | None = None, before: datetime | None = None) -> int:
@@ -425,26 +439,30 @@ class LoomflowMemory:
             )
         except UnknownSessionError:
             return 0
-        return sum(receipt.counts.get(k, 0) for k in ("episodes", "facts", "blocks"))
+        erased = sum(receipt.counts.get(k, 0) for k in ("episodes", "facts", "blocks"))
+        if not self._own_facts and session_id is None:  # facts have no session, as in loomflow
+            erased += await self.facts.delete(user_id=user_id, before=before)
+        return erased
 
     async def export(self, *, user_id: str | None = None) -> MemoryExport:
-        def read() -> tuple[list[StoredEpisode], list[StoredFact], list[Block]]:
+        def read() -> tuple[list[StoredEpisode], list[Block]]:
             found: list[StoredEpisode] = []
             cursor = None
             while True:
                 page = self.store.episodes(user_id=user_id, limit=10_000, cursor=cursor)
                 found += page.items
                 if page.next_cursor is None:
-                    return found, self.store.facts(user_id=user_id, include_history=True), self.store.working(user_id=user_id)
+                    return found, self.store.working(user_id=user_id)
                 cursor = page.next_cursor
 
         try:
-            found, facts, blocks = await self._run(read)
+            found, blocks = await self._run(read)
         except UnknownTenantError:
-            found, facts, blocks = [], [], []
+            found, blocks = [], []
+        facts = await self.facts.query(user_id=user_id, limit=100_000)
         return MemoryExport(
             user_id=user_id,
             episodes=sorted((_to_episode(e) for e in found), key=lambda e: e.occurred_at),
-            facts=sorted((_to_fact(f) for f in facts), key=lambda f: f.recorded_at),
+            facts=sorted(facts, key=lambda f: f.recorded_at),
             blocks=[MemoryBlock(name=b.name, content=b.content, updated_at=b.updated_at, pinned_order=b.pinned_order) for b in blocks],
         )

@@ -111,3 +111,34 @@ async def test_facts_delete_is_loomflows_gdpr_surface_and_a_memlens_erasure(tmp_
         assert [(e.action, e.actor, e.counts["facts"]) for e in entries[:2]] == [("forget", "loomflow", 1), ("forget", "loomflow", 1)]
     finally:
         await mem.aclose()
+
+
+async def test_a_fact_store_of_the_callers_holds_the_facts(tmp_path):
+    """``fact_store=`` (as loomflow's backends take it): facts go to that store and every fact
+    path reads it (recall, profile, export); consolidation fills it, each episode once; forget
+    erases through its delete()."""
+    from loomflow import Fact
+    from loomflow.memory import Consolidator, InMemoryFactStore
+    from loomflow.memory.facts import FactStore
+    from loomflow import ScriptedModel, ScriptedTurn
+
+    facts = InMemoryFactStore()
+    extracted = '[{"subject":"alice","predicate":"likes","object":"green tea"}]'
+    consolidator = Consolidator(model=ScriptedModel([ScriptedTurn(text=extracted)] * 5))
+    mem = LoomflowMemory(tmp_path / "m.db", embedder=HashEmbedder(), consolidator=consolidator, fact_store=facts)
+    try:
+        assert mem.facts is facts and isinstance(mem.facts, FactStore)
+        await mem.facts.append(Fact(user_id="alice", subject="alice", predicate="lives_in", object="Porto"))
+        await mem.remember(Episode(user_id="alice", session_id="s", input="I like green tea", output="noted"))
+        await mem.consolidate()
+        await mem.consolidate()  # each episode is shown to the consolidator once
+        assert sorted(f.object for f in await facts.query(user_id="alice")) == ["Porto", "green tea"]
+        assert mem.store.facts(user_id="alice", include_history=True) == []  # none in the memlens store
+        assert [f.object for f in await mem.recall_facts("Porto", user_id="alice")] == ["Porto"]
+        profile = await mem.profile(user_id="alice")
+        assert profile.fact_count == 2 and profile.episode_count == 1
+        assert len((await mem.export(user_id="alice")).facts) == 2
+        assert await mem.forget(user_id="alice") == 1 + 2  # the episode, then the fact store's two
+        assert await facts.count(user_id="alice") == 0
+    finally:
+        await mem.aclose()

@@ -126,12 +126,12 @@ def memlens_backend(tmp_path, monkeypatch, request):
     opened: list[LoomflowMemory] = []
 
     class MemlensBackend(LoomflowMemory):
-        def __init__(self, path=None, *, embedder=None, consolidator=None, **_loomflow_only_options):
-            # with_facts / fact_store / max_users / user_idle_ttl_seconds configure loomflow's
-            # own storage; memlens always keeps facts in the same store.
+        def __init__(self, path=None, *, embedder=None, consolidator=None, fact_store=None, **_loomflow_only_options):
+            # with_facts / max_users / user_idle_ttl_seconds configure loomflow's own storage;
+            # memlens keeps facts in the same store unless given a fact store of the caller's.
             if path is None or str(path) == ":memory:":
                 path = tmp_path / f"memory-{next(numbers)}.db"
-            super().__init__(path, embedder=embedder, consolidator=consolidator)
+            super().__init__(path, embedder=embedder, consolidator=consolidator, fact_store=fact_store)
             opened.append(self)
 
     for module in (loomflow, loomflow.memory, loomflow.memory.inmemory, loomflow.memory.sqlite, request.module):
