@@ -117,10 +117,9 @@ async def test_a_fact_store_of_the_callers_holds_the_facts(tmp_path):
     """``fact_store=`` (as loomflow's backends take it): facts go to that store and every fact
     path reads it (recall, profile, export); consolidation fills it, each episode once; forget
     erases through its delete()."""
-    from loomflow import Fact
+    from loomflow import Fact, ScriptedModel, ScriptedTurn
     from loomflow.memory import Consolidator, InMemoryFactStore
     from loomflow.memory.facts import FactStore
-    from loomflow import ScriptedModel, ScriptedTurn
 
     facts = InMemoryFactStore()
     extracted = '[{"subject":"alice","predicate":"likes","object":"green tea"}]'
