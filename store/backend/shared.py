@@ -32,6 +32,18 @@ MAX_KEYWORD_MATCHES = 1000
 COMMON_SHARE = 0.2
 # ...once the tenant holds this many episodes; below it every match ranks quickly, nothing is cut.
 MIN_EPISODES_FOR_CUT = 1000
+# A query word in at most this many episodes is rare: every one of its matches is ranked too,
+# beside the newest MAX_KEYWORD_MATCHES of the whole query, so an id or a tag behind a common word
+# ("find the note tagged #48213") is not cut away with the older matches of the common one.
+RARE_MATCHES = MAX_KEYWORD_MATCHES
+
+
+def is_rare(prefix: bool, matches: int) -> bool:
+    """Whether a query word (not a prefix being typed, which expands to many words) is rare
+    enough that every one of its ``matches`` in the tenant's episodes is ranked."""
+    return not prefix and 0 < matches <= RARE_MATCHES
+
+
 # The most answers a per-data-version cache of keyword statistics keeps before it starts over.
 KEYWORD_CACHE_ENTRIES = 50_000
 

@@ -7,7 +7,8 @@ normalisation against the average), so the candidates are ranked here: BM25 with
 constants (k1 = 1.2, b = 0.75, IDF floored at 1e-6) over the tenant's own statistics, its
 episode count, average token count and each word's document count. Those are the tenant's
 alone (its partition), where FTS5's are index-wide. As on SQLite, a query matching more than
-:data:`MAX_KEYWORD_MATCHES` of a tenant's episodes ranks the newest that many.
+:data:`MAX_KEYWORD_MATCHES` of a tenant's episodes ranks the newest that many, and every match
+of its rare words (:func:`store.backend.shared.is_rare`).
 
 Nothing the user types becomes query syntax: the words arrive already split (``\\w+``), each is
 turned into a tsquery by ``plainto_tsquery`` (or, for the last word while typing, a quoted
@@ -46,7 +47,7 @@ from ...schema import episodes_t, facts_t
 from ...tenancy import Tenant
 from ...tiers.episodes import filtered
 from ..interface import KeywordHit
-from ..shared import COMMON_SHARE, KEYWORD_CACHE_ENTRIES, MAX_KEYWORD_MATCHES, MIN_EPISODES_FOR_CUT, marked_terms
+from ..shared import COMMON_SHARE, KEYWORD_CACHE_ENTRIES, MAX_KEYWORD_MATCHES, MIN_EPISODES_FOR_CUT, is_rare, marked_terms
 
 K1, B, IDF_FLOOR = 1.2, 0.75, 1e-6
 _ITEM = re.compile(r"'((?:[^']|'')*)'(:\*)?")
@@ -141,12 +142,24 @@ def bm25(count: int, average: float, df: list[int], tf: list[int], length: int) 
 
 
 def _ranked(
-    conn: Connection, tenant: Tenant, table: Table, expression: str, stmt: Select[Any], limit: int, cache: StatisticsCache
+    conn: Connection,
+    tenant: Tenant,
+    table: Table,
+    expression: str,
+    stmt: Select[Any],
+    limit: int,
+    cache: StatisticsCache,
+    rare: Callable[[list[tuple[str, bool]], list[int]], Select[Any] | None] | None = None,
 ) -> list[tuple[int, float]]:
+    """``stmt``'s candidates ranked by BM25; with ``rare``, also the candidates it selects for the
+    query's items and their document counts (every match of a rare word, see :func:`rare_items`)."""
     query_items = items(expression)
     count, average, df = _statistics(conn, tenant, table, query_items, cache)
-    rows = conn.execute(stmt).all()
-    scored = [(row[0], bm25(count, average, df, row[2], row[1])) for row in rows]
+    rows = {row[0]: row for row in conn.execute(stmt)}
+    more = None if rare is None else rare(query_items, df)
+    if more is not None:
+        rows.update((row[0], row) for row in conn.execute(more))
+    scored = [(row[0], bm25(count, average, df, row[2], row[1])) for row in rows.values()]
     scored.sort(key=lambda hit: (-hit[1], -hit[0]))
     return scored[:limit]
 
@@ -247,7 +260,20 @@ class PostgresKeywordIndex:
         e = episodes_t
         newest = filtered(_candidates(tenant, e, expression), session_id=session_id, since=since, until=until)
         newest = newest.order_by(e.c.pk.desc()).limit(MAX_KEYWORD_MATCHES)
-        return [(pk, score, []) for pk, score in _ranked(conn, tenant, e, expression, newest, limit, self.statistics)]
+
+        def every_match_of_rare_words(query_items: list[tuple[str, bool]], df: list[int]) -> Select[Any] | None:
+            # The newest matches of the whole query can all be a common word's; a rare word's
+            # matches (an id, a tag) are few, so every one of them is ranked too.
+            rare = [_item_query(lexeme, prefix) for (lexeme, prefix), n in zip(query_items, df, strict=True) if is_rare(prefix, n)]
+            if not rare:
+                return None
+            query = rare[0]
+            for more in rare[1:]:
+                query = query.op("||")(more)
+            return filtered(_candidates(tenant, e, expression).where(_matches(e, query)), session_id=session_id, since=since, until=until)
+
+        ranked = _ranked(conn, tenant, e, expression, newest, limit, self.statistics, every_match_of_rare_words)
+        return [(pk, score, []) for pk, score in ranked]
 
     def phrase_episodes(
         self,
