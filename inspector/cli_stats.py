@@ -6,15 +6,7 @@ from __future__ import annotations
 
 import sys
 
-SHORT = {"checkpoints": "ckpts"}  # the one label too wide for the table to fit 80 columns
-
-
-def tiers() -> tuple[tuple[str, str], ...]:
-    """(header, TierCounts field) in the tier registry's order."""
-    from store.tiers.registry import CLI_COLUMNS
-
-    return tuple((SHORT.get(label, label), field) for label, field in CLI_COLUMNS)
-
+from .formatting import tiers
 
 BAR_WIDTH = 40  # with the labels, 64 columns: inside 80
 

@@ -134,3 +134,14 @@ def audit_action(entry: Any) -> str:
     """An audit entry's action as the tables show it: marked when it is history that came in an
     import file, not something done in this store."""
     return entry.action if entry.origin == "local" else f"{entry.action} (imported)"
+
+
+SHORT = {"checkpoints": "ckpts"}  # the one label too wide for the stats table to fit 80 columns
+
+
+def tiers() -> tuple[tuple[str, str], ...]:
+    """(header, TierCounts field) in the tier registry's order: the CLI's table and the
+    inspector's tier bars name the tiers alike."""
+    from store.tiers.registry import CLI_COLUMNS
+
+    return tuple((SHORT.get(label, label), field) for label, field in CLI_COLUMNS)

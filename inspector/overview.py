@@ -16,7 +16,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Label, Sparkline, Static
 
-from .formatting import activity_caption, tier_bars
+from .formatting import activity_caption, tier_bars, tiers
 
 DETAIL_HINT = "Select a record to see it whole."
 ACTIVITY_DAYS = 42
@@ -48,8 +48,6 @@ class TenantOverview(Vertical):
 
     def show(self, activity: Any, counts: Any) -> None:
         """``activity``: a store Activity; ``counts``: the tenant's TierCounts."""
-        from .cli_stats import tiers
-
         self.query_one("#overview-caption", Label).update(activity_caption(activity.days, activity.episodes))
         self.query_one(Sparkline).data = activity.episodes
         self._counts = [(label, getattr(counts, field)) for label, field in tiers()]
