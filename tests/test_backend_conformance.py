@@ -50,7 +50,6 @@ def test_every_method_of_the_protocol_with_its_parameters(protocol, engine):
             assert shape(implemented) == shape(declared), f"{engine.__name__}.{name}"
 
 
-@pytest.mark.both_backends
 def test_an_open_store_has_every_attribute(backend_url):
     attributes = [name for name, value in vars(interface.Backend).items() if isinstance(value, property)]
     attributes += list(interface.Backend.__annotations__)

@@ -392,10 +392,10 @@ def test_episodes_that_yield_nothing_are_marked_and_never_shown_again(five_episo
     assert five_episodes.consolidate(picky, user_id="u") == [] and len(shown) == 5
 
 
-def test_episodes_consolidated_by_another_process_meanwhile_are_not_duplicated(five_episodes, db_path):
+def test_episodes_consolidated_by_another_process_meanwhile_are_not_duplicated(five_episodes, backend_url):
     """A second store (another process, say) consolidates while this extractor is still running:
     the facts it stored are not stored again."""
-    other = MemoryStore.open(db_path)
+    other = MemoryStore.open(backend_url)
 
     def slow(episode):
         if episode.input.endswith("0"):
@@ -409,8 +409,8 @@ def test_episodes_consolidated_by_another_process_meanwhile_are_not_duplicated(f
     assert len(five_episodes.facts(user_id="u", include_history=True)) == 5
 
 
-def test_an_episode_erased_while_the_extractor_runs_gets_no_orphan_fact(five_episodes, db_path):
-    other = MemoryStore.open(db_path)
+def test_an_episode_erased_while_the_extractor_runs_gets_no_orphan_fact(five_episodes, backend_url):
+    other = MemoryStore.open(backend_url)
 
     def slow(episode):
         if episode.input.endswith("0"):

@@ -2,9 +2,6 @@ import pytest
 
 from store.errors import ContentTooLargeError
 
-# The store fixture runs each test that uses it on SQLite and on PostgreSQL.
-pytestmark = pytest.mark.both_backends
-
 
 def test_update_keeps_the_slot_and_new_blocks_go_last(store):
     store.update_block("persona", "v1", user_id="u")

@@ -13,9 +13,6 @@ import pytest
 
 from tests.conftest import T0
 
-# The store fixture runs each test that uses it on SQLite and on PostgreSQL.
-pytestmark = pytest.mark.both_backends
-
 # Each query's best answer, and a memory in another tier that shares a word with the question.
 CASES = [
     ("what diet does alice follow", "fact", "alice diet vegetarian"),

@@ -11,9 +11,6 @@ from store.errors import ImportValidationError, InvalidInputError, UnknownTenant
 
 from .conftest import T0, dump
 
-# The store fixture runs each test that uses it on SQLite and on PostgreSQL.
-pytestmark = pytest.mark.both_backends
-
 SECTIONS = ["blocks", "episodes", "facts", "sessions", "kv_entries", "task_states", "scratchpad", "checkpoints"]
 
 

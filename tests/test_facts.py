@@ -6,9 +6,6 @@ from store.errors import InvalidInputError
 
 from .conftest import T0
 
-# The store fixture runs each test that uses it on SQLite and on PostgreSQL.
-pytestmark = pytest.mark.both_backends
-
 
 def test_new_fact_supersedes_and_keeps_the_old_one(store):
     old = store.add_fact("alice", "lives_in", "Paris", user_id="u", valid_from=T0)

@@ -16,9 +16,6 @@ from store.errors import InvalidInputError, UnknownSessionError
 
 from .conftest import T0
 
-# The store fixture runs each test that uses it on SQLite and on PostgreSQL.
-pytestmark = pytest.mark.both_backends
-
 
 def secret() -> str:
     return "zq" + uuid.uuid4().hex[:12]  # one FTS token, unmistakable in a byte scan
@@ -127,7 +124,7 @@ def test_receipt_counts_every_tier_and_holds_no_content(two_tenants):
     assert len(real.digest) == 64
 
 
-@pytest.mark.sqlite_only
+@pytest.mark.sqlite_only(reason="compares dumps of the SQLite file")
 def test_dry_run_changes_nothing(two_tenants, db_path):
     s, _, _ = two_tenants
     from .conftest import dump

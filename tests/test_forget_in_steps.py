@@ -19,8 +19,6 @@ from store.rights import erasure
 
 from .test_forget import plant, stored_bytes
 
-pytestmark = pytest.mark.both_backends
-
 TABLES = ("blocks", "episodes", "facts", "sessions", "kv_entries", "task_states", "scratchpad", "checkpoints", "vectors", "tenants")
 
 

@@ -21,9 +21,6 @@ from store.validation import set_clock
 from .conftest import T0, dump
 from .test_forget import file_bytes
 
-# The store fixture runs each test that uses it on SQLite and on PostgreSQL.
-pytestmark = pytest.mark.both_backends
-
 
 def day(n: float):
     return T0 + timedelta(days=n)
@@ -106,7 +103,7 @@ def test_same_instant_supersession_keeps_the_surviving_order(store):
 # --- naming the target ----------------------------------------------------------------------------
 
 
-@pytest.mark.sqlite_only
+@pytest.mark.sqlite_only(reason="compares dumps of the SQLite file")
 def test_forget_without_user_id_is_refused_and_changes_nothing(store, db_path):
     store.remember("anonymous", user_id=None)
     before = dump(db_path)
@@ -116,7 +113,7 @@ def test_forget_without_user_id_is_refused_and_changes_nothing(store, db_path):
     assert dump(db_path) == before
 
 
-@pytest.mark.sqlite_only
+@pytest.mark.sqlite_only(reason="compares dumps of the SQLite file")
 def test_forget_of_an_unknown_tenant_raises_with_close_matches(store, db_path):
     store.remember("hi", user_id="alice")
     before = dump(db_path)

@@ -4,11 +4,7 @@ away with the common word's older matches (32 of 40 such queries found at 100k e
 
 import random
 
-import pytest
-
 from store import MemoryStore
-
-pytestmark = pytest.mark.both_backends
 
 EPISODES, COMMON_EVERY = 12_000, 10  # "find" in 1,200 episodes: more than are ranked as the newest
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import sqlite3
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -115,6 +116,7 @@ def snapshot_held(path) -> bool:
         conn.close()
 
 
+@pytest.mark.sqlite_only(reason="the probe reads SQLite's WAL read marks")
 def test_the_probe_sees_an_open_read_transaction(store):
     store.update_block("b", "x", user_id="u")
     assert not snapshot_held(store.path)
@@ -124,6 +126,7 @@ def test_the_probe_sees_an_open_read_transaction(store):
     assert not snapshot_held(store.path)
 
 
+@pytest.mark.sqlite_only(reason="the probe reads SQLite's WAL read marks")
 def test_blocks_and_notes_are_ranked_after_the_read_transaction_ends(store, monkeypatch):
     store.update_block("persona", "plans trips to Lisbon", user_id="u")
     memory = store.session("s", user_id="u")

@@ -13,8 +13,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from store import MemoryStore
 from store.embedding import FakeEmbedder
 
@@ -54,7 +52,6 @@ def store_location(request, backend: str, tmp_path: Path) -> str:
     return request.getfixturevalue("pg_url")
 
 
-@pytest.mark.both_backends
 def test_processes_writing_one_tenant_at_once_lose_nothing(request, backend, tmp_path):
     location = store_location(request, backend, tmp_path)
     MemoryStore.open(location, embedder=FakeEmbedder()).close()  # created once, as a deployment would
@@ -73,7 +70,6 @@ def test_processes_writing_one_tenant_at_once_lose_nothing(request, backend, tmp
         assert ids == {f"p{n}-{i}" for n in range(PROCESSES) for i in range(COUNT)}
 
 
-@pytest.mark.both_backends
 def test_an_erasure_while_other_tenants_write_keeps_all_their_writes(request, backend, tmp_path):
     location = store_location(request, backend, tmp_path)
     with MemoryStore.open(location, embedder=FakeEmbedder()) as s:

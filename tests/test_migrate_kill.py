@@ -10,8 +10,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from store import MemoryStore
 from store.embedding import FakeEmbedder
 
@@ -65,7 +63,6 @@ def target_url(request, backend: str, tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'target.db'}" if backend == "sqlite" else request.getfixturevalue("pg_url")
 
 
-@pytest.mark.both_backends
 def test_a_migration_killed_mid_copy_leaves_nothing_and_a_rerun_succeeds(request, backend, tmp_path, clock):
     source_path = tmp_path / "source.db"
     with MemoryStore.open(source_path, embedder=FakeEmbedder()) as source:

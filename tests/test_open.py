@@ -34,6 +34,7 @@ def test_everything_persists_across_reopen(db_path):
         assert [c.id for c in s.session("s", user_id="u").list_checkpoints()] == [cp]
 
 
+@pytest.mark.sqlite_only(reason="SQLite's PRAGMAs")
 def test_pragmas_are_set(store):
     with testing.backend(store).raw() as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"

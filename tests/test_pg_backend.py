@@ -11,7 +11,6 @@ from store.embedding import FakeEmbedder
 from store.errors import ForeignDatabaseError, ModelMismatchError, ReadOnlyStoreError, StoreNotFoundError
 
 
-@pytest.mark.both_backends
 def test_a_read_only_open_refuses_every_write_with_the_same_error(backend_url):
     MemoryStore.open(backend_url, embedder=FakeEmbedder()).close()
     with MemoryStore.open(backend_url, read_only=True, embedder=FakeEmbedder()) as s:
@@ -22,7 +21,6 @@ def test_a_read_only_open_refuses_every_write_with_the_same_error(backend_url):
         assert s.tenants() == []
 
 
-@pytest.mark.both_backends
 def test_a_second_store_object_sees_a_new_vector_at_once(backend_url):
     with MemoryStore.open(backend_url, embedder=FakeEmbedder()) as reader, MemoryStore.open(backend_url, embedder=FakeEmbedder()) as writer:
         writer.remember("tea in the morning", user_id="u")
@@ -32,7 +30,6 @@ def test_a_second_store_object_sees_a_new_vector_at_once(backend_url):
         assert [h.text for h in hits] == ["zebra crossings at noon"]
 
 
-@pytest.mark.both_backends
 def test_create_false_on_an_empty_location_creates_nothing(backend_url):
     with pytest.raises(StoreNotFoundError):
         MemoryStore.open(backend_url, create=False)

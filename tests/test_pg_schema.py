@@ -59,7 +59,6 @@ def test_two_processes_opening_a_fresh_database_at_once_both_succeed(pg_url):
     assert errors == [] and sorted(results) == [0, *[ddl.CURRENT_VERSION] * 3]
 
 
-@pytest.mark.both_backends
 def test_times_and_keys_hold_64_bit_values(backend, backend_url, quiet_isolation):
     """32-bit INTEGER columns create fine on PostgreSQL and fail on the first real write."""
     if backend == "sqlite":

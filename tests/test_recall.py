@@ -10,9 +10,6 @@ from store.errors import InvalidInputError, ModelMismatchError
 
 from .conftest import T0
 
-# The store fixture runs each test that uses it on SQLite and on PostgreSQL.
-pytestmark = pytest.mark.both_backends
-
 
 @pytest.fixture
 def memories(store):

@@ -46,7 +46,6 @@ def remember_and_warm(store: MemoryStore) -> None:
     assert max(vector_scores(store).values()) > 0.7  # the matrix is loaded, with the old vector
 
 
-@pytest.mark.both_backends
 def test_the_writer_ranks_a_replaced_newest_episode_by_its_new_text(backend_url):
     with MemoryStore.open(backend_url, embedder=FakeEmbedder()) as s:
         remember_and_warm(s)
@@ -56,7 +55,6 @@ def test_the_writer_ranks_a_replaced_newest_episode_by_its_new_text(backend_url)
     assert max(seen.values()) == 0.0
 
 
-@pytest.mark.both_backends
 def test_another_process_ranks_a_replaced_newest_episode_by_its_new_text(backend_url):
     with MemoryStore.open(backend_url, embedder=FakeEmbedder()) as warm:  # the inspector, say
         remember_and_warm(warm)

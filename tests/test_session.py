@@ -6,9 +6,6 @@ from store import testing
 from store.errors import InvalidInputError, UnknownCheckpointError, UnknownSessionError
 from store.validation import set_clock
 
-# The store fixture runs each test that uses it on SQLite and on PostgreSQL.
-pytestmark = pytest.mark.both_backends
-
 
 @pytest.fixture
 def clock():

@@ -12,9 +12,6 @@ import store
 from store import MemoryStore
 from store.errors import InvalidInputError, IsolationWarning
 
-# The store fixture runs each test that uses it on SQLite and on PostgreSQL.
-pytestmark = pytest.mark.both_backends
-
 TENANTS = [None, "alice", "bob", "Alice", "alice@example.com"]
 
 

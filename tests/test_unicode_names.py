@@ -56,7 +56,6 @@ def write_as_before_version_6(url: str, monkeypatch) -> None:
     engine.dispose()
 
 
-@pytest.mark.both_backends
 def test_an_older_store_merges_the_forms_of_a_name_and_loses_nothing(backend_url, monkeypatch):
     write_as_before_version_6(backend_url, monkeypatch)
     with MemoryStore.open(backend_url, embedder=FakeEmbedder()) as s:
