@@ -432,8 +432,6 @@ class MemoryStore:
             return [fact for uid in tenant_ids for fact in self.consolidate(extract, user_id=uid, session_id=session_id, limit=limit)]
         tenant = self._tenant(user_id)
         check_optional_name(session_id, "session_id")
-        if not callable(extract):
-            raise InvalidInputError("extract must be a callable taking an Episode")
         check_int(limit, "limit", minimum=1)
         if self.read_only:  # before the extractor runs, not after: its calls may cost money
             raise ReadOnlyStoreError(f"{self.path} is open read-only; reopen it with read_only=False to consolidate")

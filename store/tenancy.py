@@ -189,16 +189,14 @@ def keys_and_tenants(conn: Connection, table: Table, key_column: Any, *condition
 
 
 def named_tenants_exist(conn: Connection, tenants_table: Table) -> bool:
-    stmt = (
-        select(tenants_table.c.user_id).where(tenants_table.c.user_id != ANONYMOUS_KEY, not_being_erased(tenants_table.c.user_id)).limit(1)
-    )
+    stmt = listed_tenants(tenants_table).where(tenants_table.c.user_id != ANONYMOUS_KEY).limit(1)
     return conn.execute(stmt).first() is not None
 
 
 def other_tenants_exist(conn: Connection, tenants_table: Table, tenant: Tenant) -> bool:
     """Whether any tenant but ``tenant`` has written to the store (index-wide statistics are
     then not this tenant's alone)."""
-    stmt = select(tenants_table.c.user_id).where(tenants_table.c.user_id != tenant.key, not_being_erased(tenants_table.c.user_id)).limit(1)
+    stmt = listed_tenants(tenants_table).where(tenants_table.c.user_id != tenant.key).limit(1)
     return conn.execute(stmt).first() is not None
 
 

@@ -425,7 +425,8 @@ class LoomflowMemory:
         return MemoryProfile(
             user_id=user_id,
             episode_count=summary.counts.episodes,
-            fact_count=await self.facts.count(user_id=user_id),
+            # The store's counts already hold every fact row, superseded ones included.
+            fact_count=summary.counts.facts if self._own_facts else await self.facts.count(user_id=user_id),
             last_seen=items[0].occurred_at if items else None,
             recent_sessions=recent,
             sample_facts=list(await self.facts.query(user_id=user_id, limit=_PROFILE_SAMPLE)),
@@ -445,21 +446,23 @@ class LoomflowMemory:
         return erased
 
     async def export(self, *, user_id: str | None = None) -> MemoryExport:
-        def read() -> tuple[list[StoredEpisode], list[Block]]:
+        def read() -> tuple[list[StoredEpisode], list[StoredFact], list[Block]]:
             found: list[StoredEpisode] = []
             cursor = None
             while True:
                 page = self.store.episodes(user_id=user_id, limit=10_000, cursor=cursor)
                 found += page.items
                 if page.next_cursor is None:
-                    return found, self.store.working(user_id=user_id)
+                    own = self.store.facts(user_id=user_id, include_history=True) if self._own_facts else []
+                    return found, own, self.store.working(user_id=user_id)
                 cursor = page.next_cursor
 
         try:
-            found, blocks = await self._run(read)
+            found, stored, blocks = await self._run(read)
         except UnknownTenantError:
-            found, blocks = [], []
-        facts = await self.facts.query(user_id=user_id, limit=100_000)
+            found, stored, blocks = [], [], []
+        # Every fact of the store's own; a fact store of the caller's is read as loomflow reads it.
+        facts = [_to_fact(f) for f in stored] if self._own_facts else await self.facts.query(user_id=user_id, limit=100_000)
         return MemoryExport(
             user_id=user_id,
             episodes=sorted((_to_episode(e) for e in found), key=lambda e: e.occurred_at),

@@ -263,9 +263,9 @@ def mark_pending(conn: Connection, tenant: Tenant, digest: str, at: datetime) ->
 # --- a whole tenant, in steps behind its erasure marker -----------------------------------------
 
 # Rows deleted per step. A step of 1,000 episodes (their keyword entries and vectors go with
-# them) holds SQLite's one write lock for about 60 ms on a 2-core machine, where the whole
-# 10k-episode tenant in one transaction held it 0.5-0.7 s; smaller steps add commits
-# (one fsync-free WAL append each) for no gain another writer would feel.
+# them) held SQLite's one write lock at most 39 ms at 100k episodes on a 2-core machine
+# (bench/forget_bench.py), where the whole 10k-episode tenant in one transaction held it
+# 0.46-0.73 s; smaller steps add commits for no gain another writer would feel.
 STEP_ROWS = 1000
 # The longest rest between two steps (see erase_in_steps).
 MAX_REST_S = 0.2
@@ -285,15 +285,15 @@ def tenant_erasures_under_way(conn: Connection) -> list[Tenant]:
     return [Tenant(key[len(ERASING_PREFIX) :]) for key in keys]
 
 
-def erase_step(conn: Connection, tenant: Tenant, at: datetime, rows: int | None = None) -> bool:
+def erase_step(conn: Connection, tenant: Tenant, at: datetime) -> bool:
     """One step of a whole-tenant erasure, inside its own write transaction: delete up to
-    ``rows`` (default :data:`STEP_ROWS`) rows, tier by tier in :data:`ERASE_ORDER`; when that
-    leaves none, also the tenant row and the marker, and record the pending scrub. True once the erasure
-    is over (also when another process finished it)."""
+    :data:`STEP_ROWS` rows, tier by tier in :data:`ERASE_ORDER`; when that leaves none, also the
+    tenant row and the marker, and record the pending scrub. True once the erasure is over
+    (also when another process finished it)."""
     digest = conn.execute(select(meta_t.c.value).where(meta_t.c.key == erasing_key(tenant.key))).scalar()
     if digest is None:
         return True
-    budget = rows or STEP_ROWS
+    budget = STEP_ROWS
     for tier in ERASE_ORDER:
         owned = tenant.owns_while_erasing(tier.table)
         keys = conn.execute(select(tier.key).where(owned).limit(budget)).scalars().all()
@@ -308,6 +308,20 @@ def erase_step(conn: Connection, tenant: Tenant, at: datetime, rows: int | None 
     conn.execute(meta_t.delete().where(meta_t.c.key == erasing_key(tenant.key)))
     mark_pending(conn, tenant, digest, at)
     return True
+
+
+def erase_in_steps(write: Callable[[], AbstractContextManager[Connection]], tenant: Tenant) -> None:
+    """Every step of a committed whole-tenant erasure, each in its own transaction from ``write``.
+
+    Between two steps it rests as long as the last one took: a writer kept waiting by SQLite's
+    busy handler sleeps between its tries (up to 100 ms each), and a next step begun at once
+    would find the lock free before the writer woke, again and again."""
+    while True:
+        began = time.monotonic()
+        with write() as conn:
+            if erase_step(conn, tenant, utcnow()):
+                return
+        time.sleep(min(time.monotonic() - began, MAX_REST_S))
 
 
 def purge_expired_kv(conn: Connection, now: datetime) -> int:
@@ -335,17 +349,3 @@ def tenants_with_expired_kv(conn: Connection, now: datetime) -> list[Tenant]:
 def has_expired_kv(conn: Connection, now: datetime) -> bool:
     stmt = select(kv_t.c.pk).where(kv_t.c.expires_at.is_not(None), kv_t.c.expires_at <= now).limit(1)
     return conn.execute(stmt).first() is not None
-
-
-def erase_in_steps(write: Callable[[], AbstractContextManager[Connection]], tenant: Tenant) -> None:
-    """Every step of a committed whole-tenant erasure, each in its own transaction from ``write``.
-
-    Between two steps it rests as long as the last one took: a writer kept waiting by SQLite's
-    busy handler sleeps between its tries (up to 100 ms each), and a next step begun at once
-    would find the lock free before the writer woke, again and again."""
-    while True:
-        began = time.monotonic()
-        with write() as conn:
-            if erase_step(conn, tenant, utcnow()):
-                return
-        time.sleep(min(time.monotonic() - began, MAX_REST_S))

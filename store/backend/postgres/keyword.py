@@ -152,7 +152,7 @@ def _ranked(
     rare: Callable[[list[tuple[str, bool]], list[int]], Select[Any] | None] | None = None,
 ) -> list[tuple[int, float]]:
     """``stmt``'s candidates ranked by BM25; with ``rare``, also the candidates it selects for the
-    query's items and their document counts (every match of a rare word, see :func:`rare_items`)."""
+    query's items and their document counts (every match of a rare word: :func:`store.backend.shared.is_rare`)."""
     query_items = items(expression)
     count, average, df = _statistics(conn, tenant, table, query_items, cache)
     rows = {row[0]: row for row in conn.execute(stmt)}
