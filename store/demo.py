@@ -8,6 +8,7 @@ on. Both are deterministic for a given ``now``, so screenshots and snapshot test
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
@@ -80,6 +81,7 @@ def build_demo_store(
     check_demo_target(path, force=force)
     for suffix in ("", "-wal", "-shm", "-journal"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
+    shutil.rmtree(f"{path}-vectors", ignore_errors=True)  # saved vector indexes of the store replaced
     # The mark goes in first, through the backend the store itself opens files with, so a build
     # cut short still leaves a file `memlens demo` may replace without --force.
     backend = open_backend(path, read_only=False, create=True)

@@ -136,6 +136,12 @@ class Backend(Protocol):
         """The server's approximate vector index, where the database has one (PostgreSQL); None for
         SQLite, whose large tenants get an in-process approximate index instead (store.recall.approximate)."""
 
+    @property
+    def index_folder(self) -> Path | None:
+        """Where the in-process approximate indexes of large tenants are saved, so that another
+        process maps them instead of building them (store.recall.saved_index): a folder beside a
+        store file; None for a server store, whose database keeps its own index."""
+
     after_write: Callable[[], None] | None
     """Called after every committed write transaction (the store retries pending scrubs there)."""
 

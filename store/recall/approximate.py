@@ -103,22 +103,57 @@ def _usearch_index_class() -> Any:
 class ApproximateIndex:
     """An HNSW graph over the leading ``covered`` rows of one matrix, keyed by row position."""
 
-    def __init__(self, dim: int) -> None:
-        Index = _usearch_index_class()
-        self._graph = Index(
-            ndim=dim, metric="ip", dtype="i8", connectivity=CONNECTIVITY, expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH
-        )
+    def __init__(self, dim: int, mapped_graph: Any = None) -> None:
+        """A new, empty index; or one over a saved graph memory-mapped read-only (:meth:`opened`),
+        which :meth:`extend` first copies into memory."""
+        graph = mapped_graph
+        if graph is None:
+            graph = _usearch_index_class()(
+                ndim=dim, metric="ip", dtype="i8", connectivity=CONNECTIVITY, expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH
+            )
+        self._graph = graph
+        self._mapped = mapped_graph is not None
         self._lock = threading.Lock()
-        self.covered = 0
+        self.covered = int(graph.size)
+        self.dim = dim
+
+    @classmethod
+    def opened(cls, path: str, dim: int) -> ApproximateIndex:
+        """The graph saved at ``path``, memory-mapped, not read into memory. Raises ValueError for
+        a file that is not a usearch index of this shape (the caller has checked its digest: a
+        mapped file that changes under the process could crash it)."""
+        graph = _usearch_index_class().restore(path, view=True)
+        if graph is None or graph.ndim != dim or str(graph.dtype) != "ScalarKind.I8" or str(graph.metric) != "MetricKind.IP":
+            raise ValueError(f"{path} is not an int8 inner-product index of {dim} dimensions")
+        # The search expansion is not saved with the graph.
+        graph.expansion_search = EXPANSION_SEARCH
+        return cls(dim, graph)
 
     @property
     def memory_bytes(self) -> int:
         return int(self._graph.memory_usage)
 
+    @property
+    def mapped(self) -> bool:
+        """Whether the graph is still the saved file, mapped read-only."""
+        return self._mapped
+
+    def save(self, path: str) -> None:
+        """Write the graph to ``path`` (not while rows are being added)."""
+        with self._lock:
+            self._graph.save(path)
+
     def extend(self, matrix: np.ndarray, step: int, keep_going: Callable[[], bool]) -> None:
         """Add the rows of ``matrix`` (whose rows never change) past ``covered``, ``step`` at a time,
         while ``keep_going()``."""
         upto = len(matrix)
+        if self._mapped and self.covered < upto:
+            # A mapped graph cannot grow: copy it into memory (outside the lock: searches go on
+            # over the mapped one meanwhile), then swap.
+            copy = self._graph.copy()
+            copy.expansion_search = EXPANSION_SEARCH
+            with self._lock:
+                self._graph, self._mapped = copy, False
         while self.covered < upto and keep_going():
             end = min(upto, self.covered + step)
             with self._lock:

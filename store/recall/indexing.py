@@ -17,6 +17,7 @@ from ..embedding import Embedder, LocalModelEmbedder
 from ..errors import InvalidInputError, ModelMismatchError, ModelNotAvailableError
 from ..schema import meta_t, vectors_t
 from ..tenancy import Tenant
+from .saved_index import SavedIndexes
 from .vectors import VectorCache
 
 EMBED_BATCH = 64
@@ -75,7 +76,9 @@ class Indexer:
     ):
         self.embedder = embedder
         self.backend = backend
-        self.cache = VectorCache(backend.data_version, erasures, erased)
+        folder = backend.index_folder
+        saved = None if folder is None else SavedIndexes(folder, writable=not backend.read_only)
+        self.cache = VectorCache(backend.data_version, erasures, erased, saved, backend.read)
         self._queries: OrderedDict[tuple[int, str], np.ndarray] = OrderedDict()
         self._queries_lock = threading.Lock()
 

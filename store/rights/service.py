@@ -242,6 +242,7 @@ class DataRights:
                     erasure.mark_pending(conn, tenant, digest, at)
             # Only this tenant's vectors changed: other tenants keep their matrices and indexes.
             self._indexer.cache.drop_tenant(tenant.key)
+            self._indexer.cache.erase_saved(tenant.key)
             if in_steps:
                 self._erase_in_steps(tenant)
             try:
@@ -268,6 +269,7 @@ class DataRights:
         steps name no tenant."""
         erasure.erase_in_steps(lambda: self._db.write(inserting=False, whole_store=False), tenant)
         self._indexer.cache.drop_tenant(tenant.key)
+        self._indexer.cache.erase_saved(tenant.key)
 
     def _finish_tenant_erasures(self) -> None:
         """Roll forward every whole-tenant erasure a process committed and did not finish."""
@@ -325,6 +327,8 @@ class DataRights:
                 now_pending["indexes"] = False
                 erasure.write_pending(conn, now_pending)
             expired = [] if now_pending is None else now_pending.get("expired", [])
+        for key, _ in taken:  # again here: this rolls forward an erasure whose process died before it
+            self._indexer.cache.erase_saved(key)
         done, reason = self._db.flush_erased_pages(budget, [Tenant(key) for key, _ in taken], [Tenant(key) for key in expired])
         if done and (taken or expired):
             with self._db.write(inserting=False, whole_store=False) as conn:

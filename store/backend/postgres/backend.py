@@ -97,6 +97,7 @@ class PostgresBackend:
         self.url = parse(str(url))
         self.path = address(self.url)
         self.read_only = read_only
+        self.index_folder: Path | None = None  # the database keeps its own vector index
         self._prepared: set[str] = set()
         self._prepared_lock = threading.Lock()
         self._changes: ChangeCounter | None = None

@@ -52,6 +52,11 @@ def side_files(path: Path) -> list[Path]:
     return [Path(f"{path}{suffix}") for suffix in SIDE_SUFFIXES]
 
 
+def index_folder(path: Path) -> Path:
+    """Where the store's large tenants' approximate indexes are saved (store.recall.saved_index)."""
+    return Path(f"{path}-vectors")
+
+
 def _on_read_only_filesystem(path: Path) -> bool:
     try:
         return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
@@ -227,6 +232,7 @@ class Database:
     def __init__(self, path: str | Path, *, read_only: bool = False, create: bool = True):
         self.path = resolve_path(path)
         self.read_only = read_only
+        self.index_folder: Path | None = index_folder(self.path)
         self.keyword = SqliteKeywordIndex(self.read, self.data_version)
         self._watch: sqlite3.Connection | None = None
         self._watch_lock = threading.Lock()
@@ -391,8 +397,10 @@ class Database:
             return version
 
     def files(self) -> list[Path]:
-        """The database file and the side files that can hold its pages."""
-        return [self.path, *side_files(self.path)]
+        """The database file, the side files that can hold its pages, and the saved indexes."""
+        folder = index_folder(self.path)
+        saved = sorted(p for p in folder.iterdir() if p.is_file()) if folder.is_dir() else []
+        return [self.path, *side_files(self.path), *saved]
 
     def rewrite_keyword_indexes(self, max_steps: int = 100_000) -> bool:
         return maintenance.rewrite_keyword_indexes(self.write, max_steps)
