@@ -118,12 +118,7 @@ def test_recall_puts_the_exact_ticket_first_above_near_misses_and_says_why(ticke
     assert [h.scores.score for h in hits] == sorted((h.scores.score for h in hits), reverse=True)
 
 
-def test_the_exact_channel_finds_an_identifier_neither_list_holds(store, backend, request):
-    if backend == "postgres":
-        # A known difference: PostgreSQL's parser keeps "2.14.3" as one version token where FTS5
-        # splits it into 2 / 14 / 3, so the identifier's phrase never matches there. Strict: the
-        # run fails once memlens_fold splits dotted numbers as FTS5 does, and the mark must go.
-        request.applymarker(pytest.mark.xfail(strict=True, reason="PostgreSQL keeps a dotted version as one token"))
+def test_the_exact_channel_finds_an_identifier_neither_list_holds(store):
     # The answer's pieces (2, 14, 3) are everywhere; 60 newer memories hold them more often and
     # share more of the question's words, so the answer falls below both lists' depth (50).
     store.remember("payments-api 2.14.3 broke the retry header", "Rolled back the release.", user_id="u", occurred_at=T0)

@@ -258,3 +258,29 @@ def test_a_version_4_store_moves_its_session_keys_into_each_tenant(pg_url, monke
             bob = partitions.names(BOB)
             assert (bob["kv_entries"], bob["sessions"]) in session_keys(conn)
     e.dispose()
+
+
+def test_a_version_6_store_splits_dotted_numbers_as_sqlite_does(pg_url, monkeypatch):
+    """Version 7 folds "2.14.3" into 2 / 14 / 3 (FTS5's tokens), and computes again the stored
+    documents of the rows a version 6 store wrote with the number as one token."""
+    with monkeypatch.context() as old:  # memlens as it was at version 6
+        old.setattr(ddl, "MIGRATIONS", {n: ddl.MIGRATIONS[n] for n in (4, 5, 6)})
+        old.setattr(ddl, "CURRENT_VERSION", 6)
+        with MemoryStore.open(pg_url, embedder=None) as s:
+            s.remember("payments-api 2.14.3 broke the retry header", "rolled back", user_id="alice")
+            s.remember("no numbers here", "none", user_id="alice")
+            s.add_fact("payments-api", "runs", "version 3.5", user_id="alice")
+    e = pg_engine.create(pg_url)
+    phrase = "phraseto_tsquery('memlens', memlens_fold('2 14 3'))"
+    length = text("SELECT search_length FROM episodes WHERE input LIKE 'payments%'")
+    with e.connect() as conn:
+        assert conn.execute(text(f"SELECT count(*) FROM episodes WHERE search @@ {phrase}")).scalar() == 0
+        assert conn.execute(length).scalar() == 10  # payments-api, payments, api, 2.14.3, broke, ...
+    with MemoryStore.open(pg_url, embedder=None) as s:
+        with e.connect() as conn:
+            assert conn.execute(text("SELECT value FROM memlens_meta WHERE key = 'schema_version'")).scalar() == str(ddl.CURRENT_VERSION)
+            assert conn.execute(text(f"SELECT count(*) FROM episodes WHERE search @@ {phrase}")).scalar() == 1
+            assert conn.execute(length).scalar() == 12  # 2, 14 and 3 where 2.14.3 was
+            assert conn.execute(text("SELECT count(*) FROM facts WHERE search @@ phraseto_tsquery('memlens', '3 5')")).scalar() == 1
+        assert s.recall("2.14.3", user_id="alice", mode="keyword")[0].text.startswith("payments-api 2.14.3")
+    e.dispose()

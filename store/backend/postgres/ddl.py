@@ -292,9 +292,32 @@ def _m006_tenant_names_in_nfc(conn: Connection, dim: int) -> None:
         partitions.move_tenant(conn, Tenant(old), Tenant(new))
 
 
+# FTS5's tokenizer splits at every dot; PostgreSQL's parser keeps "2.14.3" as one version token
+# and "3.5" as one number, so the exact channel's phrase 2 <-> 14 <-> 3 never matched there.
+# From version 7 the fold puts a space between a digit, a dot and a digit, on both sides of
+# every match (documents and queries), as FTS5 sees them.
+_SPLIT_DOTTED_NUMBERS = r"regexp_replace(translate(t, '{fold_from}', '{fold_to}'), '([0-9])\.(?=[0-9])', '\1 ', 'g')"
+
+
+def _m007_dotted_numbers_split(conn: Connection, dim: int) -> None:
+    body = _SPLIT_DOTTED_NUMBERS.format(fold_from=_FOLD_FROM, fold_to=_FOLD_TO)
+    conn.exec_driver_sql(
+        f"CREATE OR REPLACE FUNCTION memlens_fold(t text) RETURNS text LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE RETURN {body}"
+    )
+    # The stored documents of the rows the new fold reads differently (only those holding a
+    # dotted number) are computed again: an update recomputes a row's generated columns.
+    conn.exec_driver_sql("UPDATE episodes SET input = input WHERE input || ' ' || output ~ '[0-9][.][0-9]'")
+    conn.exec_driver_sql("UPDATE facts SET subject = subject WHERE subject || ' ' || predicate || ' ' || object ~ '[0-9][.][0-9]'")
+
+
 FIRST_VERSION = 4
 # Step n brings the schema from version n - 1 to n; version 4 is where PostgreSQL stores begin.
-MIGRATIONS = {4: _m004_initial, 5: _m005_session_keys_per_tenant, 6: _m006_tenant_names_in_nfc}
+MIGRATIONS = {
+    4: _m004_initial,
+    5: _m005_session_keys_per_tenant,
+    6: _m006_tenant_names_in_nfc,
+    7: _m007_dotted_numbers_split,
+}
 CURRENT_VERSION = max(MIGRATIONS)
 # Two processes opening a fresh database at once must not both create the schema: the first
 # takes this transaction-scoped advisory lock, the second waits and then finds it migrated.
