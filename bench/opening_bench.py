@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import random
-import shutil
 import statistics
 import subprocess
 import sys
@@ -150,7 +149,9 @@ def build_lance(work: Path, texts: list[str], vectors: np.ndarray) -> None:
         }
     )
     tbl = db.create_table("bench", data=data)
-    tbl.create_index(metric="cosine", index_type="IVF_HNSW_SQ", vector_column_name="vector")
+    from lancedb.index import HnswSq
+
+    tbl.create_index("vector", config=HnswSq(distance_type="cosine"))
 
 
 def run_child(system: str, work: Path, db: Path, saved: bool) -> dict:

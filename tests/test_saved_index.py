@@ -65,6 +65,8 @@ def build_and_save(db_path: Path, *users: str) -> None:
             assert not index_in_use(s, user).mapped  # built here
     for user in users:
         assert sorted(p.suffix for p in tenant_files(db_path, user)) == [".json", ".usearch"]
+    assert folder(db_path).stat().st_mode & 0o777 == 0o700
+    assert {p.stat().st_mode & 0o777 for p in folder(db_path).iterdir()} == {0o600}
 
 
 def vector_hits(s: MemoryStore, query: str, user: str) -> list[tuple[str, float]]:

@@ -148,6 +148,7 @@ class SavedIndexes:
         partial = self.folder / f".{stem}.{uuid.uuid4().hex}.partial"
         try:
             index.save(str(partial))
+            os.chmod(partial, 0o600)  # int8 copies of a tenant's vectors: owner-only, as the store file is
             digest = file_digest(partial)
             graph = self.folder / f"{stem}.{digest}.usearch"
             size = partial.stat().st_size
@@ -168,6 +169,7 @@ class SavedIndexes:
         }
         note = self.folder / f".{stem}.{uuid.uuid4().hex}.json.partial"
         note.write_text(json.dumps(described))
+        os.chmod(note, 0o600)
         os.replace(note, self._description(tenant_key, kind))
         for older in self.folder.glob(f"{stem}.*.usearch"):
             if older != graph:
