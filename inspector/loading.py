@@ -68,11 +68,14 @@ class TenantViewsMixin:
         self.fetch("blocks", lambda: store.working(user_id=user), messages.BlocksLoaded)
         self.fetch("sessions", lambda: store.sessions(user_id=user), messages.SessionsLoaded)
         self.fetch("audit", lambda: store.audit_log(user_id=user), messages.AuditLoaded)
-        self.fetch(
-            "overview",
-            lambda: (store.profile(user_id=user).counts, store.activity(user_id=user, days=ACTIVITY_DAYS)),
-            lambda t, parts: messages.OverviewLoaded(t, *parts),
-        )
+
+        def overview() -> tuple[Any, Any]:
+            # The weeks up to the tenant's last activity: a tenant idle for a month shows what it
+            # did, not a month of zeros (the caption gives the dates).
+            profile = store.profile(user_id=user)
+            return profile.counts, store.activity(user_id=user, days=ACTIVITY_DAYS, until=profile.last_activity)
+
+        self.fetch("overview", overview, lambda t, parts: messages.OverviewLoaded(t, *parts))
         self.query_one(EpisodesView).request(None)
         self.query_one(FactsView).request()
         self.query_one(SearchView).request()

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import insert
+from sqlalchemy import BigInteger, insert, type_coerce, update
 
 from .backend import open_backend
 from .backend.sqlite.database import SQLITE_HEADER, sqlite_uri, wal_is_absent
@@ -23,7 +23,8 @@ from .demo_vectors import ReusedVectors
 from .errors import InvalidInputError, OutputExistsError, OutputPathError
 from .memory import MemoryStore
 from .recall import indexing
-from .schema import meta_t
+from .schema import Base, UtcMicros, meta_t, to_micros
+from .validation import utcnow
 
 DEMO_NOW = datetime(2026, 11, 20, 17, 30, tzinfo=UTC)
 DEMO_MARK = "demo_store"  # a memlens_meta key: only files carrying it are replaced without force
@@ -61,6 +62,32 @@ def check_demo_target(path: str | Path, *, force: bool = False) -> None:
 DEMO_SIZES = {"full": full.fill, "compact": compact.fill}
 
 
+def date_the_build_at(path: Path, started: datetime, now: datetime) -> None:
+    """Move every time the build stamped from the clock since ``started`` (a tenant's last
+    activity, a session's update, a checkpoint, a fact's recording) back, as if the build had
+    ended at the demo's ``now``: its content is dated relative to ``now``, and without this a
+    tenant read as active days after its last episode. Times the content gives (an episode's
+    occurrence, a fact's validity) come before ``started`` and stay. A key's expiry stays on the
+    real clock: moved back, the demo's keys with a time to live would have expired before
+    anyone looked (and the first open would delete them)."""
+    shift, since = to_micros(utcnow()) - to_micros(now), to_micros(started)
+    if shift <= 0:
+        return
+    backend = open_backend(path, read_only=False, create=False)
+    try:
+        with backend.write() as conn:
+            for table in Base.metadata.sorted_tables:
+                for column in table.columns:
+                    if isinstance(column.type, UtcMicros) and column.name != "expires_at":
+                        conn.execute(
+                            update(table)
+                            .where(type_coerce(column, BigInteger) >= since)
+                            .values({column.name: type_coerce(column, BigInteger) - shift})
+                        )
+    finally:
+        backend.close()
+
+
 def build_demo_store(
     path: str | Path,
     *,
@@ -91,9 +118,11 @@ def build_demo_store(
     finally:
         backend.close()
     embedder = open_options.pop("embedder", "default")
+    started = utcnow()
     if vector_cache is None or embedder is None:
         store = MemoryStore.open(path, embedder=embedder, **open_options)
         DEMO_SIZES[size](store, now)
+        date_the_build_at(path, started, now)
         return store
     model = indexing.make_embedder(embedder)
     assert model is not None  # embedder=None took the branch above
@@ -103,6 +132,7 @@ def build_demo_store(
         DEMO_SIZES[size](store, now)
     finally:
         store.close()
+    date_the_build_at(path, started, now)
     try:
         reused.save()
     except OSError:

@@ -122,6 +122,35 @@ def test_an_exact_identifier_stands_among_near_misses(full, user, wanted, near_m
     assert wanted in hits[0].text and all(wanted not in h.text for h in hits[1:])
 
 
+def test_every_time_the_build_stamped_is_dated_before_the_demos_now(full):
+    """A tenant's last activity, a session's update, a checkpoint, a fact's recording: every
+    time column but a key's expiry, in every table, ends at DEMO_NOW, not at the build; the
+    keys with a time to live are still alive."""
+    from sqlalchemy import func, select
+
+    from store import testing
+    from store.schema import Base, UtcMicros
+    from store.validation import utcnow
+
+    latest = {}
+    with testing.backend(full).read() as conn:
+        for table in Base.metadata.sorted_tables:
+            for column in table.columns:
+                if isinstance(column.type, UtcMicros) and column.name != "expires_at":
+                    latest[f"{table.name}.{column.name}"] = conn.execute(select(func.max(column))).scalar()
+    assert latest["tenants.last_activity"] is not None and latest["checkpoints.created_at"] is not None
+    assert {name: at for name, at in latest.items() if at is not None and at > DEMO_NOW} == {}
+    for summary in full.tenants():
+        assert DEMO_NOW - timedelta(minutes=10) <= summary.last_activity <= DEMO_NOW
+        for info in full.sessions(user_id=summary.user_id):
+            assert info.updated_at <= DEMO_NOW
+    from store.schema import kv_t
+
+    with testing.backend(full).read() as conn:
+        expiries = list(conn.execute(select(kv_t.c.expires_at).where(kv_t.c.expires_at.is_not(None))).scalars())
+    assert len(expiries) >= 3 and min(expiries) > utcnow()  # on the real clock
+
+
 def test_the_compact_demo_is_still_there_for_the_snapshots(tmp_path):
     with build_demo_store(tmp_path / "compact.db", size="compact", embedder=FakeEmbedder()) as store:
         counts = {t.user_id: t.counts.episodes for t in store.tenants()}

@@ -97,3 +97,28 @@ async def test_a_failed_activity_load_is_shown_and_the_pane_keeps_its_hint(demo)
         await wait_for(pilot, lambda: any("disk on fire" in str(n) for n in notes(app)), what="the failure")
         assert not app.query_one(TenantOverview).display
         assert "Select a record" in screen_text(app)
+
+
+async def test_the_sparkline_ends_on_the_tenants_last_activity(tmp_path):
+    """A tenant idle for a month shows the weeks up to its last write, not a month of zeros."""
+    from datetime import timedelta
+
+    from store import MemoryStore
+    from store.embedding import FakeEmbedder
+    from store.validation import set_clock
+
+    from .inspector_support import frozen_clock
+
+    month_ago = FROZEN - timedelta(days=30)
+    set_clock(lambda: month_ago)
+    try:
+        with MemoryStore.open(tmp_path / "idle.db", embedder=FakeEmbedder()) as s:
+            s.remember("the last thing it did", "noted", user_id="idle", occurred_at=month_ago)
+    finally:
+        set_clock(frozen_clock)
+    app = app_for(tmp_path / "idle.db")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_tenant(pilot, app, "idle")
+        await wait_for(pilot, lambda: app.query_one(TenantOverview).display, what="overview")
+        assert app.query_one(Sparkline).data[-1] == 1
+        assert f"to {month_ago:%m-%d}," in screen_text(app)
