@@ -327,6 +327,12 @@ def _m006_tenant_names_in_nfc(conn: Connection) -> None:
             conn.execute(text(f"UPDATE {table} SET user_id = :new WHERE user_id = :old"), {"old": old, "new": new})
 
 
+def _m007_nothing_on_sqlite(conn: Connection) -> None:
+    """Version 7 made PostgreSQL split a dotted number ("2.14.3") into its parts, as FTS5's
+    tokenizer always has (:mod:`store.backend.postgres.ddl`); nothing changes in a SQLite file.
+    The step keeps the version numbers of the two backends meaning the same schema."""
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _m001_core,
     _m002_search,
@@ -334,6 +340,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _m004_per_tenant_ids,
     _m005_nothing_on_sqlite,
     _m006_tenant_names_in_nfc,
+    _m007_nothing_on_sqlite,
 ]
 CURRENT_VERSION = len(MIGRATIONS)
 
