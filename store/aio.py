@@ -13,6 +13,7 @@ from typing import Any
 from .aio_methods import AsyncMemoryStoreMethods, AsyncSessionMemoryMethods
 from .memory import MemoryStore
 from .tenancy import UNSET
+from .tiers.blocks import DEFAULT_VERSIONS_KEPT
 from .tiers.sessions import SessionMemory
 from .validation import DEFAULT_MAX_CONTENT_BYTES
 
@@ -43,6 +44,7 @@ class AsyncMemoryStore(AsyncMemoryStoreMethods):
         scratchpad_limit: int = 100,
         embedder: Any = "default",
         check_model: bool = True,
+        block_versions_kept: int = DEFAULT_VERSIONS_KEPT,
     ) -> AsyncMemoryStore:
         """:meth:`MemoryStore.open`, in a worker thread."""
         sync = await asyncio.to_thread(
@@ -54,6 +56,7 @@ class AsyncMemoryStore(AsyncMemoryStoreMethods):
             scratchpad_limit=scratchpad_limit,
             embedder=embedder,
             check_model=check_model,
+            block_versions_kept=block_versions_kept,
         )
         return cls(sync)
 

@@ -16,6 +16,7 @@ from .models import (
     Activity,
     AuditEntry,
     Block,
+    BlockHistory,
     Checkpoint,
     CheckpointDiff,
     Episode,
@@ -52,9 +53,13 @@ class AsyncMemoryStoreMethods:
         """Changes whenever anyone commits to the store: poll it to know when to refresh a view. (:meth:`MemoryStore.data_version`, run in a worker thread.)"""
         return await asyncio.to_thread(self._sync.data_version)
 
-    async def working(self, *, user_id: str | None = UNSET) -> list[Block]:
-        """The tenant's working blocks in pinned order. (:meth:`MemoryStore.working`, run in a worker thread.)"""
-        return await asyncio.to_thread(self._sync.working, user_id=user_id)
+    async def working(self, *, user_id: str | None = UNSET, as_of: datetime | None = None) -> list[Block]:
+        """The tenant's working blocks in pinned order; with ``as_of``, as they read at that moment (each with the time its content then was written). A block whose version at that moment the history cap dropped (``block_versions_kept``) is left out. (:meth:`MemoryStore.working`, run in a worker thread.)"""
+        return await asyncio.to_thread(self._sync.working, user_id=user_id, as_of=as_of)
+
+    async def block_history(self, name: str, *, user_id: str | None = UNSET) -> BlockHistory:
+        """Every kept version of the block ``name``, oldest first, the current one (if the block exists) last: its content, slot, when it was written, and when and by which operation (``update``, ``append``, ``delete``) it was replaced. ``earlier_dropped`` says the cap dropped older ones. (:meth:`MemoryStore.block_history`, run in a worker thread.)"""
+        return await asyncio.to_thread(self._sync.block_history, name, user_id=user_id)
 
     async def get_block(self, name: str, *, user_id: str | None = UNSET) -> Block | None:
         """:meth:`MemoryStore.get_block`, run in a worker thread."""

@@ -21,6 +21,7 @@ from .models import (
     Activity,
     AuditEntry,
     Block,
+    BlockHistory,
     Episode,
     EpisodePage,
     Fact,
@@ -67,11 +68,20 @@ class MemoryStore:
     bucket, a partition of its own. Nothing a method reads or writes crosses tenants.
     """
 
-    def __init__(self, db: Backend, indexer: Indexer, *, max_content_bytes: int, scratchpad_limit: int):
+    def __init__(
+        self,
+        db: Backend,
+        indexer: Indexer,
+        *,
+        max_content_bytes: int,
+        scratchpad_limit: int,
+        block_versions_kept: int = blocks.DEFAULT_VERSIONS_KEPT,
+    ):
         self._db = db
         self._indexer = indexer
         self.max_content_bytes = max_content_bytes
         self.scratchpad_limit = scratchpad_limit
+        self.block_versions_kept = block_versions_kept
         # Every method resolves its user_id here, once, and hands the tenant down.
         self._recall = RecallService(db, indexer)
         self._rights = DataRights(db, indexer, max_content_bytes=max_content_bytes)
@@ -89,6 +99,7 @@ class MemoryStore:
         scratchpad_limit: int = 100,
         embedder: Any = "default",
         check_model: bool = True,
+        block_versions_kept: int = blocks.DEFAULT_VERSIONS_KEPT,
     ) -> MemoryStore:
         """Open (or create) the store at ``path_or_url``, a file path or an ``sqlite:///`` URL.
 
@@ -102,8 +113,12 @@ class MemoryStore:
         a local model directory, an :class:`~store.embedding.Embedder`, or None for keyword
         recall only. A store whose vectors came from another model is refused unless
         ``check_model=False`` (for :meth:`reembed`).
+
+        ``block_versions_kept``: how many earlier versions of each working block are kept
+        (:meth:`block_history`, at least 1); older ones are dropped for good.
         """
         check_int(max_content_bytes, "max_content_bytes", minimum=1)
+        check_int(block_versions_kept, "block_versions_kept", minimum=1)
         check_int(scratchpad_limit, "scratchpad_limit", minimum=1)
         check_flag(read_only, "read_only")
         embedder = indexing.make_embedder(embedder)  # looked up at call time, so tests can swap it
@@ -114,7 +129,9 @@ class MemoryStore:
                 with db.read() as conn:
                     indexing.check_model(conn, embedder, db.path)
             indexer = Indexer(embedder, db, erasure_count, erasures_after)
-            store = cls(db, indexer, max_content_bytes=max_content_bytes, scratchpad_limit=scratchpad_limit)
+            store = cls(
+                db, indexer, max_content_bytes=max_content_bytes, scratchpad_limit=scratchpad_limit, block_versions_kept=block_versions_kept
+            )
             # An erasure whose process died (or met a reader) before its bytes were scrubbed is
             # finished here, and expired key-value entries leave the file.
             store._rights.finish_scrubs(budget=0.5)
@@ -163,11 +180,24 @@ class MemoryStore:
 
     # --- working blocks ------------------------------------------------------------
 
-    def working(self, *, user_id: str | None = UNSET) -> list[Block]:
-        """The tenant's working blocks in pinned order."""
+    def working(self, *, user_id: str | None = UNSET, as_of: datetime | None = None) -> list[Block]:
+        """The tenant's working blocks in pinned order; with ``as_of``, as they read at that
+        moment (each with the time its content then was written). A block whose version at that
+        moment the history cap dropped (``block_versions_kept``) is left out."""
         tenant = self._tenant(user_id)
+        as_of = check_optional_datetime(as_of, "as_of")
         with self._db.read() as conn:
-            return blocks.list_blocks(conn, tenant)
+            return blocks.list_blocks(conn, tenant) if as_of is None else blocks.blocks_as_of(conn, tenant, as_of)
+
+    def block_history(self, name: str, *, user_id: str | None = UNSET) -> BlockHistory:
+        """Every kept version of the block ``name``, oldest first, the current one (if the block
+        exists) last: its content, slot, when it was written, and when and by which operation
+        (``update``, ``append``, ``delete``) it was replaced. ``earlier_dropped`` says the cap
+        dropped older ones."""
+        tenant = self._tenant(user_id)
+        check_name(name, "name")
+        with self._db.read() as conn:
+            return blocks.history(conn, tenant, name)
 
     def get_block(self, name: str, *, user_id: str | None = UNSET) -> Block | None:
         tenant = self._tenant(user_id)
@@ -183,7 +213,7 @@ class MemoryStore:
         now = utcnow()
         with self._db.write(tenant) as conn:
             touch_tenant(conn, tenant, now)
-            return blocks.put_block(conn, tenant, name, content, now)
+            return blocks.put_block(conn, tenant, name, content, now, kept=self.block_versions_kept)
 
     def append_block(self, name: str, content: str, *, user_id: str | None = UNSET, separator: str = "\n") -> Block:
         """Append to a block (creating it if needed); the whole block must stay within the size limit."""
@@ -197,13 +227,14 @@ class MemoryStore:
             combined = content if current is None or not current.content else current.content + separator + content
             self._text(combined, "content")
             touch_tenant(conn, tenant, now)
-            return blocks.put_block(conn, tenant, name, combined, now)
+            return blocks.put_block(conn, tenant, name, combined, now, op="append", kept=self.block_versions_kept)
 
     def delete_block(self, name: str, *, user_id: str | None = UNSET) -> bool:
         tenant = self._tenant(user_id)
         check_name(name, "name")
+        now = utcnow()
         with self._db.write(tenant) as conn:
-            return blocks.delete_block(conn, tenant, name)
+            return blocks.delete_block(conn, tenant, name, now, kept=self.block_versions_kept)
 
     # --- episodes ----------------------------------------------------------------------
 

@@ -22,6 +22,28 @@ class Block(_Model):
     updated_at: datetime
 
 
+class BlockVersion(_Model):
+    """One version of a working block: what it held from ``written_at`` until ``replaced_at``
+    (None: it still does), and the operation that ended it (``update``, ``append``, ``delete``)."""
+
+    name: str
+    content: str
+    pinned_order: int
+    written_at: datetime
+    replaced_at: datetime | None
+    replaced_by: str | None
+
+
+class BlockHistory(_Model):
+    """Every kept version of one block, oldest first; the current one, if the block exists, last.
+    ``earlier_dropped``: the cap on the block's history dropped older versions, for good."""
+
+    user_id: str | None
+    name: str
+    versions: list[BlockVersion]
+    earlier_dropped: bool
+
+
 class Episode(_Model):
     id: str
     user_id: str | None

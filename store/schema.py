@@ -114,6 +114,24 @@ class BlockRow(Base):
     __table_args__ = (UniqueConstraint("user_id", "name"), Index(None, "user_id", "pinned_order"))
 
 
+class BlockVersionRow(Base):
+    """An earlier version of a working block: what it held from ``written_at`` until
+    ``replaced_at``, and the operation that ended it (``update``, ``append`` or ``delete``).
+    ``earlier_dropped``: older versions of the block were dropped by the cap on its history."""
+
+    __tablename__ = "block_versions"
+    pk: Mapped[int] = mapped_column(Int64, primary_key=True)
+    user_id: Mapped[str] = mapped_column(String)
+    name: Mapped[str] = mapped_column(String)
+    content: Mapped[str] = mapped_column(Text)
+    pinned_order: Mapped[int] = mapped_column(Integer)
+    written_at: Mapped[datetime] = mapped_column(UtcMicros)
+    replaced_at: Mapped[datetime] = mapped_column(UtcMicros)
+    replaced_by: Mapped[str] = mapped_column(String)
+    earlier_dropped: Mapped[int] = mapped_column(Integer)
+    __table_args__ = (Index(None, "user_id", "name", "replaced_at"),)
+
+
 class EpisodeRow(Base):
     __tablename__ = "episodes"
     pk: Mapped[int] = mapped_column(Int64, primary_key=True)
@@ -242,6 +260,7 @@ def _table(row: type[Base]) -> Table:
 meta_t = _table(MetaRow)
 tenants_t = _table(TenantRow)
 blocks_t = _table(BlockRow)
+block_versions_t = _table(BlockVersionRow)
 episodes_t = _table(EpisodeRow)
 facts_t = _table(FactRow)
 sessions_t = _table(SessionRow)

@@ -207,7 +207,7 @@ def build(s: MemoryStore, spec: dict, clock: list) -> list[str]:
     return secrets
 
 
-SECTIONS = ["blocks", "episodes", "facts", "sessions", "kv_entries", "task_states", "scratchpad", "checkpoints"]
+SECTIONS = ["blocks", "block_versions", "episodes", "facts", "sessions", "kv_entries", "task_states", "scratchpad", "checkpoints"]
 COUNT_OF = {"scratchpad": "scratchpad_entries"}  # receipt names differ from export section names
 
 
@@ -265,6 +265,7 @@ def expected_after(before: dict, session, until) -> tuple[dict, dict[str, int]]:
         "sessions": 0,
         "kv_entries": 0,
         "task_states": 0,
+        "block_versions": 0,
         "blocks": 0,
     }
     if b is None:

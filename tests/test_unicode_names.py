@@ -51,6 +51,7 @@ def write_as_before_version_6(url: str, monkeypatch) -> None:
     engine = create_engine(url)
     with engine.begin() as conn:
         conn.execute(text("UPDATE memlens_meta SET value = '5' WHERE key = 'schema_version'"))
+        conn.execute(text("DROP TABLE block_versions"))  # made by version 8
         if url.startswith("sqlite"):
             conn.exec_driver_sql("PRAGMA user_version = 5")
     engine.dispose()

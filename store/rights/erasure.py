@@ -35,6 +35,7 @@ from sqlalchemy import ColumnElement, Connection, Select, exists, func, literal_
 from ..backend import Sql, sql
 from ..schema import (
     audit_t,
+    block_versions_t,
     blocks_t,
     checkpoints_t,
     episodes_t,
@@ -110,8 +111,12 @@ def scopes(dialect: Sql, scope: Scope) -> dict[str, Select[Any]]:
         result["sessions"] = sessions
         result["kv_entries"] = t.select(kv_t, kv_t.c.pk).where(kv_t.c.session_pk.in_(sessions))
         result["task_states"] = t.select(task_t, task_t.c.session_pk).where(task_t.c.session_pk.in_(sessions))
+    if before is not None:
+        # A block's earlier versions are history like any other: those replaced before the date go.
+        result["block_versions"] = t.select(block_versions_t, block_versions_t.c.pk).where(block_versions_t.c.replaced_at < before)
     if scope.whole_tenant:
         result["blocks"] = t.select(blocks_t, blocks_t.c.pk)
+        result["block_versions"] = t.select(block_versions_t, block_versions_t.c.pk)
     return result
 
 

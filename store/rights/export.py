@@ -18,7 +18,7 @@ from sqlalchemy import Column, Connection, Select, func, or_, select
 
 from .. import schema
 from ..backend import Backend
-from ..schema import audit_t, blocks_t, checkpoints_t, episodes_t, facts_t, kv_t, scratch_t, sessions_t, task_t, vectors_t
+from ..schema import audit_t, block_versions_t, blocks_t, checkpoints_t, episodes_t, facts_t, kv_t, scratch_t, sessions_t, task_t, vectors_t
 from ..tenancy import Tenant
 from ..tiers.registry import EXPORTED, SECTIONS
 from ..validation import utcnow
@@ -71,6 +71,22 @@ def tenant_records(
                 "content": r.content,
                 "pinned_order": r.pinned_order,
                 "updated_at": iso(r.updated_at),
+            },
+        )
+    v = block_versions_t
+    for r in conn.execute(tenant.select(v).order_by(v.c.name, v.c.replaced_at, v.c.pk)):
+        yield (
+            "block_versions",
+            {
+                **base,
+                "type": "block_version",
+                "name": r.name,
+                "content": r.content,
+                "pinned_order": r.pinned_order,
+                "written_at": iso(r.written_at),
+                "replaced_at": iso(r.replaced_at),
+                "replaced_by": r.replaced_by,
+                "earlier_dropped": bool(r.earlier_dropped),
             },
         )
     batch: list[Any] = []

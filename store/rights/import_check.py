@@ -117,6 +117,22 @@ class BlockRecord(_Record):
     updated_at: Time
 
 
+class BlockVersionRecord(_Record):
+    type: Literal["block_version"]
+    name: Name
+    content: Text
+    pinned_order: Annotated[int, AfterValidator(_order)]
+    written_at: Time
+    replaced_at: Time
+    replaced_by: Literal["update", "append", "delete"]
+    earlier_dropped: bool
+
+    def problem(self) -> tuple[str, str] | None:
+        if self.replaced_at < self.written_at:
+            return "replaced_at", "a block version cannot be replaced before it was written"
+        return None
+
+
 class EpisodeRecord(_Record):
     type: Literal["episode"]
     id: Name
@@ -212,6 +228,7 @@ class AuditRecord(_Record):
 
 AnyRecord = Annotated[
     BlockRecord
+    | BlockVersionRecord
     | EpisodeRecord
     | FactRecord
     | SessionRecord

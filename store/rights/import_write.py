@@ -20,7 +20,7 @@ from ..backend import Backend, sql
 from ..errors import ImportMismatchError, InvalidInputError
 from ..recall import indexing
 from ..recall.indexing import Indexer
-from ..schema import audit_t, blocks_t, checkpoints_t, episodes_t, facts_t, kv_t, scratch_t, sessions_t, task_t
+from ..schema import audit_t, block_versions_t, blocks_t, checkpoints_t, episodes_t, facts_t, kv_t, scratch_t, sessions_t, task_t
 from ..tenancy import Tenant
 from ..tiers.common import content_hash, ensure_session, ids_present, touch_tenant
 from ..tiers.episodes import embed_text
@@ -158,6 +158,26 @@ class Writer:
         if outcome == WRITTEN:
             self.conn.execute(tenant.update(blocks_t).where(blocks_t.c.pk == row.pk).values(content=r.content, updated_at=r.updated_at))
         return outcome
+
+    def write_block_version(self, tenant: Tenant, r: Any) -> str:
+        """A version is the same version when it held the same block from the same moment to the
+        same moment; importing a file twice adds nothing."""
+        v = block_versions_t
+        same = tenant.select(v).where(v.c.name == r.name, v.c.written_at == r.written_at, v.c.replaced_at == r.replaced_at)
+        row = self.conn.execute(same).first()
+        if row is not None:
+            return UNCHANGED if (row.content, row.replaced_by) == (r.content, r.replaced_by) else KEPT
+        values = {
+            "name": r.name,
+            "content": r.content,
+            "pinned_order": r.pinned_order,
+            "written_at": r.written_at,
+            "replaced_at": r.replaced_at,
+            "replaced_by": r.replaced_by,
+            "earlier_dropped": int(r.earlier_dropped),
+        }
+        self.conn.execute(v.insert().values(tenant.stamp(values)))
+        return WRITTEN
 
     def write_bulk(self, tenant: Tenant, kind: str, batch: list[Any]) -> list[str]:
         """Outcomes for a tenant's episodes (or facts) in file order; new ones inserted in bulk."""

@@ -1,15 +1,26 @@
-"""Working blocks: named text per tenant, in a stable pinned order."""
+"""Working blocks: named text per tenant, in a stable pinned order, with their earlier versions.
+
+Every update, append and delete keeps the version it ends in ``block_versions`` (its content,
+its slot, when it was written, when and by which operation it was replaced), in the same
+transaction as the change, so the history never misses a change or holds one that did not
+commit. A block keeps at most ``kept`` earlier versions; the cap drops the oldest for good and
+marks the oldest it keeps (``earlier_dropped``), so a reader can tell "this is where the block
+began" from "this is as far back as the history goes".
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, func
+from sqlalchemy import Connection, Row, func, select
 
-from ..models import Block
-from ..schema import blocks_t
+from ..models import Block, BlockHistory, BlockVersion
+from ..schema import block_versions_t, blocks_t
 from ..tenancy import Tenant
+
+DEFAULT_VERSIONS_KEPT = 100
+"""Earlier versions kept per block: a block an agent rewrites every turn keeps its last hundred."""
 
 
 def to_model(row: Row[Any]) -> Block:
@@ -32,15 +43,87 @@ def get_block(conn: Connection, tenant: Tenant, name: str) -> Block | None:
     return to_model(row) if row else None
 
 
-def put_block(conn: Connection, tenant: Tenant, name: str, content: str, now: datetime) -> Block:
-    """Replace a block's content, keeping its slot; a new block takes the last slot."""
-    updated = conn.execute(tenant.update(blocks_t).where(blocks_t.c.name == name).values(content=content, updated_at=now))
-    if updated.rowcount == 0:
+def put_block(conn: Connection, tenant: Tenant, name: str, content: str, now: datetime, *, op: str = "update", kept: int) -> Block:
+    """Replace a block's content, keeping its slot (and its earlier version, as ended by ``op``);
+    a new block takes the last slot."""
+    current = conn.execute(tenant.select(blocks_t).where(blocks_t.c.name == name)).first()
+    if current is not None:
+        _keep_version(conn, tenant, current, now, op, kept)
+        conn.execute(tenant.update(blocks_t).where(blocks_t.c.pk == current.pk).values(content=content, updated_at=now))
+    else:
         last = conn.execute(tenant.select(blocks_t, func.max(blocks_t.c.pinned_order))).scalar()
         order = 0 if last is None else last + 1
         conn.execute(blocks_t.insert().values(tenant.stamp({"name": name, "content": content, "pinned_order": order, "updated_at": now})))
     return get_block(conn, tenant, name)  # type: ignore[return-value]
 
 
-def delete_block(conn: Connection, tenant: Tenant, name: str) -> bool:
-    return conn.execute(tenant.delete(blocks_t).where(blocks_t.c.name == name)).rowcount > 0
+def delete_block(conn: Connection, tenant: Tenant, name: str, now: datetime, *, kept: int) -> bool:
+    current = conn.execute(tenant.select(blocks_t).where(blocks_t.c.name == name)).first()
+    if current is None:
+        return False
+    _keep_version(conn, tenant, current, now, "delete", kept)
+    return conn.execute(tenant.delete(blocks_t).where(blocks_t.c.pk == current.pk)).rowcount > 0
+
+
+def _keep_version(conn: Connection, tenant: Tenant, current: Row[Any], now: datetime, op: str, kept: int) -> None:
+    v = block_versions_t
+    values = {
+        "name": current.name,
+        "content": current.content,
+        "pinned_order": current.pinned_order,
+        "written_at": current.updated_at,
+        "replaced_at": now,
+        "replaced_by": op,
+        "earlier_dropped": 0,
+    }
+    conn.execute(v.insert().values(tenant.stamp(values)))
+    versions = tenant.select(v, v.c.pk).where(v.c.name == current.name)
+    over = conn.execute(select(func.count()).select_from(versions.subquery())).scalar_one() - kept
+    if over > 0:
+        oldest = list(conn.execute(versions.order_by(v.c.replaced_at, v.c.pk).limit(over + 1)).scalars())
+        conn.execute(tenant.delete(v).where(v.c.pk.in_(oldest[:over])))
+        conn.execute(tenant.update(v).where(v.c.pk == oldest[over]).values(earlier_dropped=1))
+
+
+def history(conn: Connection, tenant: Tenant, name: str) -> BlockHistory:
+    """Every kept version of the block, oldest first, the current one last."""
+    v = block_versions_t
+    rows = conn.execute(tenant.select(v).where(v.c.name == name).order_by(v.c.replaced_at, v.c.pk)).all()
+    versions = [
+        BlockVersion(
+            name=r.name,
+            content=r.content,
+            pinned_order=r.pinned_order,
+            written_at=r.written_at,
+            replaced_at=r.replaced_at,
+            replaced_by=r.replaced_by,
+        )
+        for r in rows
+    ]
+    current = get_block(conn, tenant, name)
+    if current is not None:
+        versions.append(
+            BlockVersion(
+                name=name,
+                content=current.content,
+                pinned_order=current.pinned_order,
+                written_at=current.updated_at,
+                replaced_at=None,
+                replaced_by=None,
+            )
+        )
+    return BlockHistory(user_id=tenant.user_id, name=name, versions=versions, earlier_dropped=bool(rows and rows[0].earlier_dropped))
+
+
+def blocks_as_of(conn: Connection, tenant: Tenant, at: datetime) -> list[Block]:
+    """The blocks as they read at ``at``, in pinned order: the current ones written by then, and
+    the versions current then (of blocks changed or deleted since). A block whose version at
+    ``at`` the cap dropped is left out: what it read then is gone."""
+    v = block_versions_t
+    # A current block written by then has not changed since; any other version current then
+    # is in the history, one per name (a block's versions follow each other without overlap).
+    found = {b.name: b for b in list_blocks(conn, tenant) if b.updated_at <= at}
+    then = conn.execute(tenant.select(v).where(v.c.written_at <= at, v.c.replaced_at > at)).all()
+    for r in then:
+        found[r.name] = Block(user_id=tenant.user_id, name=r.name, content=r.content, pinned_order=r.pinned_order, updated_at=r.written_at)
+    return sorted(found.values(), key=lambda b: b.pinned_order)

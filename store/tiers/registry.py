@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import Column, Table
 
-from ..schema import audit_t, blocks_t, checkpoints_t, episodes_t, facts_t, kv_t, scratch_t, sessions_t, task_t
+from ..schema import audit_t, block_versions_t, blocks_t, checkpoints_t, episodes_t, facts_t, kv_t, scratch_t, sessions_t, task_t
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,7 @@ class Tier:
 # In export-section order: an export file lists its sections in this order.
 TIERS: tuple[Tier, ...] = (
     Tier("blocks", blocks_t, blocks_t.c.pk, "blocks", "block", "block", "blocks"),
+    Tier("block_versions", block_versions_t, block_versions_t.c.pk, "block_versions", "block_version"),
     Tier("episodes", episodes_t, episodes_t.c.pk, "episodes", "episode", "episode", "episodes"),
     Tier("facts", facts_t, facts_t.c.pk, "facts", "fact", "fact", "facts"),
     Tier("sessions", sessions_t, sessions_t.c.pk, "sessions", "session", None, "sessions"),
@@ -52,7 +53,18 @@ AUDIT = Tier("audit", audit_t, audit_t.c.pk, "audit", "audit")
 BY_NAME = {tier.name: tier for tier in TIERS}
 # Children before parents, so cascades never hide a count; receipts list tiers in this order.
 ERASE_ORDER = tuple(
-    BY_NAME[name] for name in ("kv_entries", "task_states", "scratchpad_entries", "checkpoints", "facts", "episodes", "sessions", "blocks")
+    BY_NAME[name]
+    for name in (
+        "kv_entries",
+        "task_states",
+        "scratchpad_entries",
+        "checkpoints",
+        "facts",
+        "episodes",
+        "sessions",
+        "block_versions",
+        "blocks",
+    )
 )
 # What overviews count per tenant (TierCounts), in the order the CLI shows them.
 COUNTED = (*(tier for tier in TIERS if tier.label is not None), BY_NAME["task_states"])

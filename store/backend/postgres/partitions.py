@@ -64,8 +64,20 @@ def _finalize_pending(conn: Connection, tenant: Tenant) -> None:
 
 
 def all_attached(conn: Connection, tenant: Tenant) -> bool:
-    """Whether every partition of ``tenant`` is attached now (a row of any table can go in)."""
-    return _attached(conn, tenant) == set(names(tenant).values())
+    """Whether every partition of ``tenant`` is attached now (a row of any table can go in), one
+    per partitioned table the schema has so far (a migration step runs before later steps make
+    their tables), in one query: every write transaction asks."""
+    return bool(
+        conn.execute(
+            text(
+                "SELECT (SELECT count(*) FROM pg_class WHERE relname = ANY(:parents) AND relkind = 'p' "
+                "AND relnamespace = current_schema()::regnamespace) = "
+                "(SELECT count(*) FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
+                "WHERE c.relname = ANY(:names) AND c.relnamespace = current_schema()::regnamespace AND NOT i.inhdetachpending)"
+            ),
+            {"parents": list(PARTITIONED), "names": list(names(tenant).values())},
+        ).scalar()
+    )
 
 
 def _existing(conn: Connection, tenant: Tenant) -> set[str]:
@@ -116,9 +128,16 @@ def ensure_locked(conn: Connection, tenant: Tenant) -> bool:
     _finalize_pending(conn, tenant)
     attached, existing = _attached(conn, tenant), _existing(conn, tenant)
     partition = names(tenant)
+    # A migration step that moves rows (version 6) runs before later steps create their tables.
+    parents = set(
+        conn.execute(
+            text("SELECT relname FROM pg_class WHERE relname = ANY(:names) AND relnamespace = current_schema()::regnamespace"),
+            {"names": list(partition)},
+        ).scalars()
+    )
     made = False
     for parent, name in partition.items():  # sessions first: the others reference it
-        if name in attached:
+        if name in attached or parent not in parents:
             continue
         if name not in existing:
             conn.exec_driver_sql(f'CREATE TABLE "{name}" (LIKE "{parent}" INCLUDING DEFAULTS INCLUDING GENERATED)')

@@ -333,6 +333,29 @@ def _m007_nothing_on_sqlite(conn: Connection) -> None:
     The step keeps the version numbers of the two backends meaning the same schema."""
 
 
+# Version 8: the earlier versions of working blocks (store.tiers.blocks keeps and caps them).
+_BLOCK_VERSIONS_DDL = """
+CREATE TABLE block_versions (
+    pk INTEGER NOT NULL,
+    user_id VARCHAR NOT NULL,
+    name VARCHAR NOT NULL,
+    content TEXT NOT NULL,
+    pinned_order INTEGER NOT NULL,
+    written_at INTEGER NOT NULL,
+    replaced_at INTEGER NOT NULL,
+    replaced_by VARCHAR NOT NULL,
+    earlier_dropped INTEGER NOT NULL,
+    CONSTRAINT pk_block_versions PRIMARY KEY (pk)
+);
+CREATE INDEX ix_block_versions_user_id_name_replaced_at ON block_versions (user_id, name, replaced_at);
+"""
+
+
+def _m008_block_versions(conn: Connection) -> None:
+    for statement in split_statements(_BLOCK_VERSIONS_DDL):
+        conn.exec_driver_sql(statement)
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _m001_core,
     _m002_search,
@@ -341,6 +364,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _m005_nothing_on_sqlite,
     _m006_tenant_names_in_nfc,
     _m007_nothing_on_sqlite,
+    _m008_block_versions,
 ]
 CURRENT_VERSION = len(MIGRATIONS)
 
