@@ -147,7 +147,7 @@ class AsyncMemoryStoreMethods:
         source_episode_ids: Iterable[str] = (),
         id: str | None = None,
     ) -> Fact:
-        """Record a fact. An open fact with the same subject and predicate is closed at ``valid_from`` (kept, not deleted), so history stays queryable. ``id`` names the new fact (default: a new id); one the tenant already uses for a fact raises :class:`~store.errors.DuplicateIdError` and nothing is stored. Stating the open fact's object again is corroboration: the open fact gains the sources and is returned, with its own id. (:meth:`MemoryStore.add_fact`, run in a worker thread.)"""
+        """Record a fact. The fact of the same subject and predicate whose validity holds ``valid_from`` ends there (kept, not deleted) and the new one takes the rest of it: the open fact, when the new one is later; a closed one, when it corrects the past (the new fact then ends where the next one starts). The store records each such change with its time, so :meth:`facts` can answer as it knew things at any moment (``known_at``). ``id`` names the new fact (default: a new id); one the tenant already uses for a fact raises :class:`~store.errors.DuplicateIdError` and nothing is stored. Stating the open fact's object again is corroboration: the open fact gains the sources and is returned, with its own id. (:meth:`MemoryStore.add_fact`, run in a worker thread.)"""
         return await asyncio.to_thread(
             self._sync.add_fact,
             subject,
@@ -169,6 +169,7 @@ class AsyncMemoryStoreMethods:
         include_history: bool = False,
         predicate: str | None = None,
         object: str | None = None,
+        known_at: datetime | None = None,
     ) -> list[Fact]:
         """Facts believed at ``valid_at`` (default: the current ones); ``include_history`` lists superseded ones too. ``subject``, ``predicate`` and ``object`` match exactly. (:meth:`MemoryStore.facts`, run in a worker thread.)"""
         return await asyncio.to_thread(
@@ -179,6 +180,7 @@ class AsyncMemoryStoreMethods:
             include_history=include_history,
             predicate=predicate,
             object=object,
+            known_at=known_at,
         )
 
     async def consolidate(

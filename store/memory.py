@@ -365,8 +365,11 @@ class MemoryStore:
         source_episode_ids: Iterable[str] = (),
         id: str | None = None,
     ) -> Fact:
-        """Record a fact. An open fact with the same subject and predicate is closed at
-        ``valid_from`` (kept, not deleted), so history stays queryable. ``id`` names the new
+        """Record a fact. The fact of the same subject and predicate whose validity holds
+        ``valid_from`` ends there (kept, not deleted) and the new one takes the rest of it: the
+        open fact, when the new one is later; a closed one, when it corrects the past (the new
+        fact then ends where the next one starts). The store records each such change with its
+        time, so :meth:`facts` can answer as it knew things at any moment (``known_at``). ``id`` names the new
         fact (default: a new id); one the tenant already uses for a fact raises
         :class:`~store.errors.DuplicateIdError` and nothing is stored. Stating the open fact's
         object again is corroboration: the open fact gains the sources and is returned, with
@@ -415,18 +418,32 @@ class MemoryStore:
         include_history: bool = False,
         predicate: str | None = None,
         object: str | None = None,
+        known_at: datetime | None = None,
     ) -> list[Fact]:
         """Facts believed at ``valid_at`` (default: the current ones); ``include_history`` lists
-        superseded ones too. ``subject``, ``predicate`` and ``object`` match exactly."""
+        superseded ones too. ``subject``, ``predicate`` and ``object`` match exactly.
+
+        ``known_at`` asks as the store knew it then: only facts recorded by that moment, each
+        with the ``valid_until`` it had then (a later supersession or correction of the past
+        does not change the answer). So ``facts(valid_at=V, known_at=K)`` is "what was true at
+        V, as the store knew it at K"; ``known_at`` alone gives the facts current at K."""
         tenant = self._tenant(user_id)
         valid_at = check_optional_datetime(valid_at, "valid_at")
+        known_at = check_optional_datetime(known_at, "known_at")
         for value, field in ((subject, "subject"), (predicate, "predicate"), (object, "object")):
             if value is not None:
                 check_text(value, field, limit=self.max_content_bytes)
         check_flag(include_history, "include_history")
         with self._db.read() as conn:
             return facts.list_facts(
-                conn, tenant, valid_at=valid_at, subject=subject, include_history=include_history, predicate=predicate, object=object
+                conn,
+                tenant,
+                valid_at=valid_at,
+                subject=subject,
+                include_history=include_history,
+                predicate=predicate,
+                object=object,
+                known_at=known_at,
             )
 
     def consolidate(

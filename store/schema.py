@@ -169,6 +169,22 @@ class FactRow(Base):
     __table_args__ = (UniqueConstraint("user_id", "id"), Index(None, "user_id", "subject", "predicate", "valid_from"))
 
 
+class FactChangeRow(Base):
+    """The store's transaction time for facts: when a fact's ``valid_until`` changed (it was
+    superseded, or a correction of the past cut its interval), what it was until then, and which
+    fact's recording changed it. A fact's ``valid_until`` as the store knew it at any moment is
+    its current one, or the ``valid_until_before`` of its first change after that moment."""
+
+    __tablename__ = "fact_changes"
+    pk: Mapped[int] = mapped_column(Int64, primary_key=True)
+    user_id: Mapped[str] = mapped_column(String)
+    fact_id: Mapped[str] = mapped_column(String)
+    valid_until_before: Mapped[datetime | None] = mapped_column(UtcMicros, nullable=True)
+    changed_at: Mapped[datetime] = mapped_column(UtcMicros)
+    caused_by: Mapped[str] = mapped_column(String)
+    __table_args__ = (Index(None, "user_id", "fact_id", "changed_at"),)
+
+
 class SessionRow(Base):
     __tablename__ = "sessions"
     pk: Mapped[int] = mapped_column(Int64, primary_key=True)
@@ -263,6 +279,7 @@ blocks_t = _table(BlockRow)
 block_versions_t = _table(BlockVersionRow)
 episodes_t = _table(EpisodeRow)
 facts_t = _table(FactRow)
+fact_changes_t = _table(FactChangeRow)
 sessions_t = _table(SessionRow)
 kv_t = _table(KeyValueRow)
 task_t = _table(TaskStateRow)

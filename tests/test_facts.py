@@ -37,12 +37,12 @@ def test_different_predicates_do_not_supersede(store):
     assert len(store.facts(user_id="u")) == 2
 
 
-def test_backdated_supersession_is_refused_and_changes_nothing(store):
+def test_a_backdated_fact_corrects_the_past_and_leaves_the_current_one(store):
     store.add_fact("a", "p", "new", user_id="u", valid_from=T0)
-    with pytest.raises(InvalidInputError):
-        store.add_fact("a", "p", "older", user_id="u", valid_from=T0 - timedelta(days=1))
+    older = store.add_fact("a", "p", "older", user_id="u", valid_from=T0 - timedelta(days=1))
+    assert older.valid_until == T0 and not older.is_current
     facts = store.facts(user_id="u", include_history=True)
-    assert [(f.object, f.valid_until) for f in facts] == [("new", None)]
+    assert [(f.object, f.valid_until) for f in facts] == [("new", None), ("older", T0)]
 
 
 def test_sources_and_confidence_round_trip(store):

@@ -207,7 +207,18 @@ def build(s: MemoryStore, spec: dict, clock: list) -> list[str]:
     return secrets
 
 
-SECTIONS = ["blocks", "block_versions", "episodes", "facts", "sessions", "kv_entries", "task_states", "scratchpad", "checkpoints"]
+SECTIONS = [
+    "blocks",
+    "block_versions",
+    "episodes",
+    "facts",
+    "fact_changes",
+    "sessions",
+    "kv_entries",
+    "task_states",
+    "scratchpad",
+    "checkpoints",
+]
 COUNT_OF = {"scratchpad": "scratchpad_entries"}  # receipt names differ from export section names
 
 
@@ -245,6 +256,16 @@ def expected_after(before: dict, session, until) -> tuple[dict, dict[str, int]]:
             f["valid_until"] = survivors[0]["valid_from"] if survivors else None
         amended.append(f)
     out["facts"] = amended
+    # The transaction records go with the erased facts: their own, those their recording made,
+    # and any that kept one of their start times.
+    gone = [f for f in before["facts"] if f not in facts]
+    gone_ids, gone_starts = {f["id"] for f in gone}, {f["valid_from"] for f in gone}
+    erased_changes = [
+        c
+        for c in before["fact_changes"]
+        if c["fact_id"] in gone_ids or c["caused_by"] in gone_ids or c["valid_until_before"] in gone_starts
+    ]
+    out["fact_changes"] = [c for c in before["fact_changes"] if c not in erased_changes]
     notes = [n for n in before["scratchpad"] if in_scope(n, "created_at")]
     out["scratchpad"] = [n for n in before["scratchpad"] if n not in notes]
     if b is None:
@@ -265,6 +286,7 @@ def expected_after(before: dict, session, until) -> tuple[dict, dict[str, int]]:
         "sessions": 0,
         "kv_entries": 0,
         "task_states": 0,
+        "fact_changes": len(erased_changes),
         "block_versions": 0,
         "blocks": 0,
     }

@@ -52,6 +52,7 @@ def write_as_before_version_6(url: str, monkeypatch) -> None:
     with engine.begin() as conn:
         conn.execute(text("UPDATE memlens_meta SET value = '5' WHERE key = 'schema_version'"))
         conn.execute(text("DROP TABLE block_versions"))  # made by version 8
+        conn.execute(text("DROP TABLE fact_changes"))
         if url.startswith("sqlite"):
             conn.exec_driver_sql("PRAGMA user_version = 5")
     engine.dispose()

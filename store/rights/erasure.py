@@ -39,6 +39,7 @@ from ..schema import (
     blocks_t,
     checkpoints_t,
     episodes_t,
+    fact_changes_t,
     facts_t,
     kv_t,
     meta_t,
@@ -79,7 +80,8 @@ def scopes(dialect: Sql, scope: Scope) -> dict[str, Select[Any]]:
     t, session_id, before = scope.tenant, scope.session_id, scope.before
     if scope.facts_only:
         recorded = t.select(facts_t, facts_t.c.pk)
-        return {"facts": recorded if before is None else recorded.where(facts_t.c.recorded_at < before)}
+        fact_keys = recorded if before is None else recorded.where(facts_t.c.recorded_at < before)
+        return {"facts": fact_keys, "fact_changes": _fact_changes(t, fact_keys)}
     sessions = t.select(sessions_t, sessions_t.c.pk)
     if session_id is not None:
         sessions = sessions.where(sessions_t.c.session_id == session_id)
@@ -105,6 +107,7 @@ def scopes(dialect: Sql, scope: Scope) -> dict[str, Select[Any]]:
         )
         checkpoints = checkpoints.where(or_(checkpoints_t.c.created_at < before, holds_old_note))
     result = {"episodes": episodes, "facts": fact_keys, "scratchpad_entries": notes, "checkpoints": checkpoints}
+    result["fact_changes"] = _fact_changes(t, fact_keys)
     if before is None:
         # A whole session (or tenant) goes with its working memory; `before` alone keeps the
         # current state (blocks, keys, task) and removes only what is older than the date.
@@ -117,7 +120,21 @@ def scopes(dialect: Sql, scope: Scope) -> dict[str, Select[Any]]:
     if scope.whole_tenant:
         result["blocks"] = t.select(blocks_t, blocks_t.c.pk)
         result["block_versions"] = t.select(block_versions_t, block_versions_t.c.pk)
+        result["fact_changes"] = t.select(fact_changes_t, fact_changes_t.c.pk)
     return result
+
+
+def _fact_changes(t: Tenant, fact_keys: Select[Any]) -> Select[Any]:
+    """The transaction records that go with the erased facts: their own changes, the changes
+    their recording made to other facts, and any change that kept one of their start times (a
+    time of erased data; a coincident time of a surviving fact's record goes too, which loses
+    that record, never a fact)."""
+    c = fact_changes_t.c
+    erased_ids = t.select(facts_t, facts_t.c.id).where(facts_t.c.pk.in_(fact_keys))
+    erased_starts = t.select(facts_t, facts_t.c.valid_from).where(facts_t.c.pk.in_(fact_keys))
+    return t.select(fact_changes_t, c.pk).where(
+        or_(c.fact_id.in_(erased_ids), c.caused_by.in_(erased_ids), c.valid_until_before.in_(erased_starts))
+    )
 
 
 def erased_episodes(scope: Scope) -> Select[Any]:

@@ -18,7 +18,20 @@ from sqlalchemy import Column, Connection, Select, func, or_, select
 
 from .. import schema
 from ..backend import Backend
-from ..schema import audit_t, block_versions_t, blocks_t, checkpoints_t, episodes_t, facts_t, kv_t, scratch_t, sessions_t, task_t, vectors_t
+from ..schema import (
+    audit_t,
+    block_versions_t,
+    blocks_t,
+    checkpoints_t,
+    episodes_t,
+    fact_changes_t,
+    facts_t,
+    kv_t,
+    scratch_t,
+    sessions_t,
+    task_t,
+    vectors_t,
+)
 from ..tenancy import Tenant
 from ..tiers.registry import EXPORTED, SECTIONS
 from ..validation import utcnow
@@ -134,6 +147,17 @@ def tenant_records(
         if r.pk in fact_vectors:
             record["embedding"] = fact_vectors[r.pk]
         yield "facts", record
+    c = fact_changes_t
+    for r in conn.execute(tenant.select(c).order_by(c.c.changed_at, c.c.pk)):
+        change = {
+            **base,
+            "type": "fact_change",
+            "fact_id": r.fact_id,
+            "valid_until_before": iso(r.valid_until_before),
+            "changed_at": iso(r.changed_at),
+            "caused_by": r.caused_by,
+        }
+        yield "fact_changes", change
     sessions = conn.execute(tenant.select(sessions_t).order_by(sessions_t.c.session_id)).all()
     names = {s.pk: s.session_id for s in sessions}
     for s in sessions:

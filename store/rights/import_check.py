@@ -175,6 +175,14 @@ class FactRecord(_Record):
         return None
 
 
+class FactChangeRecord(_Record):
+    type: Literal["fact_change"]
+    fact_id: Name
+    valid_until_before: OptionalTime
+    changed_at: Time
+    caused_by: Name
+
+
 class SessionRecord(_Record):
     type: Literal["session"]
     session_id: Name
@@ -231,6 +239,7 @@ AnyRecord = Annotated[
     | BlockVersionRecord
     | EpisodeRecord
     | FactRecord
+    | FactChangeRecord
     | SessionRecord
     | KeyValueRecord
     | TaskStateRecord
@@ -394,6 +403,19 @@ def _parse(raw: dict[str, Any], number: int | None, index: int, limit: int) -> A
         raise ImportValidationError(message, **_where(number, index, field)) from None
 
 
+def _check_fact_changes(parsed: list[tuple[int | None, Any]], ids: set[tuple[str | None, str, str]]) -> None:
+    """A fact's change names facts of the same tenant in the same file (an export holds them all)."""
+    for index, (number, record) in enumerate(parsed):
+        if record.type != "fact_change":
+            continue
+        for field in ("fact_id", "caused_by"):
+            if (record.user_id, "fact", getattr(record, field)) not in ids:
+                raise ImportValidationError(
+                    f"this change names fact {getattr(record, field)!r}, which the file does not hold for this tenant",
+                    **_where(number, index, f"fact_change.{field}"),
+                )
+
+
 def validate(source: Any, max_bytes: int, *, as_user: Any = UNSET) -> Checked:
     """Every record parsed, held to the API's rules and bound to a declared tenant, and the
     manifest's counts and digests verified. Raises :class:`ImportValidationError` naming the
@@ -427,6 +449,7 @@ def validate(source: Any, max_bytes: int, *, as_user: Any = UNSET) -> Checked:
             ids.add(key)
         digests.add(SECTION_OF[record.type], canonical(raw))
         parsed.append((number, record))
+    _check_fact_changes(parsed, ids)
     counts = manifest.get("counts", {})
     expected = counts if isinstance(counts, dict) else {}
     for section in SECTIONS:

@@ -20,7 +20,19 @@ from ..backend import Backend, sql
 from ..errors import ImportMismatchError, InvalidInputError
 from ..recall import indexing
 from ..recall.indexing import Indexer
-from ..schema import audit_t, block_versions_t, blocks_t, checkpoints_t, episodes_t, facts_t, kv_t, scratch_t, sessions_t, task_t
+from ..schema import (
+    audit_t,
+    block_versions_t,
+    blocks_t,
+    checkpoints_t,
+    episodes_t,
+    fact_changes_t,
+    facts_t,
+    kv_t,
+    scratch_t,
+    sessions_t,
+    task_t,
+)
 from ..tenancy import Tenant
 from ..tiers.common import content_hash, ensure_session, ids_present, touch_tenant
 from ..tiers.episodes import embed_text
@@ -177,6 +189,17 @@ class Writer:
             "earlier_dropped": int(r.earlier_dropped),
         }
         self.conn.execute(v.insert().values(tenant.stamp(values)))
+        return WRITTEN
+
+    def write_fact_change(self, tenant: Tenant, r: Any) -> str:
+        """The same change is the same fact changed at the same moment; importing twice adds nothing."""
+        c = fact_changes_t
+        same = tenant.select(c).where(c.c.fact_id == r.fact_id, c.c.changed_at == r.changed_at)
+        row = self.conn.execute(same).first()
+        if row is not None:
+            return UNCHANGED if (row.valid_until_before, row.caused_by) == (r.valid_until_before, r.caused_by) else KEPT
+        values = {"fact_id": r.fact_id, "valid_until_before": r.valid_until_before, "changed_at": r.changed_at, "caused_by": r.caused_by}
+        self.conn.execute(c.insert().values(tenant.stamp(values)))
         return WRITTEN
 
     def write_bulk(self, tenant: Tenant, kind: str, batch: list[Any]) -> list[str]:

@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Row, or_
+from sqlalchemy import ColumnElement, Connection, Row, case, func, or_
 
-from ..errors import DuplicateIdError, InvalidInputError
+from ..errors import DuplicateIdError
 from ..models import Fact
-from ..schema import facts_t
+from ..schema import fact_changes_t, facts_t
 from ..tenancy import Tenant
 from .common import loads, new_id
 
@@ -74,13 +74,22 @@ def add_fact(
         return to_model(open_row), open_row.pk
     if fact_id is not None and conn.execute(tenant.select(facts_t, facts_t.c.pk).where(facts_t.c.id == fact_id)).first():
         raise DuplicateIdError(f"fact id {fact_id!r} is already used by another fact of this user; nothing was stored")
-    if open_row is not None:
-        if valid_from < open_row.valid_from:
-            raise InvalidInputError(
-                f"valid_from {valid_from.isoformat()} is before the current fact's "
-                f"valid_from {open_row.valid_from.isoformat()}; facts are superseded forwards in time"
-            )
-        conn.execute(tenant.update(facts_t).where(facts_t.c.pk == open_row.pk).values(valid_until=valid_from))
+    same = (facts_t.c.subject == subject, facts_t.c.predicate == predicate)
+    # The fact whose interval holds ``valid_from`` ends there and the new one takes the rest of
+    # it: the open fact when the new one is later (a supersession), a closed one when it is a
+    # correction of the past. In a gap, or before every fact, the new one ends where the next
+    # one starts.
+    holder = conn.execute(
+        tenant.select(facts_t)
+        .where(*same, facts_t.c.valid_from <= valid_from, or_(facts_t.c.valid_until.is_(None), facts_t.c.valid_until > valid_from))
+        .order_by(facts_t.c.valid_from.desc(), facts_t.c.pk.desc())
+    ).first()
+    if holder is not None:
+        valid_until = holder.valid_until
+    else:
+        valid_until = conn.execute(
+            tenant.select(facts_t, func.min(facts_t.c.valid_from)).where(*same, facts_t.c.valid_from > valid_from)
+        ).scalar()
     fact_id = fact_id or new_id()
     pk = conn.execute(
         facts_t.insert().values(
@@ -92,19 +101,32 @@ def add_fact(
                     "object": object,
                     "confidence": confidence,
                     "valid_from": valid_from,
-                    "valid_until": None,
+                    "valid_until": valid_until,
                     "recorded_at": recorded_at,
                     "source_episode_ids": json.dumps(source_episode_ids),
                 }
             )
         )
     ).inserted_primary_key[0]  # type: ignore[index]  # a single-row INSERT always has its key
+    if holder is not None:
+        conn.execute(tenant.update(facts_t).where(facts_t.c.pk == holder.pk).values(valid_until=valid_from))
+        change = {"fact_id": holder.id, "valid_until_before": holder.valid_until, "changed_at": recorded_at, "caused_by": fact_id}
+        conn.execute(fact_changes_t.insert().values(tenant.stamp(change)))
     row = conn.execute(tenant.select(facts_t).where(facts_t.c.pk == pk)).one()
     return to_model(row), pk
 
 
-def valid_at_clause(valid_at: datetime) -> ColumnElement[bool]:
-    return (facts_t.c.valid_from <= valid_at) & or_(facts_t.c.valid_until.is_(None), facts_t.c.valid_until > valid_at)
+def valid_at_clause(valid_at: datetime, valid_until: ColumnElement[Any] = facts_t.c.valid_until) -> ColumnElement[bool]:
+    return (facts_t.c.valid_from <= valid_at) & or_(valid_until.is_(None), valid_until > valid_at)
+
+
+def valid_until_known_at(tenant: Tenant, known_at: datetime) -> ColumnElement[Any]:
+    """A fact's ``valid_until`` as the store held it at ``known_at``: the value its first change
+    after that moment replaced, or its current one if it has not changed since."""
+    c = fact_changes_t.c
+    later = tenant.select(fact_changes_t, c.valid_until_before).where(c.fact_id == facts_t.c.id, c.changed_at > known_at)
+    first = later.order_by(c.changed_at, c.pk).limit(1).scalar_subquery()
+    return case((later.exists(), first), else_=facts_t.c.valid_until)
 
 
 def list_facts(
@@ -116,20 +138,31 @@ def list_facts(
     include_history: bool,
     predicate: str | None = None,
     object: str | None = None,
+    known_at: datetime | None = None,
 ) -> list[Fact]:
+    """With ``known_at``, as the store held them at that moment: the facts recorded by then,
+    each with the ``valid_until`` it had then."""
+    valid_until: ColumnElement[Any] = facts_t.c.valid_until
     stmt = tenant.select(facts_t)
+    if known_at is not None:
+        valid_until = valid_until_known_at(tenant, known_at).label("valid_until_then")
+        stmt = tenant.select(facts_t, *facts_t.c, valid_until)
+        stmt = stmt.where(facts_t.c.recorded_at <= known_at)
     if predicate is not None:
         stmt = stmt.where(facts_t.c.predicate == predicate)
     if object is not None:
         stmt = stmt.where(facts_t.c.object == object)
     if valid_at is not None:
-        stmt = stmt.where(valid_at_clause(valid_at))
+        stmt = stmt.where(valid_at_clause(valid_at, valid_until))
     elif not include_history:
-        stmt = stmt.where(facts_t.c.valid_until.is_(None))
+        stmt = stmt.where(valid_until.is_(None))
     if subject is not None:
         stmt = stmt.where(facts_t.c.subject == subject)
     stmt = stmt.order_by(facts_t.c.subject, facts_t.c.predicate, facts_t.c.valid_from.desc(), facts_t.c.pk.desc())
-    return [to_model(r) for r in conn.execute(stmt)]
+    rows = conn.execute(stmt)
+    if known_at is None:
+        return [to_model(r) for r in rows]
+    return [to_model(r).model_copy(update={"valid_until": r.valid_until_then}) for r in rows]
 
 
 def close_gaps(conn: Connection, tenant: Tenant, erased_pks: Sequence[int]) -> int:

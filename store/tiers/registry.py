@@ -15,7 +15,19 @@ from typing import Any
 
 from sqlalchemy import Column, Table
 
-from ..schema import audit_t, block_versions_t, blocks_t, checkpoints_t, episodes_t, facts_t, kv_t, scratch_t, sessions_t, task_t
+from ..schema import (
+    audit_t,
+    block_versions_t,
+    blocks_t,
+    checkpoints_t,
+    episodes_t,
+    fact_changes_t,
+    facts_t,
+    kv_t,
+    scratch_t,
+    sessions_t,
+    task_t,
+)
 
 
 @dataclass(frozen=True)
@@ -41,6 +53,7 @@ TIERS: tuple[Tier, ...] = (
     Tier("block_versions", block_versions_t, block_versions_t.c.pk, "block_versions", "block_version"),
     Tier("episodes", episodes_t, episodes_t.c.pk, "episodes", "episode", "episode", "episodes"),
     Tier("facts", facts_t, facts_t.c.pk, "facts", "fact", "fact", "facts"),
+    Tier("fact_changes", fact_changes_t, fact_changes_t.c.pk, "fact_changes", "fact_change"),
     Tier("sessions", sessions_t, sessions_t.c.pk, "sessions", "session", None, "sessions"),
     Tier("kv_entries", kv_t, kv_t.c.pk, "kv_entries", "kv", None, "keys"),
     Tier("task_states", task_t, task_t.c.session_pk, "task_states", "task_state"),
@@ -59,6 +72,7 @@ ERASE_ORDER = tuple(
         "task_states",
         "scratchpad_entries",
         "checkpoints",
+        "fact_changes",
         "facts",
         "episodes",
         "sessions",

@@ -333,8 +333,9 @@ def _m007_nothing_on_sqlite(conn: Connection) -> None:
     The step keeps the version numbers of the two backends meaning the same schema."""
 
 
-# Version 8: the earlier versions of working blocks (store.tiers.blocks keeps and caps them).
-_BLOCK_VERSIONS_DDL = """
+# Version 8: the earlier versions of working blocks (store.tiers.blocks keeps and caps them), and
+# the transaction time of facts (store.tiers.facts).
+_HISTORY_DDL = """
 CREATE TABLE block_versions (
     pk INTEGER NOT NULL,
     user_id VARCHAR NOT NULL,
@@ -348,11 +349,21 @@ CREATE TABLE block_versions (
     CONSTRAINT pk_block_versions PRIMARY KEY (pk)
 );
 CREATE INDEX ix_block_versions_user_id_name_replaced_at ON block_versions (user_id, name, replaced_at);
+CREATE TABLE fact_changes (
+    pk INTEGER NOT NULL,
+    user_id VARCHAR NOT NULL,
+    fact_id VARCHAR NOT NULL,
+    valid_until_before INTEGER,
+    changed_at INTEGER NOT NULL,
+    caused_by VARCHAR NOT NULL,
+    CONSTRAINT pk_fact_changes PRIMARY KEY (pk)
+);
+CREATE INDEX ix_fact_changes_user_id_fact_id_changed_at ON fact_changes (user_id, fact_id, changed_at);
 """
 
 
-def _m008_block_versions(conn: Connection) -> None:
-    for statement in split_statements(_BLOCK_VERSIONS_DDL):
+def _m008_history(conn: Connection) -> None:
+    for statement in split_statements(_HISTORY_DDL):
         conn.exec_driver_sql(statement)
 
 
@@ -364,7 +375,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _m005_nothing_on_sqlite,
     _m006_tenant_names_in_nfc,
     _m007_nothing_on_sqlite,
-    _m008_block_versions,
+    _m008_history,
 ]
 CURRENT_VERSION = len(MIGRATIONS)
 
