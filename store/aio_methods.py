@@ -25,6 +25,7 @@ from .models import (
     ForgetReceipt,
     ImportReport,
     KeyValueEntry,
+    MemorySnapshot,
     Message,
     MigrationReport,
     PendingScrub,
@@ -56,6 +57,10 @@ class AsyncMemoryStoreMethods:
     async def working(self, *, user_id: str | None = UNSET, as_of: datetime | None = None) -> list[Block]:
         """The tenant's working blocks in pinned order; with ``as_of``, as they read at that moment (each with the time its content then was written). A block whose version at that moment the history cap dropped (``block_versions_kept``) is left out. (:meth:`MemoryStore.working`, run in a worker thread.)"""
         return await asyncio.to_thread(self._sync.working, user_id=user_id, as_of=as_of)
+
+    async def snapshot(self, *, user_id: str | None = UNSET, as_of: datetime) -> MemorySnapshot:
+        """The tenant's memory as it stood at ``as_of``, every tier: blocks as they read then and facts as the store held them then (both exactly), the number of episodes that had occurred by then and the latest of them, and each session's key-value entries, task state and scratchpad as far as they can be rebuilt. (:meth:`MemoryStore.snapshot`, run in a worker thread.)"""
+        return await asyncio.to_thread(self._sync.snapshot, user_id=user_id, as_of=as_of)
 
     async def block_history(self, name: str, *, user_id: str | None = UNSET) -> BlockHistory:
         """Every kept version of the block ``name``, oldest first, the current one (if the block exists) last: its content, slot, when it was written, and when and by which operation (``update``, ``append``, ``delete``) it was replaced. ``earlier_dropped`` says the cap dropped older ones. (:meth:`MemoryStore.block_history`, run in a worker thread.)"""

@@ -27,6 +27,7 @@ from .models import (
     Fact,
     ForgetReceipt,
     ImportReport,
+    MemorySnapshot,
     Message,
     MigrationReport,
     PendingScrub,
@@ -45,7 +46,7 @@ from .recall.service import RecallScope, RecallService
 from .rights.erasure import erasure_count, erasures_after
 from .rights.service import DataRights
 from .tenancy import UNSET, Tenant, named_tenants_exist, resolve
-from .tiers import blocks, episodes, facts, overview, sessions
+from .tiers import blocks, episodes, facts, overview, sessions, snapshots
 from .tiers.common import content_hash, ensure_session, ids_present, touch_tenant
 from .tiers.sessions import SessionMemory
 from .validation import (
@@ -188,6 +189,25 @@ class MemoryStore:
         as_of = check_optional_datetime(as_of, "as_of")
         with self._db.read() as conn:
             return blocks.list_blocks(conn, tenant) if as_of is None else blocks.blocks_as_of(conn, tenant, as_of)
+
+    def snapshot(self, *, user_id: str | None = UNSET, as_of: datetime) -> MemorySnapshot:
+        """The tenant's memory as it stood at ``as_of``, every tier: blocks as they read then and
+        facts as the store held them then (both exactly), the number of episodes that had
+        occurred by then and the latest of them, and each session's key-value entries, task state
+        and scratchpad as far as they can be rebuilt.
+
+        What cannot be rebuilt, and how the snapshot says so: sessions keep no change history,
+        so a session changed since ``as_of`` is shown as its latest checkpoint by then
+        (``source="checkpoint"``; changes between that checkpoint and ``as_of`` are missing) or
+        not at all (``source="unknown"``), and a key that expired since and was purged is
+        missing from a session unchanged since; episodes carry no time of writing, so one written
+        later with an earlier ``occurred_at`` (an import, a backfill) counts as present; a block
+        whose version at ``as_of`` the history cap dropped is left out. ``gaps`` lists, in words,
+        the sessions not shown as they were."""
+        tenant = self._tenant(user_id)
+        as_of = check_datetime(as_of, "as_of")
+        with self._db.read() as conn:
+            return snapshots.memory_at(conn, tenant, as_of)
 
     def block_history(self, name: str, *, user_id: str | None = UNSET) -> BlockHistory:
         """Every kept version of the block ``name``, oldest first, the current one (if the block

@@ -355,3 +355,32 @@ class ImportReport(_Model):
     kept_existing: dict[str, int] = Field(default_factory=dict)
     reembedded: int
     manifest: dict[str, Any]
+
+
+class SessionSnapshot(_Model):
+    """One session's working memory at a past moment. ``source``: ``current`` (unchanged since),
+    ``checkpoint`` (its latest checkpoint by then: ``checkpoint_id``, ``checkpoint_at``), or
+    ``unknown`` (changed since, no checkpoint by then: nothing is shown)."""
+
+    session_id: str
+    source: Literal["current", "checkpoint", "unknown"]
+    checkpoint_id: str | None = None
+    checkpoint_at: datetime | None = None
+    kv: list[KeyValueEntry] = Field(default_factory=list)
+    task_state: TaskState | None = None
+    scratchpad: list[ScratchpadEntry] = Field(default_factory=list)
+
+
+class MemorySnapshot(_Model):
+    """A tenant's memory as it stood at ``as_of`` (:meth:`store.memory.MemoryStore.snapshot`):
+    blocks and facts exactly, episodes by their time, sessions as far as their history goes;
+    ``gaps`` says, in words, what could not be rebuilt."""
+
+    user_id: str | None
+    as_of: datetime
+    blocks: list[Block]
+    facts: list[Fact]
+    episodes: int
+    recent_episodes: list[Episode]
+    sessions: list[SessionSnapshot]
+    gaps: list[str]

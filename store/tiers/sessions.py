@@ -112,7 +112,10 @@ class SessionMemory:
             if pk is None:
                 return False
             self._purge_expired(conn, pk, now)
-            return conn.execute(self.tenant.delete(kv_t).where(kv_t.c.session_pk == pk, kv_t.c.key == key)).rowcount > 0
+            deleted = conn.execute(self.tenant.delete(kv_t).where(kv_t.c.session_pk == pk, kv_t.c.key == key)).rowcount > 0
+            if deleted:
+                self._touch(conn, pk, now)
+            return deleted
 
     def entries(self) -> list[KeyValueEntry]:
         """Every live entry, by key."""
@@ -133,18 +136,23 @@ class SessionMemory:
         """Forget the key-value entries, task state and scratchpad; checkpoints stay restorable.
         ``keys_only=True`` keeps the task state and scratchpad. Returns how many live keys went."""
         check_flag(keys_only, "keys_only")
+        now = utcnow()
         with self._db.write(self.tenant) as conn:
             pk = self._pk(conn)
             if pk is None:
                 return 0
-            live: int = conn.execute(
-                self.tenant.select(kv_t, func.count()).where(kv_t.c.session_pk == pk, self._live(utcnow()))
-            ).scalar_one()
+            live: int = conn.execute(self.tenant.select(kv_t, func.count()).where(kv_t.c.session_pk == pk, self._live(now))).scalar_one()
             if keys_only:
                 conn.execute(self.tenant.delete(kv_t).where(kv_t.c.session_pk == pk))
             else:
                 self._clear_state(conn, pk)
+            self._touch(conn, pk, now)
             return live
+
+    def _touch(self, conn: Connection, pk: int, now: datetime) -> None:
+        """A change that writes no row (a delete) still moves the session's ``updated_at``: a
+        snapshot of a past moment trusts a session unchanged since only by that time."""
+        conn.execute(self.tenant.update(sessions_t).where(sessions_t.c.pk == pk).values(updated_at=now))
 
     def _clear_state(self, conn: Connection, pk: int) -> None:
         for table in (kv_t, task_t, scratch_t):
@@ -239,7 +247,9 @@ class SessionMemory:
             pk = self._pk(conn)
             if pk is None:
                 return 0
-            return conn.execute(self.tenant.delete(scratch_t).where(scratch_t.c.session_pk == pk)).rowcount
+            cleared: int = conn.execute(self.tenant.delete(scratch_t).where(scratch_t.c.session_pk == pk)).rowcount
+            self._touch(conn, pk, utcnow())
+            return cleared
 
     # --- checkpoints -----------------------------------------------------------------
 
@@ -267,6 +277,7 @@ class SessionMemory:
         with self._db.write(self.tenant) as conn:
             pk, snapshot = self._load_checkpoint(conn, checkpoint_id)
             touch_tenant(conn, self.tenant, now)
+            self._touch(conn, pk, now)
             self._clear_state(conn, pk)
             kv_rows = [
                 self.tenant.stamp(
