@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, func, select
+from sqlalchemy import Connection, Row, func
 
 from ..models import Block, BlockHistory, BlockVersion
 from ..schema import block_versions_t, blocks_t
@@ -50,11 +50,13 @@ def put_block(conn: Connection, tenant: Tenant, name: str, content: str, now: da
     if current is not None:
         _keep_version(conn, tenant, current, now, op, kept)
         conn.execute(tenant.update(blocks_t).where(blocks_t.c.pk == current.pk).values(content=content, updated_at=now))
+        order = current.pinned_order
     else:
         last = conn.execute(tenant.select(blocks_t, func.max(blocks_t.c.pinned_order))).scalar()
         order = 0 if last is None else last + 1
         conn.execute(blocks_t.insert().values(tenant.stamp({"name": name, "content": content, "pinned_order": order, "updated_at": now})))
-    return get_block(conn, tenant, name)  # type: ignore[return-value]
+    # Built from what was just written, not read back: each statement counts in a write's time.
+    return Block(user_id=tenant.user_id, name=name, content=content, pinned_order=order, updated_at=now)
 
 
 def delete_block(conn: Connection, tenant: Tenant, name: str, now: datetime, *, kept: int) -> bool:
@@ -77,12 +79,13 @@ def _keep_version(conn: Connection, tenant: Tenant, current: Row[Any], now: date
         "earlier_dropped": 0,
     }
     conn.execute(v.insert().values(tenant.stamp(values)))
+    # One statement drops whatever lies beyond the newest ``kept`` (nothing, as a rule); only
+    # when it dropped something is the oldest kept version marked.
     versions = tenant.select(v, v.c.pk).where(v.c.name == current.name)
-    over = conn.execute(select(func.count()).select_from(versions.subquery())).scalar_one() - kept
-    if over > 0:
-        oldest = list(conn.execute(versions.order_by(v.c.replaced_at, v.c.pk).limit(over + 1)).scalars())
-        conn.execute(tenant.delete(v).where(v.c.pk.in_(oldest[:over])))
-        conn.execute(tenant.update(v).where(v.c.pk == oldest[over]).values(earlier_dropped=1))
+    beyond = versions.order_by(v.c.replaced_at.desc(), v.c.pk.desc()).offset(kept)
+    if conn.execute(tenant.delete(v).where(v.c.pk.in_(beyond.scalar_subquery()))).rowcount:
+        oldest = versions.order_by(v.c.replaced_at, v.c.pk).limit(1).scalar_subquery()
+        conn.execute(tenant.update(v).where(v.c.pk == oldest).values(earlier_dropped=1))
 
 
 def history(conn: Connection, tenant: Tenant, name: str) -> BlockHistory:
