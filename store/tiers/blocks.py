@@ -13,10 +13,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, func
+from sqlalchemy import Connection, Row, func, literal
 
 from ..models import Block, BlockHistory, BlockVersion
-from ..schema import block_versions_t, blocks_t
+from ..schema import UtcMicros, block_versions_t, blocks_t
 from ..tenancy import Tenant
 
 DEFAULT_VERSIONS_KEPT = 100
@@ -46,11 +46,15 @@ def get_block(conn: Connection, tenant: Tenant, name: str) -> Block | None:
 def put_block(conn: Connection, tenant: Tenant, name: str, content: str, now: datetime, *, op: str = "update", kept: int) -> Block:
     """Replace a block's content, keeping its slot (and its earlier version, as ended by ``op``);
     a new block takes the last slot."""
-    current = conn.execute(tenant.select(blocks_t).where(blocks_t.c.name == name)).first()
-    if current is not None:
-        _keep_version(conn, tenant, current, now, op, kept)
-        conn.execute(tenant.update(blocks_t).where(blocks_t.c.pk == current.pk).values(content=content, updated_at=now))
-        order = current.pinned_order
+    # Three statements where an update without history took two (update, read back): the
+    # version is copied inside the database, the update returns the slot.
+    if _keep_version(conn, tenant, name, now, op, kept):
+        order = conn.execute(
+            tenant.update(blocks_t)
+            .where(blocks_t.c.name == name)
+            .values(content=content, updated_at=now)
+            .returning(blocks_t.c.pinned_order)
+        ).scalar_one()
     else:
         last = conn.execute(tenant.select(blocks_t, func.max(blocks_t.c.pinned_order))).scalar()
         order = 0 if last is None else last + 1
@@ -60,32 +64,38 @@ def put_block(conn: Connection, tenant: Tenant, name: str, content: str, now: da
 
 
 def delete_block(conn: Connection, tenant: Tenant, name: str, now: datetime, *, kept: int) -> bool:
-    current = conn.execute(tenant.select(blocks_t).where(blocks_t.c.name == name)).first()
-    if current is None:
+    if not _keep_version(conn, tenant, name, now, "delete", kept):
         return False
-    _keep_version(conn, tenant, current, now, "delete", kept)
-    return conn.execute(tenant.delete(blocks_t).where(blocks_t.c.pk == current.pk)).rowcount > 0
+    return conn.execute(tenant.delete(blocks_t).where(blocks_t.c.name == name)).rowcount > 0
 
 
-def _keep_version(conn: Connection, tenant: Tenant, current: Row[Any], now: datetime, op: str, kept: int) -> None:
-    v = block_versions_t
-    values = {
-        "name": current.name,
-        "content": current.content,
-        "pinned_order": current.pinned_order,
-        "written_at": current.updated_at,
-        "replaced_at": now,
-        "replaced_by": op,
-        "earlier_dropped": 0,
-    }
-    conn.execute(v.insert().values(tenant.stamp(values)))
+def _keep_version(conn: Connection, tenant: Tenant, name: str, now: datetime, op: str, kept: int) -> bool:
+    """Copy the block's current version into its history, ended now by ``op``, and apply the
+    cap; False if there is no such block."""
+    v, b = block_versions_t, blocks_t
+    owner = tenant.stamp({})
+    current = tenant.select(
+        b,
+        *(literal(value) for value in owner.values()),
+        b.c.name,
+        b.c.content,
+        b.c.pinned_order,
+        b.c.updated_at,
+        literal(now, UtcMicros()),
+        literal(op),
+        literal(0),
+    ).where(b.c.name == name)
+    columns = [*owner, "name", "content", "pinned_order", "written_at", "replaced_at", "replaced_by", "earlier_dropped"]
+    if conn.execute(v.insert().from_select(columns, current).returning(v.c.pk)).first() is None:
+        return False
     # One statement drops whatever lies beyond the newest ``kept`` (nothing, as a rule); only
     # when it dropped something is the oldest kept version marked.
-    versions = tenant.select(v, v.c.pk).where(v.c.name == current.name)
+    versions = tenant.select(v, v.c.pk).where(v.c.name == name)
     beyond = versions.order_by(v.c.replaced_at.desc(), v.c.pk.desc()).offset(kept)
     if conn.execute(tenant.delete(v).where(v.c.pk.in_(beyond.scalar_subquery()))).rowcount:
         oldest = versions.order_by(v.c.replaced_at, v.c.pk).limit(1).scalar_subquery()
         conn.execute(tenant.update(v).where(v.c.pk == oldest).values(earlier_dropped=1))
+    return True
 
 
 def history(conn: Connection, tenant: Tenant, name: str) -> BlockHistory:
