@@ -1,5 +1,5 @@
 """The inspector's keys and actions: which are enabled (and why not), tab switching, and the
-actions on the selected tenant: export, forget, checkpoint diff and restore.
+actions on the selected tenant: export, forget, a block's history, checkpoint diff and restore.
 
 Mixed into the App. Each collects parameters through a dialog, then runs the store call in
 a thread worker that posts its result back. Handlers use Textual's naming convention
@@ -231,6 +231,28 @@ class ActionsMixin:
         from .screens import DiffScreen
 
         self.push_screen(DiffScreen(m.title, detail.diff(m.diff)))
+
+    def action_block_history(self) -> None:
+        from .views import RecordTable
+
+        table = self.query_one("#blocks-table", RecordTable)
+        block = table.selected() if self.focused is table else None
+        if block is None or self.store is None:
+            return
+        store, user = self.store, self.user_id
+        self.call_store(
+            "history",
+            lambda: store.block_history(block.name, user_id=user),
+            lambda history: messages.BlockHistoryLoaded(f"block {block.name}: its versions, newest first", history),
+            group="history",
+            exclusive=True,
+        )
+
+    def on_block_history_loaded(self, m: messages.BlockHistoryLoaded) -> None:
+        from . import detail
+        from .screens import DiffScreen
+
+        self.push_screen(DiffScreen(m.title, detail.block_history(m.history)))
 
     def action_restore(self) -> None:
         checkpoint = self.selected_checkpoint()

@@ -66,6 +66,34 @@ def block(b) -> Group:
     return Group(_fields(("name", b.name), ("slot", str(b.pinned_order)), ("updated", when(b.updated_at))), Text(""), Text(b.content))
 
 
+def block_history(history) -> Group:
+    """Every kept version of a block, newest first, each as its changes from the one before it
+    (``+``/``-`` lines, readable without colour); the oldest kept one whole."""
+    import difflib
+
+    parts: list[Any] = []
+    versions = list(history.versions)
+    for index in range(len(versions) - 1, -1, -1):
+        v = versions[index]
+        ended = "current" if v.replaced_at is None else f"until {when(v.replaced_at)}, then {v.replaced_by}"
+        parts.append(Text(f"{when(v.written_at)}  {ended}", style="bold"))
+        if index == 0:
+            parts.append(Text(v.content or "(empty)"))
+        else:
+            before, after = versions[index - 1].content.splitlines(), v.content.splitlines()
+            for line in difflib.unified_diff(before, after, lineterm="", n=1):
+                if line.startswith(("---", "+++", "@@")):
+                    continue
+                style = "green" if line.startswith("+") else "red" if line.startswith("-") else "dim"
+                parts.append(Text(line, style=style))
+        parts.append(Text(""))
+    if history.earlier_dropped:
+        parts.append(Text("Older versions were dropped by the history cap (block_versions_kept).", style="dim"))
+    if not versions:
+        parts.append(Text("No versions: the block does not exist.", style="dim"))
+    return Group(*parts)
+
+
 def kv(entry, now: datetime) -> Group:
     return Group(
         _fields(

@@ -155,6 +155,11 @@ class CheckpointDiffed(Carrier):
     diff: Any
 
 
+class BlockHistoryLoaded(Carrier):
+    title: str
+    history: Any
+
+
 class ActionFailed(Carrier):
     what: str
     error: str

@@ -334,6 +334,7 @@ Browse what an agent remembers, search it, export it, erase it.
 | `a` | in the tenant list: the audit log of every tenant, erased ones included |
 | `e` | export the selected tenant to a file |
 | `f` | forget: erase the tenant, a session, or what is older than a date |
+| `h` | in the blocks: the history of the block under the cursor, its versions newest first as changes |
 | `d` | in a session's checkpoints: diff the one under the cursor with now (after `m`: with the marked one) |
 | `m` | in a session's checkpoints: mark one for a diff |
 | `r` | in a session's checkpoints: restore the one under the cursor (asks first) |

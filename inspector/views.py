@@ -131,6 +131,12 @@ class CheckpointsTable(RecordTable):
     ]
 
 
+class BlocksTable(RecordTable):
+    """The blocks: ``h`` shows the history of the block the cursor is on."""
+
+    BINDINGS = [Binding("h", "app.block_history", "History")]
+
+
 class ResultsTable(RecordTable):
     """The search results. ``m`` lives here, not on the search view: in the query field it types."""
 
@@ -290,7 +296,7 @@ class SearchView(Vertical):
 
 class BlocksView(Vertical):
     def compose(self) -> ComposeResult:
-        yield RecordTable("slot", "name", "content", "updated", id="blocks-table", render=lambda b: (f"block {b.name}", detail.block(b)))
+        yield BlocksTable("slot", "name", "content", "updated", id="blocks-table", render=lambda b: (f"block {b.name}", detail.block(b)))
 
     def show(self, blocks: list[Any]) -> None:
         table = self.query_one(RecordTable)

@@ -323,3 +323,44 @@ async def test_a_path_that_is_not_a_store_gives_a_readable_message(tmp_path, con
         await wait_for(pilot, lambda: showing(app, FatalScreen), what="message")
         assert expected in str(app.screen.query_one("#fatal").content)
         assert app.user_id is NO_TENANT
+
+
+def give_goals_a_history(path) -> None:
+    """alice's goals block, changed twice on a moving clock (the demo writes each block once)."""
+    from datetime import timedelta
+
+    from store.validation import set_clock
+
+    from .inspector_support import FROZEN, frozen_clock
+
+    try:
+        with MemoryStore.open(path, embedder=FakeEmbedder()) as s:
+            for minutes, content in (
+                (5, "Plan a 5-day Lisbon trip in March within 1200 €.\nBook the hotel first."),
+                (9, "Plan a 4-day Lisbon trip in March.\nBook the hotel first."),
+            ):
+                set_clock(lambda minutes=minutes: FROZEN + timedelta(minutes=minutes))
+                s.update_block("goals", content, user_id="alice")
+    finally:
+        set_clock(frozen_clock)
+
+
+async def test_h_on_a_block_shows_its_versions_newest_first_as_changes(demo):
+    give_goals_a_history(demo)
+    app = app_for(demo)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await open_tenant(pilot, app, "alice")
+        app.action_show_view("blocks")
+        await settle(pilot, app)
+        blocks = table(app, "#blocks-table")
+        blocks.focus()
+        blocks.move_cursor(row=[r.name for r in blocks.records.values()].index("goals"))
+        await pilot.press("h")
+        await wait_for(pilot, lambda: showing(app, DiffScreen), what="history")
+        body = plain(app.screen.body)
+        assert body.index("current") < body.index("then update")  # newest first
+        assert "-Plan a 5-day Lisbon trip in March within 1200 €." in body and "+Plan a 4-day Lisbon trip in March." in body
+        assert "+Book the hotel first." in body  # the second version's own change
+        await pilot.press("q")
+        await wait_for(pilot, lambda: not showing(app, DiffScreen), what="the history to close")

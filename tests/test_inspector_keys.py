@@ -25,6 +25,7 @@ FOCUS = {
     "FatalScreen": None,
     "Sidebar": "tenant",
     "CheckpointsTable": "checkpoints",
+    "BlocksTable": "in the blocks",
     "ResultsTable": "search results",
     "QueryInput": "search",
     "SearchView": "search",

@@ -175,6 +175,26 @@ class TestDialogs:
 
         assert snap_compare(app, terminal_size=SMALL, run_before=run_before)
 
+    @SIZES
+    def test_block_history(self, snap_compare, demo, size):
+        from .test_inspector import give_goals_a_history
+
+        give_goals_a_history(demo)
+        app = app_for(demo)
+
+        async def run_before(pilot):
+            await open_tenant(pilot, app, "alice")
+            app.action_show_view("blocks")
+            await settle(pilot, app)
+            blocks = app.query_one("#blocks-table", RecordTable)
+            blocks.focus()
+            blocks.move_cursor(row=[b.name for b in blocks.records.values()].index("goals"))
+            await pilot.press("h")
+            await wait_for(pilot, lambda: showing(app, DiffScreen))
+            still(app)
+
+        assert snap_compare(app, terminal_size=size, run_before=run_before)
+
     def test_restore(self, snap_compare, demo):
         app = app_for(demo)
 
