@@ -22,18 +22,10 @@ from store.recall import approximate
 from store.recall.saved_index import tenant_stem
 
 from .conftest import T0
+from .test_approximate import low_threshold, text  # noqa: F401 (an autouse fixture: a few hundred rows get an index)
 
 ROOT = str(Path(__file__).resolve().parent.parent)
 ROWS = 600
-
-
-@pytest.fixture(autouse=True)
-def low_threshold(monkeypatch):
-    monkeypatch.setenv(approximate.MIN_ROWS_ENV, "200")  # read by this process and the ones it starts
-
-
-def text(i: int) -> str:
-    return f"note {i} about w{i % 97} and v{i % 89} with u{i % 83}"
 
 
 def fill(s: MemoryStore, user: str, rows: int = ROWS) -> None:
