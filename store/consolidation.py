@@ -9,6 +9,7 @@ from typing import Any
 
 from . import schema
 from .backend import Backend
+from .backend.shared import filtered
 from .errors import InvalidInputError
 from .models import Episode, Fact
 from .recall.indexing import Indexer
@@ -83,7 +84,7 @@ class Consolidation:
         e, f = schema.episodes_t, schema.facts_t
         with self._db.read() as conn:
             cited = {source for (sources,) in conn.execute(tenant.select(f, f.c.source_episode_ids)) for source in json.loads(sources)}
-            stmt = episodes.filtered(tenant.select(e), session_id=session_id, since=None, until=None)
+            stmt = filtered(tenant.select(e), session_id=session_id, since=None, until=None)
             stmt = stmt.where(e.c.consolidated_at.is_(None)).order_by(e.c.occurred_at, e.c.pk)
             found: list[Episode] = []
             for row in conn.execute(stmt).yield_per(500):

@@ -85,6 +85,8 @@ def violations(root: Path) -> list[str]:
                 found.append(f"{where}: an upward import (layer {layer(me)} -> {layer(target)})")
             if me.startswith("store.recall") and target.startswith("store.rights"):
                 found.append(f"{where}: recall must not depend on data rights")
+            if me.startswith("store.backend") and target.startswith("store.tiers"):
+                found.append(f"{where}: the tiers build on the backend, not the other way")
             if me.startswith("store.compat") and target not in PUBLIC | {"store.errors", "store.models"}:
                 found.append(f"{where}: compat adapters use only the public API")
             # The inspector uses the public API, plus the tier registry (names and labels for its columns)
@@ -98,6 +100,16 @@ def violations(root: Path) -> list[str]:
 
 def test_the_import_contract_holds():
     assert violations(ROOT) == []
+
+
+def test_the_contract_catches_the_backend_reaching_into_a_tier(tmp_path):
+    (tmp_path / "store" / "backend").mkdir(parents=True)
+    (tmp_path / "store" / "tiers").mkdir(parents=True)
+    for package in ("store", "store/backend", "store/tiers"):
+        (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / "store" / "tiers" / "episodes.py").write_text("")
+    (tmp_path / "store" / "backend" / "keyword.py").write_text("from ..tiers.episodes import filtered\n")
+    assert any("keyword.py:1 imports store.tiers.episodes: the tiers build on the backend" in v for v in violations(tmp_path))
 
 
 def test_the_contract_catches_a_back_import_hidden_behind_type_checking(tmp_path):

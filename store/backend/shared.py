@@ -7,11 +7,13 @@ import re
 import time
 import unicodedata
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Table, text
+from sqlalchemy import Connection, Select, Table, text
 
 from ..errors import StoreBusyError
+from ..schema import episodes_t
 from ..tenancy import Tenant
 
 # Matched words come back from every engine's highlighter between these two control characters,
@@ -131,3 +133,15 @@ def wait_out_erasure(erasing: Sequence[Tenant], since: float, where: object) -> 
         names = ", ".join(repr(t.user_id) for t in erasing)
         raise StoreBusyError(f"{where} is busy: {names} is being erased; nothing was changed, try again once the erasure is done")
     time.sleep(_ERASURE_POLL_S)
+
+
+def filtered(stmt: Select[Any], *, session_id: str | None, since: datetime | None, until: datetime | None) -> Select[Any]:
+    """Restrict an episodes query to a session and the time range ``[since, until)``: the one
+    rule the episodes tier and both engines' keyword searches filter by."""
+    if session_id is not None:
+        stmt = stmt.where(episodes_t.c.session_id == session_id)
+    if since is not None:
+        stmt = stmt.where(episodes_t.c.occurred_at >= since)
+    if until is not None:
+        stmt = stmt.where(episodes_t.c.occurred_at < until)
+    return stmt

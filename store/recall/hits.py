@@ -13,6 +13,7 @@ import numpy as np
 from sqlalchemy import Connection, Integer, Row, type_coerce
 
 from ..backend import Backend, KeywordIndex, ServerVectorIndex
+from ..backend.shared import filtered
 from ..models import Episode, RecallHit, ScoreBreakdown
 from ..schema import blocks_t, episodes_t, facts_t, from_micros, scratch_t, sessions_t
 from ..tenancy import Tenant
@@ -174,7 +175,7 @@ class Recall:
         depth = candidate_depth(limit)
         allowed = None
         if self.use_vectors and (session_id is not None or since is not None or until is not None):
-            stmt = episodes.filtered(self.tenant.select(episodes_t, episodes_t.c.pk), session_id=session_id, since=since, until=until)
+            stmt = filtered(self.tenant.select(episodes_t, episodes_t.c.pk), session_id=session_id, since=since, until=until)
             allowed = np.fromiter(self.conn.execute(stmt).scalars(), dtype=np.int64)
         # The vector side (encode, then scan) runs on the encoder thread while this thread
         # runs the keyword query: the two halves overlap on two cores.

@@ -8,9 +8,10 @@ from datetime import UTC, date, datetime, time
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import BigInteger, Connection, Row, Select, func, tuple_, type_coerce
+from sqlalchemy import BigInteger, Connection, Row, func, tuple_, type_coerce
 
 from ..backend import sql
+from ..backend.shared import filtered
 from ..errors import InvalidInputError, UnknownEpisodeError
 from ..models import Episode, EpisodePage, Message
 from ..schema import episodes_t, from_micros, to_micros
@@ -158,17 +159,6 @@ def decode_cursor(cursor: str) -> tuple[datetime, int]:
         return from_micros(int(micros)), int(pk)
     except (ValueError, AttributeError, OverflowError, OSError):
         raise InvalidInputError(f"cursor {cursor!r} was not returned by episodes()") from None
-
-
-def filtered(stmt: Select[Any], *, session_id: str | None, since: datetime | None, until: datetime | None) -> Select[Any]:
-    """Restrict an episodes query to a session and the time range ``[since, until)``."""
-    if session_id is not None:
-        stmt = stmt.where(episodes_t.c.session_id == session_id)
-    if since is not None:
-        stmt = stmt.where(episodes_t.c.occurred_at >= since)
-    if until is not None:
-        stmt = stmt.where(episodes_t.c.occurred_at < until)
-    return stmt
 
 
 def page_episodes(

@@ -45,9 +45,8 @@ from sqlalchemy.dialects.postgresql import TSQUERY, array
 
 from ...schema import episodes_t, facts_t
 from ...tenancy import Tenant
-from ...tiers.episodes import filtered
 from ..interface import KeywordHit
-from ..shared import COMMON_SHARE, KEYWORD_CACHE_ENTRIES, MAX_KEYWORD_MATCHES, MIN_EPISODES_FOR_CUT, is_rare, marked_terms
+from ..shared import COMMON_SHARE, KEYWORD_CACHE_ENTRIES, MAX_KEYWORD_MATCHES, MIN_EPISODES_FOR_CUT, filtered, is_rare, marked_terms
 
 K1, B, IDF_FLOOR = 1.2, 0.75, 1e-6
 _ITEM = re.compile(r"'((?:[^']|'')*)'(:\*)?")

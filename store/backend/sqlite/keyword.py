@@ -36,9 +36,17 @@ from sqlalchemy import (
 
 from ...schema import episodes_t, facts_t
 from ...tenancy import Tenant
-from ...tiers.episodes import filtered
 from ..interface import KeywordHit
-from ..shared import COMMON_SHARE, KEYWORD_CACHE_ENTRIES, MAX_KEYWORD_MATCHES, MIN_EPISODES_FOR_CUT, RARE_MATCHES, is_rare, marked_terms
+from ..shared import (
+    COMMON_SHARE,
+    KEYWORD_CACHE_ENTRIES,
+    MAX_KEYWORD_MATCHES,
+    MIN_EPISODES_FOR_CUT,
+    RARE_MATCHES,
+    filtered,
+    is_rare,
+    marked_terms,
+)
 from . import highlight
 
 
