@@ -17,6 +17,7 @@ from .models import (
     AuditEntry,
     Block,
     BlockHistory,
+    Change,
     Checkpoint,
     CheckpointDiff,
     Episode,
@@ -61,6 +62,12 @@ class AsyncMemoryStoreMethods:
     async def snapshot(self, *, user_id: str | None = UNSET, as_of: datetime) -> MemorySnapshot:
         """The tenant's memory as it stood at ``as_of``, every tier: blocks as they read then and facts as the store held them then (both exactly), the number of episodes that had occurred by then and the latest of them, and each session's key-value entries, task state and scratchpad as far as they can be rebuilt. (:meth:`MemoryStore.snapshot`, run in a worker thread.)"""
         return await asyncio.to_thread(self._sync.snapshot, user_id=user_id, as_of=as_of)
+
+    async def timeline(
+        self, *, user_id: str | None = UNSET, since: datetime | None = None, until: datetime | None = None, limit: int = 200
+    ) -> list[Change]:
+        """The tenant's changes in ``[since, until)``, newest first, at most ``limit``: blocks written and deleted, facts recorded and their validity changed, sessions started and checkpointed. Each ``at`` is a moment :meth:`snapshot` can show. Episodes are not listed one by one (see :meth:`episodes`). (:meth:`MemoryStore.timeline`, run in a worker thread.)"""
+        return await asyncio.to_thread(self._sync.timeline, user_id=user_id, since=since, until=until, limit=limit)
 
     async def block_history(self, name: str, *, user_id: str | None = UNSET) -> BlockHistory:
         """Every kept version of the block ``name``, oldest first, the current one (if the block exists) last: its content, slot, when it was written, and when and by which operation (``update``, ``append``, ``delete``) it was replaced. ``earlier_dropped`` says the cap dropped older ones. (:meth:`MemoryStore.block_history`, run in a worker thread.)"""

@@ -22,6 +22,7 @@ from .models import (
     AuditEntry,
     Block,
     BlockHistory,
+    Change,
     Episode,
     EpisodePage,
     Fact,
@@ -46,7 +47,7 @@ from .recall.service import RecallScope, RecallService
 from .rights.erasure import erasure_count, erasures_after
 from .rights.service import DataRights
 from .tenancy import UNSET, Tenant, named_tenants_exist, resolve
-from .tiers import blocks, episodes, facts, overview, sessions, snapshots
+from .tiers import blocks, episodes, facts, overview, sessions, snapshots, timeline
 from .tiers.common import content_hash, ensure_session, ids_present, touch_tenant
 from .tiers.sessions import SessionMemory
 from .validation import (
@@ -208,6 +209,20 @@ class MemoryStore:
         as_of = check_datetime(as_of, "as_of")
         with self._db.read() as conn:
             return snapshots.memory_at(conn, tenant, as_of)
+
+    def timeline(
+        self, *, user_id: str | None = UNSET, since: datetime | None = None, until: datetime | None = None, limit: int = 200
+    ) -> list[Change]:
+        """The tenant's changes in ``[since, until)``, newest first, at most ``limit``: blocks
+        written and deleted, facts recorded and their validity changed, sessions started and
+        checkpointed. Each ``at`` is a moment :meth:`snapshot` can show. Episodes are not listed
+        one by one (see :meth:`episodes`)."""
+        tenant = self._tenant(user_id)
+        since = check_optional_datetime(since, "since")
+        until = check_optional_datetime(until, "until")
+        check_int(limit, "limit", minimum=1, maximum=10_000)
+        with self._db.read() as conn:
+            return timeline.changes(conn, tenant, since=since, until=until, limit=limit)
 
     def block_history(self, name: str, *, user_id: str | None = UNSET) -> BlockHistory:
         """Every kept version of the block ``name``, oldest first, the current one (if the block

@@ -384,3 +384,15 @@ class MemorySnapshot(_Model):
     recent_episodes: list[Episode]
     sessions: list[SessionSnapshot]
     gaps: list[str]
+
+
+class Change(_Model):
+    """One change in a tenant's timeline (:meth:`store.memory.MemoryStore.timeline`): a block
+    written or deleted, a fact recorded or its validity changed, a session started or
+    checkpointed."""
+
+    at: datetime
+    tier: Literal["block", "fact", "session"]
+    kind: str
+    name: str
+    detail: str

@@ -122,3 +122,44 @@ def test_the_moment_is_checked(store):
         store.snapshot(user_id="u", as_of=datetime(2026, 1, 1))  # naive
     with pytest.raises(TypeError):
         store.snapshot(user_id="u")  # type: ignore[call-arg]
+
+
+def test_the_timeline_lists_each_change_once_newest_first_and_each_moment_is_a_snapshot(store, clock):
+    store.update_block("persona", "v1", user_id="u")
+    tick(clock)
+    store.add_fact("u", "lives_in", "Paris", user_id="u", valid_from=T0)
+    tick(clock)
+    memory = store.session("trip", user_id="u")
+    memory.set("hotel", "Memmo")
+    tick(clock)
+    store.update_block("persona", "v2", user_id="u")
+    tick(clock)
+    store.add_fact("u", "lives_in", "Berlin", user_id="u", valid_from=T0 + timedelta(days=1))
+    tick(clock)
+    memory.create_checkpoint("before the move")
+    tick(clock)
+    store.delete_block("persona", user_id="u")
+    changes = store.timeline(user_id="u")
+    assert [(c.tier, c.kind, c.name, c.detail) for c in changes] == [
+        ("block", "deleted", "persona", "v2"),
+        ("session", "checkpoint", "trip", "before the move"),
+        ("fact", "recorded", "u lives_in", "Berlin"),
+        ("fact", "validity changed", "u lives_in", "Paris (was open)"),
+        ("block", "written", "persona", "v2"),
+        ("session", "started", "trip", ""),
+        ("fact", "recorded", "u lives_in", "Paris"),
+        ("block", "written", "persona", "v1"),
+    ]
+    assert [c.at for c in changes] == sorted((c.at for c in changes), reverse=True)
+    assert [c.kind for c in store.timeline(user_id="u", since=T0 + timedelta(seconds=4), until=T0 + timedelta(seconds=6))] == [
+        "checkpoint",
+        "recorded",
+        "validity changed",
+    ]
+    assert len(store.timeline(user_id="u", limit=2)) == 2
+    # Each moment can be shown: at the second block write, the block read v2 and Paris was current.
+    moment = next(c.at for c in changes if c.detail == "v2" and c.kind == "written")
+    snap = store.snapshot(user_id="u", as_of=moment)
+    assert [b.content for b in snap.blocks] == ["v2"] and [f.object for f in snap.facts] == ["Paris"]
+    store.forget(user_id="u")
+    assert store.timeline(user_id="u") == []
