@@ -26,6 +26,7 @@ from .models import (
     ForgetReceipt,
     ImportReport,
     KeyValueEntry,
+    MemoryDiff,
     MemorySnapshot,
     Message,
     MigrationReport,
@@ -62,6 +63,10 @@ class AsyncMemoryStoreMethods:
     async def snapshot(self, *, user_id: str | None = UNSET, as_of: datetime) -> MemorySnapshot:
         """The tenant's memory as it stood at ``as_of``, every tier: blocks as they read then and facts as the store held them then (both exactly), the number of episodes that had occurred by then and the latest of them, and each session's key-value entries, task state and scratchpad as far as they can be rebuilt. (:meth:`MemoryStore.snapshot`, run in a worker thread.)"""
         return await asyncio.to_thread(self._sync.snapshot, user_id=user_id, as_of=as_of)
+
+    async def memory_diff(self, *, user_id: str | None = UNSET, a: datetime, b: datetime) -> MemoryDiff:
+        """What changed in the tenant's memory from moment ``a`` to moment ``b``: the two :meth:`snapshot` s compared, tier by tier (blocks, the facts current at each, the number of episodes, each session's keys, task state and notes); ``gaps`` says what either moment could not rebuild. (:meth:`MemoryStore.memory_diff`, run in a worker thread.)"""
+        return await asyncio.to_thread(self._sync.memory_diff, user_id=user_id, a=a, b=b)
 
     async def timeline(
         self, *, user_id: str | None = UNSET, since: datetime | None = None, until: datetime | None = None, limit: int = 200

@@ -28,6 +28,7 @@ from .models import (
     Fact,
     ForgetReceipt,
     ImportReport,
+    MemoryDiff,
     MemorySnapshot,
     Message,
     MigrationReport,
@@ -209,6 +210,16 @@ class MemoryStore:
         as_of = check_datetime(as_of, "as_of")
         with self._db.read() as conn:
             return snapshots.memory_at(conn, tenant, as_of)
+
+    def memory_diff(self, *, user_id: str | None = UNSET, a: datetime, b: datetime) -> MemoryDiff:
+        """What changed in the tenant's memory from moment ``a`` to moment ``b``: the two
+        :meth:`snapshot` s compared, tier by tier (blocks, the facts current at each, the number of
+        episodes, each session's keys, task state and notes); ``gaps`` says what either moment
+        could not rebuild."""
+        tenant = self._tenant(user_id)
+        a, b = check_datetime(a, "a"), check_datetime(b, "b")
+        with self._db.read() as conn:
+            return snapshots.diff(conn, tenant, a, b)
 
     def timeline(
         self, *, user_id: str | None = UNSET, since: datetime | None = None, until: datetime | None = None, limit: int = 200

@@ -396,3 +396,46 @@ class Change(_Model):
     kind: str
     name: str
     detail: str
+
+
+class BlockChange(_Model):
+    """A block that differs between two moments: ``before`` None, it did not exist at the first;
+    ``after`` None, it did not exist at the second."""
+
+    name: str
+    before: str | None
+    after: str | None
+
+
+class SessionChange(_Model):
+    """A session's working memory that differs between two moments (as far as each snapshot
+    could rebuild it: see :class:`SessionSnapshot`)."""
+
+    session_id: str
+    added_keys: dict[str, Any]
+    removed_keys: dict[str, Any]
+    changed_keys: dict[str, tuple[Any, Any]]
+    task_state_before: TaskState | None
+    task_state_after: TaskState | None
+    notes_added: list[str]
+    notes_removed: list[str]
+
+
+class MemoryDiff(_Model):
+    """What changed in a tenant's memory from moment ``a`` to moment ``b``
+    (:meth:`store.memory.MemoryStore.memory_diff`): blocks, the facts current at each, the
+    number of episodes, and each session; ``gaps`` repeats what either snapshot could not rebuild."""
+
+    user_id: str | None
+    a: datetime
+    b: datetime
+    blocks: list[BlockChange]
+    facts_added: list[Fact]
+    facts_removed: list[Fact]
+    episodes_added: int
+    sessions: list[SessionChange]
+    gaps: list[str]
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.blocks or self.facts_added or self.facts_removed or self.episodes_added or self.sessions)

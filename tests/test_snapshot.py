@@ -163,3 +163,51 @@ def test_the_timeline_lists_each_change_once_newest_first_and_each_moment_is_a_s
     assert [b.content for b in snap.blocks] == ["v2"] and [f.object for f in snap.facts] == ["Paris"]
     store.forget(user_id="u")
     assert store.timeline(user_id="u") == []
+
+
+def test_a_diff_between_two_moments_names_every_change_and_nothing_else(store, clock):
+    store.update_block("persona", "planner", user_id="u")
+    store.update_block("goals", "Lisbon in March", user_id="u")
+    paris = store.add_fact("u", "lives_in", "Paris", user_id="u", valid_from=T0)
+    vegan = store.add_fact("u", "diet", "vegan", user_id="u", valid_from=T0)
+    memory = store.session("trip", user_id="u")
+    memory.set("hotel", "Memmo")
+    memory.set("budget", 1200)
+    memory.append_scratchpad("book the train")
+    memory.create_checkpoint("before")  # so the session can be rebuilt at a
+    tick(clock)
+    a = clock[0]
+    tick(clock)
+    store.update_block("goals", "Porto in April", user_id="u")
+    store.delete_block("persona", user_id="u")
+    store.update_block("notes", "new block", user_id="u")
+    berlin = store.add_fact("u", "lives_in", "Berlin", user_id="u", valid_from=T0 + timedelta(days=1))
+    store.remember("moved", "ok", user_id="u", occurred_at=clock[0])
+    memory.set("hotel", "Pestana")
+    memory.delete("budget")
+    memory.set("train", "Alfa")
+    memory.append_scratchpad("pack")
+    memory.create_checkpoint("after")
+    tick(clock)
+    b = clock[0]
+    d = store.memory_diff(user_id="u", a=a, b=b)
+    assert [(c.name, c.before, c.after) for c in d.blocks] == [
+        ("goals", "Lisbon in March", "Porto in April"),
+        ("notes", None, "new block"),
+        ("persona", "planner", None),
+    ]
+    assert [f.id for f in d.facts_added] == [berlin.id] and [f.id for f in d.facts_removed] == [paris.id]
+    assert vegan.id not in {f.id for f in d.facts_added + d.facts_removed}
+    assert d.episodes_added == 1
+    (trip,) = d.sessions
+    assert (trip.added_keys, trip.removed_keys, trip.changed_keys) == ({"train": "Alfa"}, {"budget": 1200}, {"hotel": ("Memmo", "Pestana")})
+    assert trip.notes_added == ["pack"] and trip.notes_removed == []
+    assert [gap for gap in d.gaps if "as of its checkpoint" not in gap] == []  # both moments rebuilt in full
+    assert store.memory_diff(user_id="u", a=b, b=b).is_empty
+    unseen = store.session("unseen", user_id="u")
+    unseen.set("k", 1)
+    tick(clock)
+    c = clock[0]
+    tick(clock)
+    unseen.set("k", 2)  # changed after c, never checkpointed: the diff cannot see its state at c
+    assert any("'unseen'" in gap and "no checkpoint" in gap for gap in store.memory_diff(user_id="u", a=c, b=clock[0]).gaps)

@@ -24,7 +24,17 @@ from typing import Any
 
 from sqlalchemy import Connection, func
 
-from ..models import Episode, KeyValueEntry, MemorySnapshot, ScratchpadEntry, SessionSnapshot, TaskState
+from ..models import (
+    BlockChange,
+    Episode,
+    KeyValueEntry,
+    MemoryDiff,
+    MemorySnapshot,
+    ScratchpadEntry,
+    SessionChange,
+    SessionSnapshot,
+    TaskState,
+)
 from ..schema import checkpoints_t, episodes_t, from_micros, kv_t, scratch_t, sessions_t, task_t
 from ..tenancy import Tenant
 from . import blocks, episodes, facts
@@ -103,3 +113,56 @@ def _session_at(conn: Connection, tenant: Tenant, session: Any, at: datetime) ->
         task_state=None if held["task_state"] is None else TaskState.model_validate_json(held["task_state"]),
         scratchpad=[ScratchpadEntry(id=0, created_at=from_micros(n["created_at"]), content=n["content"]) for n in held["scratchpad"]],
     )
+
+
+def diff(conn: Connection, tenant: Tenant, a: datetime, b: datetime) -> MemoryDiff:
+    """From the snapshot at ``a`` to the snapshot at ``b``."""
+    first, second = memory_at(conn, tenant, a), memory_at(conn, tenant, b)
+    before_blocks, after_blocks = {x.name: x.content for x in first.blocks}, {x.name: x.content for x in second.blocks}
+    blocks = [
+        BlockChange(name=name, before=before_blocks.get(name), after=after_blocks.get(name))
+        for name in sorted(before_blocks.keys() | after_blocks.keys())
+        if before_blocks.get(name) != after_blocks.get(name)
+    ]
+    before_facts, after_facts = {f.id: f for f in first.facts}, {f.id: f for f in second.facts}
+    sessions_before = {x.session_id: x for x in first.sessions}
+    sessions = []
+    for later in second.sessions:
+        earlier = sessions_before.pop(later.session_id, None)
+        change = _session_change(later.session_id, earlier, later)
+        if change is not None:
+            sessions.append(change)
+    for earlier in sessions_before.values():  # gone by the second moment
+        change = _session_change(earlier.session_id, earlier, None)
+        if change is not None:
+            sessions.append(change)
+    return MemoryDiff(
+        user_id=tenant.user_id,
+        a=a,
+        b=b,
+        blocks=blocks,
+        facts_added=[f for i, f in after_facts.items() if i not in before_facts],
+        facts_removed=[f for i, f in before_facts.items() if i not in after_facts],
+        episodes_added=second.episodes - first.episodes,
+        sessions=sessions,
+        gaps=[f"at {a.isoformat()}: {gap}" for gap in first.gaps] + [f"at {b.isoformat()}: {gap}" for gap in second.gaps],
+    )
+
+
+def _session_change(session_id: str, earlier: SessionSnapshot | None, later: SessionSnapshot | None) -> SessionChange | None:
+    old = {} if earlier is None else {e.key: e.value for e in earlier.kv}
+    new = {} if later is None else {e.key: e.value for e in later.kv}
+    old_notes = [] if earlier is None else [n.content for n in earlier.scratchpad]
+    new_notes = [] if later is None else [n.content for n in later.scratchpad]
+    change = SessionChange(
+        session_id=session_id,
+        added_keys={k: v for k, v in new.items() if k not in old},
+        removed_keys={k: v for k, v in old.items() if k not in new},
+        changed_keys={k: (old[k], new[k]) for k in old.keys() & new.keys() if old[k] != new[k]},
+        task_state_before=None if earlier is None else earlier.task_state,
+        task_state_after=None if later is None else later.task_state,
+        notes_added=[n for n in new_notes if n not in old_notes],
+        notes_removed=[n for n in old_notes if n not in new_notes],
+    )
+    unchanged = not (change.added_keys or change.removed_keys or change.changed_keys or change.notes_added or change.notes_removed)
+    return None if unchanged and change.task_state_before == change.task_state_after else change
