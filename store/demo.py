@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import BigInteger, insert, type_coerce, update
 
 from .backend import open_backend
-from .backend.sqlite.database import SQLITE_HEADER, sqlite_uri, wal_is_absent
+from .backend.sqlite.database import SQLITE_HEADER, index_folder, sqlite_uri, wal_is_absent
 from .demo_data import compact, full
 from .demo_vectors import ReusedVectors
 from .errors import InvalidInputError, OutputExistsError, OutputPathError
@@ -108,7 +108,7 @@ def build_demo_store(
     check_demo_target(path, force=force)
     for suffix in ("", "-wal", "-shm", "-journal"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
-    shutil.rmtree(f"{path}-vectors", ignore_errors=True)  # saved vector indexes of the store replaced
+    shutil.rmtree(index_folder(path), ignore_errors=True)  # saved vector indexes of the store replaced
     # The mark goes in first, through the backend the store itself opens files with, so a build
     # cut short still leaves a file `memlens demo` may replace without --force.
     backend = open_backend(path, read_only=False, create=True)

@@ -84,13 +84,6 @@ class SavedIndexes:
     def _description(self, tenant_key: str, kind: str) -> Path:
         return self.folder / f"{tenant_stem(tenant_key)}.{kind}.json"
 
-    def files(self) -> list[Path]:
-        """Every file in the folder (the store's files include them)."""
-        try:
-            return sorted(p for p in self.folder.iterdir() if p.is_file())
-        except OSError:
-            return []
-
     def open(self, tenant_key: str, kind: str, dim: int, coverage_of: Any) -> tuple[ApproximateIndex, int] | None:
         """The tenant's saved graph, mapped, and the erasure mark it was saved with, if every check
         passes. ``coverage_of(rows)`` gives the :class:`Coverage` of the matrix's first ``rows``
@@ -182,10 +175,5 @@ class SavedIndexes:
             return
         stem = tenant_stem(tenant_key)
         for path in [*self.folder.glob(f"{stem}.*"), *self.folder.glob(f".{stem}.*")]:
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-
-    def erase_all(self) -> None:
-        for path in self.files():
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()

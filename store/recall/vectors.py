@@ -25,7 +25,6 @@ import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -219,10 +218,6 @@ class VectorCache:
         if self._saved is not None:
             self._saved.erase(key)
 
-    def saved_files(self) -> list[Path]:
-        """The files of the saved indexes, every tenant's."""
-        return [] if self._saved is None else self._saved.files()
-
     def _drop(self, key: str) -> None:
         for cached in [k for k in self._matrices if k[0] == key]:
             del self._matrices[cached]
@@ -306,13 +301,13 @@ class VectorCache:
     def _open_saved(self, key: tuple[str, str], current: TenantMatrix, conn: Connection) -> None:
         """Map the tenant's saved index if it checks out (under the lock, once per matrix: about
         0.1 s at 100k rows, against 12-13 s of a core to build it)."""
-        if self._saved is None or self._erased is None:
+        if self._saved is None:
             return
         opened = self._saved.open(key[0], key[1], current.dim, current.coverage)
         if opened is None:
             return
         index, mark = opened
-        if any(tenant == key[0] for _, tenant in self._erased(conn, mark)):
+        if self._erased_since(conn, key[0], mark):
             # Erased from since it was saved, and the erasing process has not deleted it yet.
             if self._saved.writable:
                 self._saved.erase(key[0])
@@ -323,8 +318,8 @@ class VectorCache:
     def _save(self, key: tuple[str, str], current: TenantMatrix, index: ApproximateIndex) -> None:
         """On the builder's thread: save the index when it covers a tenth more rows than the saved
         one (or none is saved), then make sure no erasure of the tenant came in between."""
-        saved, read, erased = self._saved, self._read, self._erased
-        if saved is None or not saved.writable or read is None or erased is None:
+        saved, read = self._saved, self._read
+        if saved is None or not saved.writable or read is None:
             return
         rows = index.covered
         if rows - current.saved_rows < max(approximate.CATCH_UP_AFTER, current.saved_rows // 10):
@@ -339,8 +334,13 @@ class VectorCache:
             return
         current.saved_rows = rows
         with read() as conn:
-            if any(tenant == key[0] for _, tenant in erased(conn, current.erasure_mark)):
+            if self._erased_since(conn, key[0], current.erasure_mark):
                 saved.erase(key[0])
+
+    def _erased_since(self, conn: Connection, tenant_key: str, mark: int) -> bool:
+        """Whether an erasure of the tenant was recorded after audit entry ``mark`` (a saved index
+        is kept only with ``erased`` at hand, so this is never asked without it)."""
+        return self._erased is not None and any(tenant == tenant_key for _, tenant in self._erased(conn, mark))
 
     def _index(self, key: tuple[str, str], current: TenantMatrix) -> None:
         """On the builder's thread: build (or extend) the matrix's index until it covers every
