@@ -417,8 +417,8 @@ class SessionChange(_Model):
     changed_keys: dict[str, tuple[Any, Any]]
     task_state_before: TaskState | None
     task_state_after: TaskState | None
-    notes_added: list[str]
-    notes_removed: list[str]
+    scratchpad_added: list[str]
+    scratchpad_removed: list[str]
 
 
 class MemoryDiff(_Model):

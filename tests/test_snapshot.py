@@ -201,7 +201,7 @@ def test_a_diff_between_two_moments_names_every_change_and_nothing_else(store, c
     assert d.episodes_added == 1
     (trip,) = d.sessions
     assert (trip.added_keys, trip.removed_keys, trip.changed_keys) == ({"train": "Alfa"}, {"budget": 1200}, {"hotel": ("Memmo", "Pestana")})
-    assert trip.notes_added == ["pack"] and trip.notes_removed == []
+    assert trip.scratchpad_added == ["pack"] and trip.scratchpad_removed == []
     assert [gap for gap in d.gaps if "as of its checkpoint" not in gap] == []  # both moments rebuilt in full
     assert store.memory_diff(user_id="u", a=b, b=b).is_empty
     unseen = store.session("unseen", user_id="u")

@@ -99,7 +99,7 @@ class SessionMemory:
             if pk is None:
                 return None
             row = conn.execute(self.tenant.select(kv_t).where(kv_t.c.session_pk == pk, kv_t.c.key == key, self._live(utcnow()))).first()
-        return None if row is None else _kv_model(row)
+        return None if row is None else kv_entry(row)
 
     def exists(self, key: str) -> bool:
         return self.entry(key) is not None
@@ -124,7 +124,7 @@ class SessionMemory:
             if pk is None:
                 return []
             rows = conn.execute(self.tenant.select(kv_t).where(kv_t.c.session_pk == pk, self._live(utcnow())).order_by(kv_t.c.key)).all()
-        return [_kv_model(r) for r in rows]
+        return [kv_entry(r) for r in rows]
 
     def list_keys(self) -> list[str]:
         return [e.key for e in self.entries()]
@@ -342,13 +342,9 @@ class SessionMemory:
         return CheckpointDiff(
             a=a,
             b=b,
-            added_keys={k: v for k, v in new_kv.items() if k not in old_kv},
-            removed_keys={k: v for k, v in old_kv.items() if k not in new_kv},
-            changed_keys={k: (old_kv[k], v) for k, v in new_kv.items() if k in old_kv and old_kv[k] != v},
-            task_state_before=_task_or_none(before["task_state"]),
-            task_state_after=_task_or_none(after["task_state"]),
-            scratchpad_added=[n for n in new_notes if n not in old_notes],
-            scratchpad_removed=[n for n in old_notes if n not in new_notes],
+            task_state_before=task_state_of(before["task_state"]),
+            task_state_after=task_state_of(after["task_state"]),
+            **state_changes(old_kv, new_kv, old_notes, new_notes),
         )
 
     def _load_checkpoint(self, conn: Connection, checkpoint_id: str) -> tuple[int, dict[str, Any]]:
@@ -424,12 +420,24 @@ def session_infos(conn: Connection, tenant: Tenant) -> list[SessionInfo]:
     ]
 
 
-def _kv_model(row: Row[Any]) -> KeyValueEntry:
+def kv_entry(row: Row[Any]) -> KeyValueEntry:
     return KeyValueEntry(key=row.key, value=loads(row.value), expires_at=row.expires_at, updated_at=row.updated_at)
 
 
-def _task_or_none(text: str | None) -> TaskState | None:
+def task_state_of(text: str | None) -> TaskState | None:
     return None if text is None else TaskState.model_validate_json(text)
+
+
+def state_changes(old_kv: dict[str, Any], new_kv: dict[str, Any], old_notes: list[str], new_notes: list[str]) -> dict[str, Any]:
+    """How a session's keys and notes differ between two states: the fields a checkpoint diff
+    and a diff of two moments (store.tiers.snapshots) both report."""
+    return {
+        "added_keys": {k: v for k, v in new_kv.items() if k not in old_kv},
+        "removed_keys": {k: v for k, v in old_kv.items() if k not in new_kv},
+        "changed_keys": {k: (old_kv[k], v) for k, v in new_kv.items() if k in old_kv and old_kv[k] != v},
+        "scratchpad_added": [n for n in new_notes if n not in old_notes],
+        "scratchpad_removed": [n for n in old_notes if n not in new_notes],
+    }
 
 
 def _check_data(data: Any) -> None:

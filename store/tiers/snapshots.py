@@ -33,11 +33,10 @@ from ..models import (
     ScratchpadEntry,
     SessionChange,
     SessionSnapshot,
-    TaskState,
 )
 from ..schema import checkpoints_t, episodes_t, from_micros, kv_t, scratch_t, sessions_t, task_t
 from ..tenancy import Tenant
-from . import blocks, episodes, facts
+from . import blocks, episodes, facts, sessions
 
 RECENT_EPISODES = 20
 
@@ -80,12 +79,8 @@ def _session_at(conn: Connection, tenant: Tenant, session: Any, at: datetime) ->
         return SessionSnapshot(
             session_id=session.session_id,
             source="current",
-            kv=[
-                KeyValueEntry(key=r.key, value=json.loads(r.value), expires_at=r.expires_at, updated_at=r.updated_at)
-                for r in kv
-                if r.expires_at is None or r.expires_at > at
-            ],
-            task_state=None if task is None else TaskState.model_validate_json(task.state),
+            kv=[sessions.kv_entry(r) for r in kv if r.expires_at is None or r.expires_at > at],
+            task_state=None if task is None else sessions.task_state_of(task.state),
             scratchpad=[ScratchpadEntry(id=n.pk, created_at=n.created_at, content=n.content) for n in notes],
         )
     c = checkpoints_t
@@ -110,7 +105,7 @@ def _session_at(conn: Connection, tenant: Tenant, session: Any, at: datetime) ->
             for key, item in sorted(held["kv"].items())
             if item["expires_at"] is None or from_micros(item["expires_at"]) > at
         ],
-        task_state=None if held["task_state"] is None else TaskState.model_validate_json(held["task_state"]),
+        task_state=sessions.task_state_of(held["task_state"]),
         scratchpad=[ScratchpadEntry(id=0, created_at=from_micros(n["created_at"]), content=n["content"]) for n in held["scratchpad"]],
     )
 
@@ -154,15 +149,8 @@ def _session_change(session_id: str, earlier: SessionSnapshot | None, later: Ses
     new = {} if later is None else {e.key: e.value for e in later.kv}
     old_notes = [] if earlier is None else [n.content for n in earlier.scratchpad]
     new_notes = [] if later is None else [n.content for n in later.scratchpad]
-    change = SessionChange(
-        session_id=session_id,
-        added_keys={k: v for k, v in new.items() if k not in old},
-        removed_keys={k: v for k, v in old.items() if k not in new},
-        changed_keys={k: (old[k], new[k]) for k in old.keys() & new.keys() if old[k] != new[k]},
-        task_state_before=None if earlier is None else earlier.task_state,
-        task_state_after=None if later is None else later.task_state,
-        notes_added=[n for n in new_notes if n not in old_notes],
-        notes_removed=[n for n in old_notes if n not in new_notes],
-    )
-    unchanged = not (change.added_keys or change.removed_keys or change.changed_keys or change.notes_added or change.notes_removed)
-    return None if unchanged and change.task_state_before == change.task_state_after else change
+    before, after = (None if earlier is None else earlier.task_state), (None if later is None else later.task_state)
+    changes = sessions.state_changes(old, new, old_notes, new_notes)
+    if not any(changes.values()) and before == after:
+        return None
+    return SessionChange(session_id=session_id, task_state_before=before, task_state_after=after, **changes)
