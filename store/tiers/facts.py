@@ -28,8 +28,9 @@ def fact_text(subject: str, predicate: str, object: str) -> str:
     return f"{subject} {predicate.replace('_', ' ')} {object}"
 
 
-def to_model(row: Row[Any], valid_until: Any = None, *, then: bool = False) -> Fact:
-    """``then``: with ``valid_until`` as the store held it at some moment, not the row's own."""
+def to_model(row: Row[Any]) -> Fact:
+    """A row read with ``known_at`` carries ``valid_until_then``, its end as the store held it
+    at that moment: that one is the fact's ``valid_until``."""
     # Validated, not model_construct: pydantic's validator builds these faster (1,000 facts:
     # 20.7 ms a call against 24.6 ms here).
     return Fact(
@@ -40,7 +41,7 @@ def to_model(row: Row[Any], valid_until: Any = None, *, then: bool = False) -> F
         object=row.object,
         confidence=row.confidence,
         valid_from=row.valid_from,
-        valid_until=valid_until if then else row.valid_until,
+        valid_until=row._mapping.get("valid_until_then", row.valid_until),
         recorded_at=row.recorded_at,
         source_episode_ids=loads(row.source_episode_ids),
     )
@@ -87,9 +88,7 @@ def add_fact(
         holder = open_row  # the usual case, a supersession: no need to look further
     else:
         holder = conn.execute(
-            tenant.select(facts_t)
-            .where(*same, facts_t.c.valid_from <= valid_from, or_(facts_t.c.valid_until.is_(None), facts_t.c.valid_until > valid_from))
-            .order_by(facts_t.c.valid_from.desc(), facts_t.c.pk.desc())
+            tenant.select(facts_t).where(*same, valid_at_clause(valid_from)).order_by(facts_t.c.valid_from.desc(), facts_t.c.pk.desc())
         ).first()
     if holder is not None:
         valid_until = holder.valid_until
@@ -177,10 +176,7 @@ def list_facts(
     if subject is not None:
         stmt = stmt.where(facts_t.c.subject == subject)
     stmt = stmt.order_by(facts_t.c.subject, facts_t.c.predicate, facts_t.c.valid_from.desc(), facts_t.c.pk.desc())
-    rows = conn.execute(stmt)
-    if known_at is None:
-        return [to_model(r) for r in rows]
-    return [to_model(r, r.valid_until_then, then=True) for r in rows]
+    return [to_model(r) for r in conn.execute(stmt)]
 
 
 def close_gaps(conn: Connection, tenant: Tenant, erased_pks: Sequence[int]) -> int:
