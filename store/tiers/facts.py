@@ -29,8 +29,6 @@ def fact_text(subject: str, predicate: str, object: str) -> str:
 
 
 def to_model(row: Row[Any]) -> Fact:
-    """A row read with ``known_at`` carries ``valid_until_then``, its end as the store held it
-    at that moment: that one is the fact's ``valid_until``."""
     # Validated, not model_construct: pydantic's validator builds these faster (1,000 facts:
     # 20.7 ms a call against 24.6 ms here).
     return Fact(
@@ -41,7 +39,7 @@ def to_model(row: Row[Any]) -> Fact:
         object=row.object,
         confidence=row.confidence,
         valid_from=row.valid_from,
-        valid_until=row._mapping.get("valid_until_then", row.valid_until),
+        valid_until=row.valid_until,
         recorded_at=row.recorded_at,
         source_episode_ids=loads(row.source_episode_ids),
     )
@@ -162,9 +160,10 @@ def list_facts(
     valid_until: ColumnElement[Any] = facts_t.c.valid_until
     stmt = tenant.select(facts_t)
     if known_at is not None:
-        valid_until = valid_until_known_at(tenant, known_at).label("valid_until_then")
-        stmt = tenant.select(facts_t, *facts_t.c, valid_until)
-        stmt = stmt.where(facts_t.c.recorded_at <= known_at)
+        valid_until = valid_until_known_at(tenant, known_at)
+        # The row's valid_until column is the one it had then: every row is built the same way.
+        columns = [c for c in facts_t.c if c.name != "valid_until"]
+        stmt = tenant.select(facts_t, *columns, valid_until.label("valid_until")).where(facts_t.c.recorded_at <= known_at)
     if predicate is not None:
         stmt = stmt.where(facts_t.c.predicate == predicate)
     if object is not None:
