@@ -366,6 +366,10 @@ class SessionSnapshot(_Model):
     source: Literal["current", "checkpoint", "unknown"]
     checkpoint_id: str | None = None
     checkpoint_at: datetime | None = None
+    episodes: int = 0
+    """The session's episodes that had occurred by then."""
+    updated_at: datetime | None = None
+    """When the state shown was written: the session's last change (``current``), the checkpoint's time (``checkpoint``), or None."""
     kv: list[KeyValueEntry] = Field(default_factory=list)
     task_state: TaskState | None = None
     scratchpad: list[ScratchpadEntry] = Field(default_factory=list)

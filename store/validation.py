@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -187,6 +188,19 @@ def set_clock(clock: Callable[[], datetime] | None) -> None:
     """Replace the clock (tests and screenshots freeze it); None restores the system clock."""
     global _clock
     _clock = clock or _system_clock
+
+
+@contextmanager
+def clock_fixed_at(moment: datetime) -> Iterator[None]:
+    """Every time the store stamps inside the block is ``moment``; the clock before it after.
+    The demo writes its tenants' earlier versions this way, so they have a history to travel."""
+    global _clock
+    previous = _clock
+    _clock = lambda: moment  # noqa: E731 (a clock is any callable)
+    try:
+        yield
+    finally:
+        _clock = previous
 
 
 # --- rules that imports apply too (a record in a file meets the same rules as an API call) ----

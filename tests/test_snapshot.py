@@ -31,6 +31,7 @@ def said_now(store, sessions: list[str]) -> dict:
             )
             for name in sessions
         },
+        "session_episodes": {i.session_id: i.episodes for i in store.sessions(user_id="u")},
     }
 
 
@@ -42,6 +43,7 @@ def as_said(snap) -> dict:
         "sessions": {
             s.session_id: (sorted((e.key, e.value) for e in s.kv), s.task_state, [n.content for n in s.scratchpad]) for s in snap.sessions
         },
+        "session_episodes": {s.session_id: s.episodes for s in snap.sessions},
     }
 
 
@@ -97,6 +99,7 @@ def test_a_session_changed_since_without_a_checkpoint_is_shown_as_unknown_and_sa
     by_name = {s.session_id: s for s in snap.sessions}
     assert by_name["trip"].source == "unknown" and by_name["trip"].kv == []
     assert by_name["kept"].source == "current" and [(e.key, e.value) for e in by_name["kept"].kv] == [("k", 1)]
+    assert by_name["kept"].updated_at is not None and by_name["kept"].updated_at <= then and by_name["trip"].updated_at is None
     assert any("'trip'" in gap for gap in snap.gaps) and not any("'kept'" in gap for gap in snap.gaps)
     trip.create_checkpoint("later")  # a checkpoint after the moment does not help it
     assert {s.session_id: s.source for s in store.snapshot(user_id="u", as_of=then).sessions}["trip"] == "unknown"

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 from datetime import datetime, timedelta
 from typing import Any
 
+from ..validation import clock_fixed_at
 from .developer import async_refactor
 
 _ALICE_TURNS = [
@@ -195,17 +196,33 @@ def fill(store: MemoryStore, now: datetime) -> None:
     async_refactor(store, "bob")
 
     alice = store.remember_many(_episodes(_ALICE_TURNS, now - 20 * day, timedelta(hours=9)), user_id="alice")
+    # Alice's history is written when it happened (the timeline steps through it): what the agent
+    # learned on each day, and the blocks as it rewrote them.
+    hour = timedelta(hours=1)
+    with clock_fixed_at(now - 20 * day + hour):
+        store.update_block("persona", "Friendly travel planner. Concise, practical.", user_id="alice")
+        store.update_block("human", "Alice, lives in Lisbon, vegetarian.", user_id="alice")
+        store.update_block("goals", "Plan a 5-day Lisbon trip in March.", user_id="alice")
+        store.add_fact("alice", "lives_in", "Lisbon", user_id="alice", valid_from=now - 400 * day, source_episode_ids=[alice[0].id])
+        store.add_fact("alice", "diet", "vegetarian", user_id="alice", valid_from=now - 20 * day, source_episode_ids=[alice[1].id])
+    with clock_fixed_at(now - 19 * day + hour):
+        store.update_block("human", "Alice, lives in Lisbon, vegetarian, allergic to cats.", user_id="alice")
+        store.add_fact(
+            "alice", "allergy", "cats", user_id="alice", confidence=0.9, valid_from=now - 19 * day, source_episode_ids=[alice[3].id]
+        )
+    with clock_fixed_at(now - 18 * day + hour):
+        store.update_block("goals", "Plan a 5-day Lisbon trip in March within 1000 €.", user_id="alice")
+        store.add_fact("alice", "trip_budget", "1000 EUR", user_id="alice", valid_from=now - 18 * day)
+    with clock_fixed_at(now - 17 * day + hour):
+        store.update_block("human", "Alice, lives in Porto, vegetarian, allergic to cats.", user_id="alice")
+        store.add_fact("alice", "lives_in", "Porto", user_id="alice", valid_from=now - 17 * day, source_episode_ids=[alice[7].id])
+    with clock_fixed_at(now - 15 * day + hour):
+        store.update_block("goals", "Plan a 5-day Lisbon trip in March within 1200 €.", user_id="alice")
+        store.add_fact("alice", "trip_budget", "1200 EUR", user_id="alice", valid_from=now - 15 * day, source_episode_ids=[alice[13].id])
     store.update_block("persona", "Friendly travel planner. Concise, practical, mentions prices in euros.", user_id="alice")
     store.update_block(
         "human", "Alice, lives in Porto, vegetarian, allergic to cats, travels with her sister Maria sometimes.", user_id="alice"
     )
-    store.update_block("goals", "Plan a 5-day Lisbon trip in March within 1200 €.", user_id="alice")
-    store.add_fact("alice", "lives_in", "Lisbon", user_id="alice", valid_from=now - 400 * day, source_episode_ids=[alice[0].id])
-    store.add_fact("alice", "lives_in", "Porto", user_id="alice", valid_from=now - 17 * day, source_episode_ids=[alice[7].id])
-    store.add_fact("alice", "diet", "vegetarian", user_id="alice", valid_from=now - 20 * day, source_episode_ids=[alice[1].id])
-    store.add_fact("alice", "allergy", "cats", user_id="alice", confidence=0.9, valid_from=now - 19 * day, source_episode_ids=[alice[3].id])
-    store.add_fact("alice", "trip_budget", "1000 EUR", user_id="alice", valid_from=now - 18 * day)
-    store.add_fact("alice", "trip_budget", "1200 EUR", user_id="alice", valid_from=now - 15 * day, source_episode_ids=[alice[13].id])
     trip = store.session("trip-lisbon", user_id="alice")
     trip.set("destination", "Lisbon")
     trip.set("dates", {"from": "2027-03-12", "to": "2027-03-17"})

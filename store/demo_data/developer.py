@@ -242,6 +242,12 @@ FACTS = [
     Fact("bob", "team", "payments", 60, confidence=0.8),
 ]
 
+# What the project block said before the move to Litestar (days ago, block, content).
+EARLIER_BLOCKS: list[tuple[float, str, str]] = [
+    (52, "project", "Orders service: Python 3.11, FastAPI, PostgreSQL 16."),
+    (45, "project", "Orders service: Python 3.11, FastAPI, PostgreSQL 16, deployed on Kubernetes via Helm."),
+]
+
 BLOCKS = [
     ("persona", "Senior Python engineer pairing with Bob. Shows code, explains trade-offs."),
     ("project", "Orders service: Python 3.11, Litestar, PostgreSQL 16, deployed on Kubernetes via Helm."),
@@ -275,4 +281,4 @@ def working(store: MemoryStore, user_id: str | None, ids: dict[str, str]) -> Non
 
 def persona(rng: random.Random, now: datetime) -> Persona:
     episodes, keys = weave(rng, TOPICS, now=now, days=60, sessions=64, turns=(4, 6), planted=PLANTED, model="code-assistant-7")
-    return Persona("bob", episodes, keys, BLOCKS, FACTS, working)
+    return Persona("bob", episodes, keys, BLOCKS, FACTS, working, EARLIER_BLOCKS)

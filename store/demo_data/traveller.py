@@ -326,6 +326,18 @@ BLOCKS = [
 ]
 
 
+# What the blocks said before (days ago, block, content): the agent's picture of Alice as it grew.
+EARLIER_BLOCKS: list[tuple[float, str, str]] = [
+    (56, "persona", "Friendly travel planner. Concise, practical."),
+    (55, "human", "Alice, lives in Lisbon, pescatarian, allergic to cats."),
+    (55, "goals", "Plan a 5-day Lisbon trip in March."),
+    (54.8, "human", "Alice, lives in Lisbon, vegetarian, allergic to cats."),
+    (50, "goals", "Plan a 5-day Lisbon trip in March within 1000 €."),
+    (21, "human", "Alice, lives in Porto (moved from Lisbon), vegetarian, allergic to cats."),
+    (20, "goals", "Plan a 5-day Lisbon trip in March within 1200 €."),
+]
+
+
 def working(store: MemoryStore, user_id: str | None, ids: dict[str, str]) -> None:
     """The Lisbon trip, mid-task: two checkpoints, the second after the train was booked."""
     trip = store.session("trip-lisbon", user_id=user_id)
@@ -351,4 +363,4 @@ def working(store: MemoryStore, user_id: str | None, ids: dict[str, str]) -> Non
 
 def persona(rng: random.Random, now: datetime) -> Persona:
     episodes, keys = weave(rng, TOPICS, now=now, days=56, sessions=50, turns=(4, 7), planted=PLANTED, model="travel-agent-2")
-    return Persona("alice", episodes, keys, BLOCKS, FACTS, working)
+    return Persona("alice", episodes, keys, BLOCKS, FACTS, working, EARLIER_BLOCKS)

@@ -74,6 +74,8 @@ class Persona:
     blocks: list[tuple[str, str]] = field(default_factory=list)
     facts: list[Fact] = field(default_factory=list)
     working: Callable[..., None] | None = None
+    earlier_blocks: list[tuple[float, str, str]] = field(default_factory=list)
+    """Versions of the blocks before ``blocks``: (days ago, name, content), written at that time."""
 
 
 def fill(template: str, rng: random.Random, slots: dict[str, tuple[str, ...]], chosen: dict[str, str]) -> str:

@@ -48,8 +48,15 @@ def memory_at(conn: Connection, tenant: Tenant, at: datetime) -> MemorySnapshot:
         tenant.select(e).where(e.c.occurred_at <= at).order_by(e.c.occurred_at.desc(), e.c.pk.desc()).limit(RECENT_EPISODES)
     )
     recent: list[Episode] = [episodes.to_model(r) for r in recent_rows]
+    counts: dict[str, int] = dict(
+        conn.execute(
+            tenant.select(e, e.c.session_id, func.count())
+            .where(e.c.session_id.is_not(None), e.c.occurred_at <= at)
+            .group_by(e.c.session_id)
+        ).all()
+    )
     sessions = [
-        _session_at(conn, tenant, row, at)
+        _session_at(conn, tenant, row, at).model_copy(update={"episodes": counts.get(row.session_id, 0)})
         for row in conn.execute(tenant.select(sessions_t).where(sessions_t.c.created_at <= at).order_by(sessions_t.c.session_id))
     ]
     gaps = [f"session {s.session_id!r}: changed since, and no checkpoint by then" for s in sessions if s.source == "unknown"]
@@ -79,6 +86,7 @@ def _session_at(conn: Connection, tenant: Tenant, session: Any, at: datetime) ->
         return SessionSnapshot(
             session_id=session.session_id,
             source="current",
+            updated_at=session.updated_at,
             kv=[sessions.kv_entry(r) for r in kv if r.expires_at is None or r.expires_at > at],
             task_state=None if task is None else sessions.task_state_of(task.state),
             scratchpad=[ScratchpadEntry(id=n.pk, created_at=n.created_at, content=n.content) for n in notes],
@@ -95,6 +103,7 @@ def _session_at(conn: Connection, tenant: Tenant, session: Any, at: datetime) ->
         source="checkpoint",
         checkpoint_id=checkpoint.id,
         checkpoint_at=checkpoint.created_at,
+        updated_at=checkpoint.created_at,
         kv=[
             KeyValueEntry(
                 key=key,
