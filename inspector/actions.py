@@ -37,9 +37,13 @@ class ActionsMixin:
         """Why ``action`` cannot run now, or None. Keys of disabled actions show dimmed and say this."""
         if action in ("forget", "restore") and self.read_only_reason:
             return f"the store is read-only ({self.read_only_reason})"
+        if action in ("export", "forget", "restore") and self.as_of is not None:
+            return "the views show a past moment, read-only: press n for now"
         if action in ("export", "forget", "restore") and self.opening:
             return "the store is still opening"  # the tenant names show before the store has opened
         if action in ("export", "forget") and (self.store is None or self.user_id is NO_TENANT):
+            return "no tenant selected: pick one in the tenant list"
+        if action in ("timeline", "step_back", "step_forward", "diff_with_now") and (self.store is None or self.user_id is NO_TENANT):
             return "no tenant selected: pick one in the tenant list"
         if action in ("diff", "mark", "restore") and self.picked_checkpoint() is None:
             return "pick a checkpoint in the Sessions view first"
@@ -50,6 +54,8 @@ class ActionsMixin:
             return action in ("quit", "help_quit")
         if action == "focus_tenants" and self.focused is not None and self.focused.id == "tenants":
             return False  # already there: off the footer, which needs the room at 80 columns
+        if action == "to_now" and self.as_of is None:
+            return False  # on the footer only in the past
         if action == "focus_search":
             # Bound with priority, so it is asked first on every screen: off in a dialog, in what
             # takes "/" as text, and before the views have mounted (the search box is not there).

@@ -16,7 +16,8 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.notifications import SeverityLevel
-from textual.widgets import Button, Header, Input, OptionList
+from textual.reactive import reactive
+from textual.widgets import Button, Header, Input, Label, OptionList
 from textual.worker import get_current_worker
 
 from . import config, messages
@@ -71,6 +72,9 @@ class ContentArea(Vertical):
         from .overview import DetailPane
         from .views import AuditView, BlocksView, EpisodesView, FactsView, SearchView, SessionsView
 
+        # Shown while the views show a past moment (MemlensApp.watch_as_of): in words, so it
+        # reads without colour, with the keys that move in time.
+        yield Label("", id="past-banner")
         with TabbedContent(initial="search", id="tabs"):
             with TabPane("Search", id="search"):
                 yield SearchView(id="search-view", on_search=self.on_search)
@@ -108,8 +112,19 @@ class MemlensApp(StoreLifecycleMixin, TenantListMixin, SearchMixin, ActionsMixin
         # Ctrl+C quits, as in every terminal program (Textual would only say "press ctrl+q").
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
         Binding("ctrl+r", "reload", "Reload", show=False),
+        # Time travel: every view of the selected tenant as of a past moment (inspector.time_travel).
+        # Off the footer, which is full at 80 columns; the help, the palette and the banner shown
+        # in the past name them.
+        Binding("T", "timeline", "Timeline", show=False),
+        Binding("left_square_bracket", "step_back", "Earlier", show=False),
+        Binding("right_square_bracket", "step_forward", "Later", show=False),
+        Binding("D", "diff_with_now", "Diff with now", show=False),
+        Binding("n", "to_now", "Now"),
         *[Binding(str(i + 1), f"show_view('{name}')", name.title(), show=False) for i, name in enumerate(VIEWS)],
     ]
+
+    as_of: reactive[datetime | None] = reactive(None, init=False)
+    """The moment the selected tenant's views show; None: now, live."""
 
     def __init__(
         self, path: str | Path, *, embedder: Any = "default", warm_model: bool = True, poll_seconds: float = 1.0, show_timings: bool = True
@@ -259,9 +274,127 @@ class MemlensApp(StoreLifecycleMixin, TenantListMixin, SearchMixin, ActionsMixin
         self.run_worker(job, thread=True, group=group, exclusive=exclusive, exit_on_error=False)
 
     def fetch(self, view: str, call: Callable[[], Any], make: Callable[[Any, Any], messages.TenantResult]) -> None:
-        """Run ``call`` in a worker; ``make(tenant, result)`` is the message posted back."""
-        tenant = self.user_id
-        self.call_store(view, call, lambda data: make(tenant, data), group=f"view-{view}", exclusive=True)
+        """Run ``call`` in a worker; ``make(tenant, result)`` is the message posted back, stamped
+        with the moment shown when it was asked for."""
+        tenant, moment = self.user_id, self.as_of
+
+        def made(data: Any) -> messages.TenantResult:
+            message = make(tenant, data)
+            message.as_of = moment
+            return message
+
+        self.call_store(view, call, made, group=f"view-{view}", exclusive=True)
+
+    # --- time travel ----------------------------------------------------------------------------
+
+    def watch_as_of(self, at: datetime | None) -> None:
+        from .time_travel import moment_label
+
+        self.update_subtitle()
+        if self.query("#past-banner"):
+            banner = self.query_one("#past-banner", Label)
+            banner.display = at is not None
+            if at is not None:
+                banner.update(f"AS OF {moment_label(at)} · read-only · [ ] step · n now · T timeline · D diff with now")
+        self.refresh_bindings()
+        self.clear_views()
+        self.load_tenant_views()
+
+    def leave_the_past(self) -> None:
+        """Back to now without reloading (another tenant is being selected, which loads its views)."""
+        if self.as_of is not None:
+            self.set_reactive(MemlensApp.as_of, None)
+            self.update_subtitle()
+            if self.query("#past-banner"):
+                self.query_one("#past-banner", Label).display = False
+
+    def action_timeline(self) -> None:
+        if not self.allowed("timeline"):
+            return
+        from .time_travel import NOW, TimelineScreen
+
+        store, user = self.store, self.user_id
+
+        def chosen(moment: Any) -> None:
+            if moment is not None and user == self.user_id:
+                self.as_of = None if moment == NOW else moment
+
+        self.push_screen(TimelineScreen(user, self.as_of), chosen)
+        self.call_store(
+            "timeline", lambda: store.timeline(user_id=user, limit=1000), messages.TimelineLoaded, group="timeline", exclusive=True
+        )
+
+    @on(messages.TimelineLoaded)
+    def _timeline_loaded(self, m: messages.TimelineLoaded) -> None:
+        from .time_travel import TimelineScreen
+
+        if isinstance(self.screen, TimelineScreen):
+            self.screen.show(m.changes)
+
+    def on_timeline_screen_diff_wanted(self, m: Any) -> None:
+        self.tenant_diff(m.a, m.b, m.title)
+
+    def action_step_back(self) -> None:
+        self._step(back=True)
+
+    def action_step_forward(self) -> None:
+        if self.as_of is None:
+            self.notify("already at now: [ steps back one change", severity="warning")
+            return
+        self._step(back=False)
+
+    def _step(self, *, back: bool) -> None:
+        if not self.allowed("timeline"):
+            return
+        from .time_travel import moments_of, step_back, step_forward
+
+        store, user, shown = self.store, self.user_id, self.as_of
+
+        def target(changes: list[Any]) -> messages.MomentChosen:
+            moments = moments_of(changes)
+            return messages.MomentChosen(user, shown, step_back(moments, shown) if back else step_forward(moments, shown))
+
+        self.call_store("timeline", lambda: store.timeline(user_id=user, limit=10_000), target, group="step", exclusive=True)
+
+    @on(messages.MomentChosen)
+    def _moment_chosen(self, m: messages.MomentChosen) -> None:
+        from .time_travel import NOW
+
+        if m.user_id != self.user_id or m.shown != self.as_of:
+            return  # the user has moved on since the step was asked for
+        if m.moment is None:
+            self.notify("no earlier change: this is the memory before its first", severity="warning")
+        else:
+            self.as_of = None if m.moment == NOW else m.moment
+
+    def action_to_now(self) -> None:
+        self.as_of = None
+
+    def action_diff_with_now(self) -> None:
+        if self.as_of is None:
+            self.notify("Diff with now: go to a past moment first ([ or T)", severity="warning")
+            return
+        from .time_travel import diff_title
+
+        self.tenant_diff(self.as_of, self.now(), diff_title(self.as_of, None))
+
+    def tenant_diff(self, a: datetime, b: datetime, title: str) -> None:
+        """The whole tenant's changes from ``a`` to ``b``, in a dialog."""
+        store, user = self.store, self.user_id
+        self.call_store(
+            "diff",
+            lambda: store.memory_diff(user_id=user, a=a, b=b),
+            lambda diff: messages.TenantDiffed(title, diff),
+            group="diff",
+            exclusive=True,
+        )
+
+    @on(messages.TenantDiffed)
+    def _tenant_diffed(self, m: messages.TenantDiffed) -> None:
+        from .screens import DiffScreen
+        from .time_travel import memory_diff
+
+        self.push_screen(DiffScreen(m.title, memory_diff(m.diff)))
 
     # --- actions -------------------------------------------------------------------------------------
 

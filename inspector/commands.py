@@ -23,6 +23,13 @@ def system_commands(app: Commands) -> Iterable[SystemCommand]:
     yield SystemCommand(
         "checkpoint: restore…", "Restore the checkpoint under the cursor in a session's checkpoints (asks first)", app.action_restore
     )
+    yield SystemCommand("time: timeline…", "The selected tenant's changes: go to one, or to a moment typed in (T)", app.action_timeline)
+    yield SystemCommand("time: one change earlier", "Show the tenant as it was before the change shown ([)", app.action_step_back)
+    yield SystemCommand("time: one change later", "Show the tenant after the next change (])", app.action_step_forward)
+    yield SystemCommand(
+        "time: diff with now", "What changed in the whole tenant from the moment shown to now (D)", app.action_diff_with_now
+    )
+    yield SystemCommand("time: back to now", "Show the tenant as it is now, live (n)", app.action_to_now)
     for name in ("search", "blocks", "episodes", "facts", "sessions", "audit"):
         yield SystemCommand(f"view: {name}", f"Show the {name} view", lambda name=name: app.action_show_view(name))
     yield SystemCommand(

@@ -134,6 +134,10 @@ class StoreLifecycleMixin:
             else ("model warming…" if self.store.embedder is not None else "no model: keyword search only")
         )
         access = " · read-only" if self.read_only_reason else ""
+        if self.as_of is not None:
+            from .time_travel import moment_label
+
+            access = f" · AS OF {moment_label(self.as_of)} (read-only)"
         self.sub_title = f"{shown(self.path)}{access} · {model}"
 
     def poll_changes(self) -> None:

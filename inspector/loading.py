@@ -8,6 +8,7 @@ class body.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from textual import events
@@ -26,6 +27,39 @@ if TYPE_CHECKING:  # annotations only: the modules themselves load after the fir
 
 NO_TENANT = object()
 VIEW_IDS = ("search", "blocks", "episodes", "facts", "sessions", "audit")  # each view's id is "<name>-view"
+
+
+def up_to(until: datetime | None, at: datetime | None) -> datetime | None:
+    """An exclusive end for an episodes query that also stops at the moment shown (inclusive)."""
+    if at is None:
+        return until
+    from .time_travel import TICK
+
+    return min(until, at + TICK) if until is not None else at + TICK
+
+
+def past_counts(snapshot: Any) -> Any:
+    """The overview's counts per tier, of a snapshot."""
+    from store.models import TierCounts
+
+    return TierCounts(
+        blocks=len(snapshot.blocks),
+        episodes=snapshot.episodes,
+        facts=len(snapshot.facts),
+        sessions=len(snapshot.sessions),
+        kv_entries=sum(len(s.kv) for s in snapshot.sessions),
+    )
+
+
+def session_source(then: Any) -> str:
+    """Where a session's state at a past moment comes from, in words (store.models.SessionSnapshot)."""
+    from .time_travel import moment_label
+
+    if then.source == "checkpoint":
+        return f"as of its checkpoint at {moment_label(then.checkpoint_at)}: later changes until the moment are not shown"
+    if then.source == "unknown":
+        return "changed since, with no checkpoint by then: its state at that moment cannot be rebuilt"
+    return ""
 
 
 class TenantViewsMixin:
@@ -62,16 +96,23 @@ class TenantViewsMixin:
             return
         from .overview import ACTIVITY_DAYS
 
-        user, store = self.user_id, self.store
+        user, store, at = self.user_id, self.store, self.as_of
         if store.model_ready:
             self.run_worker(lambda: store.warm_vectors(user_id=user), thread=True, group="vectors", exclusive=True, exit_on_error=False)
-        self.fetch("blocks", lambda: store.working(user_id=user), messages.BlocksLoaded)
-        self.fetch("sessions", lambda: store.sessions(user_id=user), messages.SessionsLoaded)
-        self.fetch("audit", lambda: store.audit_log(user_id=user), messages.AuditLoaded)
+        if at is None:
+            self.fetch("blocks", lambda: store.working(user_id=user), messages.BlocksLoaded)
+            self.fetch("sessions", lambda: store.sessions(user_id=user), messages.SessionsLoaded)
+            self.fetch("audit", lambda: store.audit_log(user_id=user), messages.AuditLoaded)
+        else:  # as the memory stood at that moment (inspector.time_travel)
+            self.fetch("blocks", lambda: store.working(user_id=user, as_of=at), messages.BlocksLoaded)
+            self.fetch("sessions", lambda: store.snapshot(user_id=user, as_of=at).sessions, messages.SessionsLoaded)
+            self.fetch("audit", lambda: [a for a in store.audit_log(user_id=user) if a.at <= at], messages.AuditLoaded)
 
         def overview() -> tuple[Any, Any]:
             # The weeks up to the tenant's last activity: a tenant idle for a month shows what it
             # did, not a month of zeros (the caption gives the dates).
+            if at is not None:
+                return past_counts(store.snapshot(user_id=user, as_of=at)), store.activity(user_id=user, days=ACTIVITY_DAYS, until=at)
             profile = store.profile(user_id=user)
             return profile.counts, store.activity(user_id=user, days=ACTIVITY_DAYS, until=profile.last_activity)
 
@@ -86,38 +127,47 @@ class TenantViewsMixin:
         if self.store is None or self.user_id is NO_TENANT:
             return
         user, store, append = self.user_id, self.store, m.cursor is not None
+        until = up_to(m.until, self.as_of)
         self.fetch(
             "episodes",
-            lambda: store.episodes(user_id=user, session_id=m.session_id, since=m.since, until=m.until, limit=100, cursor=m.cursor),
+            lambda: store.episodes(user_id=user, session_id=m.session_id, since=m.since, until=until, limit=100, cursor=m.cursor),
             lambda t, page: messages.EpisodesLoaded(t, page, append),
         )
 
     def on_facts_view_wanted(self, m: FactsView.Wanted) -> None:
         if self.store is None or self.user_id is NO_TENANT:
             return
-        user, store, history = self.user_id, self.store, m.history and m.valid_at is None
+        user, store, history, at = self.user_id, self.store, m.history and m.valid_at is None, self.as_of
+        # In the past: the facts as the store held them then, true then unless another date is asked for.
+        valid_at = m.valid_at if m.valid_at is not None or history or at is None else at
         self.fetch(
             "facts",
-            lambda: store.facts(user_id=user, valid_at=m.valid_at, include_history=history),
-            lambda t, facts: messages.FactsLoaded(t, facts, m.valid_at, history),
+            lambda: store.facts(user_id=user, valid_at=valid_at, include_history=history, known_at=at),
+            lambda t, facts: messages.FactsLoaded(t, facts, valid_at, history, at),
         )
 
     def on_sessions_view_picked(self, m: SessionsView.Picked) -> None:
         self.load_session(m.session_id)
 
     def load_session(self, session_id: str) -> None:
-        user, store = self.user_id, self.store
+        user, store, at = self.user_id, self.store, self.as_of
 
         def call():
             memory = store.session(session_id, user_id=user)
-            return memory.get_task_state(), memory.entries(), memory.get_scratchpad(), memory.list_checkpoints()
+            if at is None:
+                return memory.get_task_state(), memory.entries(), memory.get_scratchpad(), memory.list_checkpoints()
+            then = next((s for s in store.snapshot(user_id=user, as_of=at).sessions if s.session_id == session_id), None)
+            checkpoints = [c for c in memory.list_checkpoints() if c.created_at <= at]
+            if then is None:
+                return None, [], [], checkpoints, "the session did not exist yet"
+            return then.task_state, then.kv, then.scratchpad, checkpoints, session_source(then)
 
         self.fetch("session", call, lambda t, parts: messages.SessionLoaded(t, session_id, *parts))
 
     # --- results --------------------------------------------------------------------------------
 
     def for_this_tenant(self, m: messages.TenantResult) -> bool:
-        return m.tenant_key == self.user_id and self.user_id is not NO_TENANT and self.views_mounted()
+        return m.tenant_key == self.user_id and m.as_of == self.as_of and self.user_id is not NO_TENANT and self.views_mounted()
 
     def on_blocks_loaded(self, m: messages.BlocksLoaded) -> None:
         from .views import BlocksView
@@ -135,7 +185,7 @@ class TenantViewsMixin:
         from .views import FactsView
 
         if self.for_this_tenant(m):
-            self.query_one(FactsView).show(m.facts, m.valid_at, m.history)
+            self.query_one(FactsView).show(m.facts, m.valid_at, m.history, m.known_at)
 
     def on_audit_loaded(self, m: messages.AuditLoaded) -> None:
         from .views import AuditView
@@ -165,8 +215,8 @@ class TenantViewsMixin:
         from .views import SessionsView, session_rows
 
         if self.for_this_tenant(m):
-            rows = session_rows(m.entries, m.notes, m.checkpoints, self.now())
-            self.query_one(SessionsView).show_session(m.session_id, {"task": m.task, **rows})
+            rows = session_rows(m.entries, m.notes, m.checkpoints, self.as_of or self.now())
+            self.query_one(SessionsView).show_session(m.session_id, {"task": m.task, "note": m.note, **rows})
 
     # --- the detail pane ------------------------------------------------------------------------
 

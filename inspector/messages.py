@@ -76,9 +76,11 @@ class TenantsLoaded(Carrier):
 
 
 class TenantResult(Carrier):
-    """Base of the results that belong to one tenant."""
+    """Base of the results that belong to one tenant, at one moment (``as_of``, set by the App's
+    fetch: None is now)."""
 
     tenant_key: Any
+    as_of: ClassVar[Any] = None
 
 
 class BlocksLoaded(TenantResult):
@@ -96,6 +98,7 @@ class FactsLoaded(TenantResult):
     facts: list[Any]
     valid_at: Any
     history: bool
+    known_at: Any = None
 
 
 class OverviewLoaded(TenantResult):
@@ -117,6 +120,8 @@ class SessionLoaded(TenantResult):
     entries: list[Any]
     notes: list[Any]
     checkpoints: list[Any]
+    note: str = ""
+    """In the past: where the state shown comes from (a checkpoint), or why none is shown."""
 
 
 class AuditLoaded(TenantResult):
@@ -135,6 +140,7 @@ class SearchResults(Carrier):
     mode: str
     hits: list[Any]
     elapsed_ms: float
+    as_of: Any = None
 
 
 class ForgetPreview(Carrier):
@@ -158,6 +164,23 @@ class CheckpointDiffed(Carrier):
 class BlockHistoryLoaded(Carrier):
     title: str
     history: Any
+
+
+class TimelineLoaded(Carrier):
+    changes: list[Any]
+
+
+class MomentChosen(Carrier):
+    """A step in time worked out: from ``shown`` to ``moment`` (time_travel.NOW, or None: none)."""
+
+    user_id: Any
+    shown: Any
+    moment: Any
+
+
+class TenantDiffed(Carrier):
+    title: str
+    diff: Any
 
 
 class ActionFailed(Carrier):

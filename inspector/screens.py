@@ -335,6 +335,10 @@ Browse what an agent remembers, search it, export it, erase it.
 | `e` | export the selected tenant to a file |
 | `f` | forget: erase the tenant, a session, or what is older than a date |
 | `h` | in the blocks: the history of the block under the cursor, its versions newest first as changes |
+| `T` | the tenant's timeline: its changes, newest first; `enter` shows every view as of one (or type a moment), `d` what one changed, `escape` or `q` closes it |
+| `[` `]` | every view as of one change earlier / later (`[` from now undoes the latest change) |
+| `D` | in the past: what changed in the whole tenant from the moment shown to now |
+| `n` | in the past: back to now |
 | `d` | in a session's checkpoints: diff the one under the cursor with now (after `m`: with the marked one) |
 | `m` | in a session's checkpoints: mark one for a diff |
 | `r` | in a session's checkpoints: restore the one under the cursor (asks first) |
@@ -347,6 +351,12 @@ Browse what an agent remembers, search it, export it, erase it.
 **Filters.** Search: kind (episodes, facts, working blocks, scratchpad notes, all), session,
 and dates (`2026-03-01`; *until* includes that day). Episodes: session and dates. Facts: the
 date they were believed on (empty: now) and *history*, which adds superseded facts.
+
+**The past.** After `T` or `[`, every view shows the tenant as it stood at that moment, as far
+as the store can rebuild it: blocks and facts exactly; episodes that had occurred by then; a
+session as it was if it has not changed since, else as its last checkpoint by then (the session
+says which). The header and the line above the tabs say AS OF and read-only; export, forget and
+restore are off until `n`. Search looks through episodes up to the moment only.
 
 **Mouse.** Click a tenant, a tab, a row or a button; scroll lists and the detail pane with the wheel.
 

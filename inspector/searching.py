@@ -16,7 +16,7 @@ from textual.worker import Worker, get_current_worker
 
 from . import messages
 from .failures import describe, is_damage
-from .loading import NO_TENANT
+from .loading import NO_TENANT, up_to
 
 SEARCH_LIMIT = 25  # about a screenful; more costs time on every keystroke
 
@@ -102,7 +102,7 @@ class SearchMixin:
         # Until the model is warm every mode searches by keyword (the status line says so): the
         # semantic half would otherwise hold the search thread until the warm-up ends.
         mode = m.mode if self.store.model_ready else "keyword"
-        self.searcher.submit((self.search_seq, self.user_id, mode, m))
+        self.searcher.submit((self.search_seq, self.user_id, mode, m, self.as_of))
         if self.searcher.worker is None:
             self.searcher.worker = self.run_worker(self.searcher.run, thread=True, group="search", exit_on_error=False)
 
@@ -110,16 +110,18 @@ class SearchMixin:
         """Runs on the search thread: one search, its result posted back unless already stale."""
         from store.errors import MemlensError
 
-        seq, user, mode, m = request
+        seq, user, mode, m, at = request
         start = time.perf_counter()
         try:
             hits = self.store.recall(
                 m.query,
                 user_id=user,
                 limit=SEARCH_LIMIT,
-                kind=m.kind,
+                # In the past only episodes are searched, up to the moment: blocks, facts and notes
+                # are searched as they are now, which the past must not show.
+                kind=m.kind if at is None else "episodic",
                 session_id=m.session_id,
-                time_range=(m.since, m.until),
+                time_range=(m.since, up_to(m.until, at)),
                 mode=mode,
                 prefix=True,
             )
@@ -127,7 +129,7 @@ class SearchMixin:
             self.search_failed(request, error)
             return
         if seq == self.search_seq:  # a newer keystroke has asked for its own search
-            self.post_message(messages.SearchResults(seq, m.query, mode, hits, (time.perf_counter() - start) * 1000))
+            self.post_message(messages.SearchResults(seq, m.query, mode, hits, (time.perf_counter() - start) * 1000, at))
 
     def search_failed(self, request, error: Exception) -> None:
         """On the search thread: this request failed; the next one is searched as usual."""
@@ -137,6 +139,8 @@ class SearchMixin:
         if m.seq != self.search_seq:
             return  # stale: never paint over newer results
         what = "most recent" if not m.query.strip() else f"{len(m.hits)} results"
+        if m.as_of is not None:
+            what += " · episodes up to the moment only"
         timing = f" · {m.elapsed_ms:.1f} ms" if self.show_timings else ""
         self.query_one("#search-view").show(m.hits, f"{search_status(what, m.mode, self.store)}{timing}")
 

@@ -146,6 +146,7 @@ class TenantListMixin:
             self.select_tenant(user_id)
 
     def select_tenant(self, user_id: Any) -> None:
+        self.leave_the_past()  # moments are the tenant's own: another tenant opens at now
         self.user_id = user_id
         self.picked_a_tenant = self.picked_a_tenant or user_id is not NO_TENANT
         self.marked_checkpoint = None

@@ -423,7 +423,7 @@ class FactsView(Vertical):
             return
         self.post_message(self.Wanted(valid_at, self.query_one("#facts-history", Checkbox).value))
 
-    def show(self, facts: list[Any], valid_at: datetime | None, history: bool = False) -> None:
+    def show(self, facts: list[Any], valid_at: datetime | None, history: bool = False, known_at: datetime | None = None) -> None:
         table = self.query_one(RecordTable)
         keep = table.selected_key()
         table.reset()
@@ -441,7 +441,7 @@ class FactsView(Vertical):
                 when(f.valid_from),
                 when(f.valid_until),
             )
-        self.query_one("#facts-status", Label).update(facts_headline(facts, valid_at, history))
+        self.query_one("#facts-status", Label).update(facts_headline(facts, valid_at, history, known_at))
         table.select_key(keep)
 
     def clear(self, hint: str) -> None:
@@ -449,14 +449,17 @@ class FactsView(Vertical):
         self.query_one("#facts-status", Label).update(hint)
 
 
-def facts_headline(facts: list[Any], valid_at: datetime | None, history: bool) -> str:
-    """Counts what the table shows: with history, the superseded facts are counted apart."""
+def facts_headline(facts: list[Any], valid_at: datetime | None, history: bool, known_at: datetime | None = None) -> str:
+    """Counts what the table shows: with history, the superseded facts are counted apart. In the
+    past (``known_at``), as the store held them then."""
+    then = "" if known_at is None else f", as known on {when(known_at)}"
     if valid_at is not None:
-        return f"{len(facts)} facts believed on {when(valid_at)}"
+        return f"{len(facts)} facts believed on {when(valid_at)}{then}"
     superseded = sum(1 for f in facts if f.valid_until is not None)
+    moment = "now" if known_at is None else "then"
     if not history:
-        return f"{len(facts)} facts believed now"
-    return f"{len(facts)} facts: {len(facts) - superseded} believed now, {superseded} superseded"
+        return f"{len(facts)} facts believed {moment}{then}"
+    return f"{len(facts)} facts: {len(facts) - superseded} believed {moment}, {superseded} superseded{then}"
 
 
 class SessionsView(Horizontal):
@@ -500,14 +503,13 @@ class SessionsView(Horizontal):
 
     def show_session(self, session_id: str, data: dict[str, Any]) -> None:
         self.shown_session = session_id
-        task = data["task"]
-        if task is None:
-            self.query_one("#task-state", Static).update(Text("no task state", style="dim"))
-            self.query_one("#task-progress", ProgressBar).update(progress=0)
+        task, note = data["task"], data.get("note", "")
+        if note:  # in the past: where the state shown comes from, or why there is none
+            self.query_one("#task-state", Static).update(Text.assemble(describe_task(task), "\n", (note, "italic")))
+            self.query_one("#task-progress", ProgressBar).update(progress=0 if task is None else task.progress_percent)
         else:
-            steps = f"step {task.current_step}/{task.total_steps}" if task.total_steps else f"step {task.current_step}"
-            self.query_one("#task-state", Static).update(Text.assemble((task.task or "(task)", "bold"), f"  {steps} · {task.status}"))
-            self.query_one("#task-progress", ProgressBar).update(progress=task.progress_percent)
+            self.query_one("#task-state", Static).update(describe_task(task))
+            self.query_one("#task-progress", ProgressBar).update(progress=0 if task is None else task.progress_percent)
         for table_id, rows in (("#kv-table", data["kv"]), ("#notes-table", data["notes"]), ("#checkpoints-table", data["checkpoints"])):
             table = self.query_one(table_id, RecordTable)
             keep = table.selected_key()
@@ -527,10 +529,18 @@ class SessionsView(Horizontal):
         self.query_one("#task-progress", ProgressBar).update(progress=0)
 
 
+def describe_task(task: Any) -> Text:
+    if task is None:
+        return Text("no task state", style="dim")
+    steps = f"step {task.current_step}/{task.total_steps}" if task.total_steps else f"step {task.current_step}"
+    return Text.assemble((task.task or "(task)", "bold"), f"  {steps} · {task.status}")
+
+
 def session_rows(entries, notes, checkpoints, now: datetime) -> dict[str, Any]:
     return {
         "kv": [(e.key, e, (e.key, one_line(json.dumps(e.value, ensure_ascii=False), 40), remaining(e.expires_at, now))) for e in entries],
-        "notes": [(str(n.id), n, (when(n.created_at), one_line(n.content, 50))) for n in notes],
+        # Keyed by position too: notes rebuilt from a checkpoint carry no id of their own.
+        "notes": [(f"{i}:{n.id}", n, (when(n.created_at), one_line(n.content, 50))) for i, n in enumerate(notes)],
         "checkpoints": [(c.id, c, (when(c.created_at), c.description or "-", c.id[:12])) for c in checkpoints],
     }
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from textual.binding import Binding
 
-from inspector import app, screens, views
+from inspector import app, screens, time_travel, views
 
 ROOT = Path(__file__).resolve().parent.parent
-SHOWN = {"slash": "/", "question_mark": "?", "down": "↓", "up": "↑"}
+SHOWN = {"slash": "/", "question_mark": "?", "down": "↓", "up": "↑", "left_square_bracket": "[", "right_square_bracket": "]"}
 TEXTUALS_OWN = {"tab", "shift+tab", "ctrl+p", "↑", "enter"}  # focus, palette, lists and fields: Textual binds them
 
 
@@ -35,13 +35,14 @@ FOCUS = {
     "ConfirmScreen": "dialog",
     "InfoScreen": "dialog",
     "StoreAuditScreen": "dialog",
+    "TimelineScreen": "timeline",
 }
 
 
 def bindings() -> dict[str, set[str]]:
     """Class name -> the keys it binds, for every class of the inspector's UI modules with BINDINGS."""
     found: dict[str, set[str]] = {}
-    for module in (app, views, screens):
+    for module in (app, views, screens, time_travel):
         for cls in vars(module).values():
             if isinstance(cls, type) and "BINDINGS" in vars(cls) and cls.__module__ == module.__name__:
                 for binding in cls.BINDINGS:

@@ -415,7 +415,7 @@ def test_the_help_covers_tab_the_mouse_the_filters_and_every_key():
     for topic in ("`tab`", "mouse", "filters", "history", "until"):
         assert topic in text, topic
     keys = {b.key for cls in (MemlensApp, CheckpointsTable) for b in cls.BINDINGS} | {"a", "down", "enter", "ctrl+p"}
-    names = {"slash": "/", "question_mark": "?", "escape": "escape"}
+    names = {"slash": "/", "question_mark": "?", "escape": "escape", "left_square_bracket": "[", "right_square_bracket": "]"}
     for key in keys:
         shown = names.get(key, key)
         assert f"`{shown}`" in HELP or (shown.isdigit() and "`1`–`6`" in HELP) or (key == "down" and "↓" in HELP), key

@@ -234,3 +234,55 @@ class TestDialogs:
             await pilot.pause(0.3)
 
         assert snap_compare(app, terminal_size=SMALL, run_before=run_before)
+
+
+class TestTimeTravel:
+    @SIZES
+    def test_the_past(self, snap_compare, demo, size):
+        """Blocks one change back: the header and the line above the tabs say AS OF and read-only."""
+        app = app_for(demo)
+
+        async def run_before(pilot):
+            await open_tenant(pilot, app, "alice")
+            app.action_show_view("blocks")
+            await pilot.press("left_square_bracket", "left_square_bracket")
+            await wait_for(pilot, lambda: app.as_of is not None and app.as_of.day == 3, what="two changes back")
+            await settle(pilot, app)
+            app.query_one("#blocks-table").focus()
+            await settle(pilot, app)
+            still(app)
+
+        assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+    @SIZES
+    def test_timeline(self, snap_compare, demo, size):
+        from inspector.time_travel import TimelineScreen
+
+        app = app_for(demo)
+
+        async def run_before(pilot):
+            await open_tenant(pilot, app, "alice")
+            await pilot.press("T")
+            await wait_for(pilot, lambda: showing(app, TimelineScreen))
+            table = app.screen.query_one("#timeline-table", RecordTable)
+            await wait_for(pilot, lambda: table.row_count > 1, what="the changes")
+            await settle(pilot, app)
+            still(app)
+
+        assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+    @SIZES
+    def test_diff_with_now(self, snap_compare, demo, size):
+        app = app_for(demo)
+
+        async def run_before(pilot):
+            await open_tenant(pilot, app, "alice")
+            await pilot.press("left_square_bracket", "left_square_bracket")
+            await wait_for(pilot, lambda: app.as_of is not None and app.as_of.day == 3, what="two changes back")
+            await settle(pilot, app)
+            await pilot.press("D")
+            await wait_for(pilot, lambda: showing(app, DiffScreen))
+            await settle(pilot, app)
+            still(app)
+
+        assert snap_compare(app, terminal_size=size, run_before=run_before)
