@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 
 import store.recall.hits as hits
+from store import testing
 from store.recall import fusion
 from store.recall.vectors import Vectors
 
@@ -64,7 +65,7 @@ class Stages:
         self._current: dict[str, list[float]] = {}
         self._undo: list = []
         self.call_cpu = self.before_wait = 0.0
-        index = store._db.keyword
+        index = testing.keyword_index(store)
         for name, label in (
             ("expression", "keyword query built (common words)"),
             ("episodes", "keyword search (FTS5)"),
@@ -72,9 +73,9 @@ class Stages:
             ("episode_highlights", "matched words marked (highlight)"),
         ):
             self._wrap(index, name, label, instance=True)
-        self._wrap(store._indexer, "encode_query", "query encoded (onnx)", instance=True)
+        self._wrap(testing.indexer(store), "encode_query", "query encoded (onnx)", instance=True)
         self._wrap(Vectors, "top_k", "vector search (approximate + exact re-rank)")
-        self._wrap(hits.Recall, "_episode_texts", "candidate texts read")
+        self._wrap(hits.Recall, "episode_texts", "candidate texts read")
         self._wrap(hits.Recall, "fill_cosines", "cosines of keyword-only candidates")
         self._wrap(hits.Recall, "_episodes", "hits built (rows kept from the texts read)")
         self._wrap(fusion, "order", "hybrid ordering (coverage, exact ids)")
