@@ -22,6 +22,7 @@ from textual.widgets import Input  # noqa: E402
 from inspector.app import make_app  # noqa: E402
 from inspector.overview import TenantOverview  # noqa: E402
 from inspector.screens import DiffScreen, ExportScreen, ForgetScreen, HelpScreen, StoreAuditScreen  # noqa: E402
+from inspector.time_travel import TimelineScreen  # noqa: E402
 from inspector.views import RecordTable  # noqa: E402
 from store.demo import DEMO_NOW, build_demo_store  # noqa: E402
 from store.embedding import cache_dir  # noqa: E402
@@ -126,6 +127,22 @@ async def shoot(store_path: Path) -> None:
         await wait(pilot, lambda: isinstance(app.screen, HelpScreen))
         await save("help")
         await pilot.press("escape")
+        # Time travel: one change back, the blocks as they read then; the timeline; the diff with now.
+        app.action_show_view("blocks")
+        app.query_one("#blocks-table", RecordTable).focus()
+        await pilot.press("left_square_bracket")
+        await wait(pilot, lambda: app.as_of is not None and idle(app))
+        await pilot.pause(0.3)
+        await save("past")
+        await pilot.press("T")
+        await wait(pilot, lambda: isinstance(app.screen, TimelineScreen) and app.screen.query_one(RecordTable).row_count > 1)
+        await save("timeline")
+        await pilot.press("escape")
+        await pilot.press("D")
+        await wait(pilot, lambda: isinstance(app.screen, DiffScreen))
+        await save("diff-with-now")
+        await pilot.press("escape", "n")
+        await wait(pilot, lambda: app.as_of is None and idle(app))
         # The DPO's view after an erasure: the store-wide audit log keeps the erased tenant's entry.
         app.store.forget(user_id="carol", actor="dpo@example.com")
         app.action_reload()

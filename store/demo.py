@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import BigInteger, insert, type_coerce, update
+from sqlalchemy import BigInteger, func, insert, select, type_coerce, update
 
 from .backend import open_backend
 from .backend.sqlite.database import SQLITE_HEADER, index_folder, sqlite_uri, wal_is_absent
@@ -23,7 +23,7 @@ from .demo_vectors import ReusedVectors
 from .errors import InvalidInputError, OutputExistsError, OutputPathError
 from .memory import MemoryStore
 from .recall import indexing
-from .schema import Base, UtcMicros, meta_t, to_micros
+from .schema import Base, UtcMicros, episodes_t, meta_t, sessions_t, to_micros
 from .validation import utcnow
 
 DEMO_NOW = datetime(2026, 11, 20, 17, 30, tzinfo=UTC)
@@ -71,12 +71,10 @@ def date_the_build_at(path: Path, started: datetime, now: datetime) -> None:
     real clock: moved back, the demo's keys with a time to live would have expired before
     anyone looked (and the first open would delete them)."""
     shift, since = to_micros(utcnow()) - to_micros(now), to_micros(started)
-    if shift <= 0:
-        return
     backend = open_backend(path, read_only=False, create=False)
     try:
         with backend.write() as conn:
-            for table in Base.metadata.sorted_tables:
+            for table in Base.metadata.sorted_tables if shift > 0 else ():
                 for column in table.columns:
                     if isinstance(column.type, UtcMicros) and column.name != "expires_at":
                         conn.execute(
@@ -84,6 +82,16 @@ def date_the_build_at(path: Path, started: datetime, now: datetime) -> None:
                             .where(type_coerce(column, BigInteger) >= since)
                             .values({column.name: type_coerce(column, BigInteger) - shift})
                         )
+            # A session starts with its first episode, which the story dates weeks back (the build
+            # created them all at once): else the timeline opened on a wall of sessions "started"
+            # at the build, and a moment weeks back showed their episodes but not the sessions.
+            s, e = sessions_t, episodes_t
+            first = (
+                select(func.min(e.c.occurred_at))
+                .where(e.c.user_id == s.c.user_id, e.c.session_id == s.c.session_id)
+                .scalar_subquery()
+            )
+            conn.execute(update(s).where(first.is_not(None), first < s.c.created_at).values(created_at=first))
     finally:
         backend.close()
 

@@ -203,3 +203,17 @@ __all__ = [
     "showing",
     "wait_for",
 ]
+
+
+async def go_to(pilot, app, typed: str) -> None:
+    """Type a moment into the timeline's field, as a user would, and wait for the views to show it."""
+    from inspector.time_travel import TimelineScreen
+
+    await pilot.press("T")
+    await wait_for(pilot, lambda: showing(app, TimelineScreen), what="the timeline")
+    field = app.screen.query_one("#moment")
+    field.focus()
+    field.value = typed
+    await pilot.press("enter")
+    await wait_for(pilot, lambda: app.as_of is not None and not showing(app, TimelineScreen), what=f"the views as of {typed}")
+    await settle(pilot, app)

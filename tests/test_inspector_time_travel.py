@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from inspector.screens import DiffScreen, ForgetScreen
-from inspector.time_travel import NOW, TICK, TimelineScreen, parse_moment, step_back, step_forward
+from inspector.time_travel import NOW, TICK, TimelineScreen, moment_label, moments_of, parse_moment, step_back, step_forward
 from inspector.views import RecordTable
 from store import MemoryStore
 from store.embedding import FakeEmbedder
@@ -18,6 +18,7 @@ from .inspector_support import (  # noqa: F401 (frozen is a fixture)
     FROZEN,
     app_for,
     frozen,
+    go_to,
     make_demo,
     notes,
     open_session,
@@ -37,6 +38,11 @@ BUILT = datetime(2026, 11, 20, 17, 30, tzinfo=UTC)
 @pytest.fixture
 def demo(tmp_path):
     return make_demo(tmp_path / "demo.db")
+
+
+def alice_moments(demo) -> list[datetime]:
+    with MemoryStore.open(demo, embedder=None) as s:
+        return moments_of(s.timeline(user_id="alice"))
 
 
 def cells(app, table_id: str, column: int) -> list[str]:
@@ -81,34 +87,36 @@ def test_a_typed_moment_is_read_as_utc_and_a_day_alone_is_its_end():
 
 
 async def test_stepping_back_shows_every_view_as_it_was_and_says_so(demo):
+    moments = alice_moments(demo)
+    assert moments[-1] == BUILT and len(moments) > 5  # the demo's story: days of changes, then the build
+    back, further = moments[-2], moments[-3]
+    with MemoryStore.open(demo, embedder=None) as s:
+        then = s.snapshot(user_id="alice", as_of=back)
+        episodes_then = then.episodes
+        assert 0 < episodes_then < s.profile(user_id="alice").counts.episodes
     app = app_for(demo)
     async with app.run_test(size=SIZE) as pilot:
         await open_tenant(pilot, app, "alice")
         app.action_show_view("blocks")
         await pilot.press("left_square_bracket")
-        await wait_for(pilot, lambda: app.as_of == NOV5, what="the moment before the latest change")
+        await wait_for(pilot, lambda: app.as_of == back, what="the moment before the latest change")
         await settle(pilot, app)
-        assert "AS OF 2026-11-05 18:30:00 (read-only)" in app.sub_title
-        assert "AS OF 2026-11-05 18:30:00 · read-only · [ ] step · n now" in screen_text(app)
+        assert f"AS OF {moment_label(back)} (read-only)" in app.sub_title
+        assert f"AS OF {moment_label(back)} · read-only · [ ] step · n now" in screen_text(app)
         blocks = dict(zip(cells(app, "#blocks-table", 1), cells(app, "#blocks-table", 2), strict=True))
+        assert blocks == {b.name: b.content for b in then.blocks}
         assert blocks["persona"] == "Friendly travel planner. Concise, practical."  # before "mentions prices in euros"
-        assert blocks["human"] == "Alice, lives in Porto, vegetarian, allergic to cats."
-        assert blocks["goals"] == "Plan a 5-day Lisbon trip in March within 1200 €."
-        assert cells(app, "#sessions-table", 0) == []  # every session was started later
-        assert str(app.query_one("#facts-status").render()) == "4 facts believed on 2026-11-05 18:30, as known on 2026-11-05 18:30"
+        assert cells(app, "#sessions-table", 0) == [x.session_id for x in then.sessions] != []
+        moment = moment_label(back)[:16]
+        assert str(app.query_one("#facts-status").render()) == f"{len(then.facts)} facts believed on {moment}, as known on {moment}"
+        assert sorted(cells(app, "#facts-table", 3)) == sorted(f.object for f in then.facts)
         episodes = app.query_one("#episodes-table", RecordTable).records.values()
-        assert episodes and all(e.occurred_at <= NOV5 for e in episodes)
-        assert any(e.occurred_at > NOV5 for e in MemoryStore.open(demo, embedder=None).episodes(user_id="alice", limit=100).items)
+        assert len(episodes) == episodes_then and all(e.occurred_at <= back for e in episodes)
 
         await pilot.press("left_square_bracket")
-        await wait_for(pilot, lambda: app.as_of == NOV3, what="one change earlier")
-        await settle(pilot, app)
-        blocks = dict(zip(cells(app, "#blocks-table", 1), cells(app, "#blocks-table", 2), strict=True))
-        assert blocks["goals"] == "Plan a 5-day Lisbon trip in March within 1000 €."
-        assert "1000 EUR" in cells(app, "#facts-table", 3) and "1200 EUR" not in cells(app, "#facts-table", 3)
-
+        await wait_for(pilot, lambda: app.as_of == further, what="one change earlier")
         await pilot.press("right_square_bracket")
-        await wait_for(pilot, lambda: app.as_of == NOV5, what="one change later")
+        await wait_for(pilot, lambda: app.as_of == back, what="one change later")
         await pilot.press("right_square_bracket")
         await wait_for(pilot, lambda: app.as_of is None, what="back at now")
         await settle(pilot, app)
@@ -116,6 +124,21 @@ async def test_stepping_back_shows_every_view_as_it_was_and_says_so(demo):
         blocks = dict(zip(cells(app, "#blocks-table", 1), cells(app, "#blocks-table", 2), strict=True))
         assert blocks["persona"].endswith("mentions prices in euros.")
         assert len(cells(app, "#sessions-table", 0)) == 4
+
+
+async def test_a_moment_shows_what_was_known_then(demo):
+    app = app_for(demo)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_tenant(pilot, app, "alice")
+        await go_to(pilot, app, "2026-11-03 18:30")  # the moment the move to Porto was written down
+        assert app.as_of == NOV3
+        blocks = dict(zip(cells(app, "#blocks-table", 1), cells(app, "#blocks-table", 2), strict=True))
+        assert blocks["human"] == "Alice, lives in Porto, vegetarian, allergic to cats."
+        assert blocks["goals"] == "Plan a 5-day Lisbon trip in March within 1000 €."
+        objects = cells(app, "#facts-table", 3)
+        assert "Porto" in objects and "Lisbon" not in objects and "1000 EUR" in objects and "1200 EUR" not in objects
+        await go_to(pilot, app, "2026-11-03 18:29")  # a minute before: still Lisbon
+        assert "Lisbon" in cells(app, "#facts-table", 3) and "Porto" not in cells(app, "#facts-table", 3)
 
 
 async def test_the_past_is_read_only_and_n_comes_back_to_now(demo):
@@ -179,11 +202,7 @@ async def test_diffs_of_the_whole_tenant_with_now_and_of_one_change(demo):
         await pilot.press("D")
         await pilot.pause(0.1)
         assert any("go to a past moment first" in n for n in notes(app)) and not showing(app, DiffScreen)
-        for _ in range(2):
-            await pilot.press("left_square_bracket")
-            await pilot.pause(0.1)
-            await settle(pilot, app)
-        assert app.as_of == NOV3
+        await go_to(pilot, app, "2026-11-03 18:30")
         await pilot.press("D")
         await wait_for(pilot, lambda: showing(app, DiffScreen), what="the diff with now")
         text = screen_text(app)
@@ -218,8 +237,7 @@ async def test_a_search_in_the_past_looks_through_episodes_up_to_the_moment(demo
     app = app_for(demo)
     async with app.run_test(size=SIZE) as pilot:
         await open_tenant(pilot, app, "alice")
-        await pilot.press("left_square_bracket", "left_square_bracket")
-        await wait_for(pilot, lambda: app.as_of == NOV3)
+        await go_to(pilot, app, "2026-11-03 18:30")
         app.query_one("#query").value = "Lisbon"
         status = app.query_one("#search-status")
         await wait_for(pilot, lambda: "up to the moment" in str(status.render()), what="the search in the past")

@@ -15,7 +15,7 @@ from store.embedding import FakeEmbedder
 from store.tiers.common import set_id_source
 from store.validation import set_clock
 
-from .inspector_support import counting_ids, frozen_clock, make_demo, open_session, open_tenant, settle, showing, wait_for
+from .inspector_support import counting_ids, frozen_clock, go_to, make_demo, open_session, open_tenant, settle, showing, wait_for
 
 SMALL, LARGE = (80, 24), (200, 55)
 SIZES = pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "200x55"])
@@ -237,6 +237,8 @@ class TestDialogs:
 
 
 class TestTimeTravel:
+    """(go_to types the moment into the timeline, as a user would.)"""
+
     @SIZES
     def test_the_past(self, snap_compare, demo, size):
         """Blocks one change back: the header and the line above the tabs say AS OF and read-only."""
@@ -245,9 +247,7 @@ class TestTimeTravel:
         async def run_before(pilot):
             await open_tenant(pilot, app, "alice")
             app.action_show_view("blocks")
-            await pilot.press("left_square_bracket", "left_square_bracket")
-            await wait_for(pilot, lambda: app.as_of is not None and app.as_of.day == 3, what="two changes back")
-            await settle(pilot, app)
+            await go_to(pilot, app, "2026-11-03 18:30")
             app.query_one("#blocks-table").focus()
             await settle(pilot, app)
             still(app)
@@ -277,9 +277,7 @@ class TestTimeTravel:
 
         async def run_before(pilot):
             await open_tenant(pilot, app, "alice")
-            await pilot.press("left_square_bracket", "left_square_bracket")
-            await wait_for(pilot, lambda: app.as_of is not None and app.as_of.day == 3, what="two changes back")
-            await settle(pilot, app)
+            await go_to(pilot, app, "2026-11-03 18:30")
             await pilot.press("D")
             await wait_for(pilot, lambda: showing(app, DiffScreen))
             await settle(pilot, app)
