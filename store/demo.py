@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import BigInteger, func, insert, select, type_coerce, update
+from sqlalchemy import BigInteger, func, insert, type_coerce, update
 
 from .backend import open_backend
 from .backend.sqlite.database import SQLITE_HEADER, index_folder, sqlite_uri, wal_is_absent
@@ -23,7 +23,8 @@ from .demo_vectors import ReusedVectors
 from .errors import InvalidInputError, OutputExistsError, OutputPathError
 from .memory import MemoryStore
 from .recall import indexing
-from .schema import Base, UtcMicros, episodes_t, meta_t, sessions_t, to_micros
+from .schema import Base, UtcMicros, episodes_t, meta_t, sessions_t, tenants_t, to_micros
+from .tenancy import all_tenants
 from .validation import utcnow
 
 DEMO_NOW = datetime(2026, 11, 20, 17, 30, tzinfo=UTC)
@@ -86,12 +87,9 @@ def date_the_build_at(path: Path, started: datetime, now: datetime) -> None:
             # created them all at once): else the timeline opened on a wall of sessions "started"
             # at the build, and a moment weeks back showed their episodes but not the sessions.
             s, e = sessions_t, episodes_t
-            first = (
-                select(func.min(e.c.occurred_at))
-                .where(e.c.user_id == s.c.user_id, e.c.session_id == s.c.session_id)
-                .scalar_subquery()
-            )
-            conn.execute(update(s).where(first.is_not(None), first < s.c.created_at).values(created_at=first))
+            for tenant in all_tenants(conn, tenants_t):
+                first = tenant.select(e, func.min(e.c.occurred_at)).where(e.c.session_id == s.c.session_id).scalar_subquery()
+                conn.execute(tenant.update(s).where(first.is_not(None), first < s.c.created_at).values(created_at=first))
     finally:
         backend.close()
 
