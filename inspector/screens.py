@@ -335,7 +335,7 @@ Browse what an agent remembers, search it, export it, erase it.
 | `e` | export the selected tenant to a file |
 | `f` | forget: erase the tenant, a session, or what is older than a date |
 | `h` | in the blocks: the history of the block under the cursor, its versions newest first as changes |
-| `T` | the tenant's timeline: its changes, newest first; `enter` shows every view as of one (or type a moment), `d` what one changed, `escape` or `q` closes it |
+| `T` | the tenant's timeline: its changes, newest first; `enter` shows every view as of one (or type a moment), `d` what one changed, `m` then `d` the whole tenant between two, `escape` or `q` closes it |
 | `[` `]` | every view as of one change earlier / later (`[` from now undoes the latest change) |
 | `D` | in the past: what changed in the whole tenant from the moment shown to now |
 | `n` | in the past: back to now |

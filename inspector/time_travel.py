@@ -98,7 +98,8 @@ class TimelineScreen(ModalScreen[Any]):
     BINDINGS = [
         ("escape", "cancel", "Cancel"),
         Binding("q", "cancel", "Cancel", show=False),
-        Binding("d", "diff_change", "Diff this change"),
+        Binding("d", "diff_change", "Diff"),
+        Binding("m", "mark", "Mark"),
     ]
 
     class DiffWanted(Message):
@@ -111,6 +112,8 @@ class TimelineScreen(ModalScreen[Any]):
     def __init__(self, user_id: Any, shown: datetime | None):
         super().__init__()
         self.user_id, self.shown = user_id, shown
+        self.marked: datetime | None = None
+        self.changes = 0
 
     def compose(self) -> ComposeResult:
         where = "now" if self.shown is None else f"as of {moment_label(self.shown)}"
@@ -130,8 +133,8 @@ class TimelineScreen(ModalScreen[Any]):
         table.add_record(NOW, NOW, "now", "-", "the present, live", "", "")
         for i, c in enumerate(changes):
             table.add_record(f"{i}", c, moment_label(c.at), c.tier, c.kind, one_line(c.name, 24), one_line(c.detail, 40))
-        status = count(len(changes), "changes") if changes else "no changes recorded yet"
-        self.query_one("#timeline-status", Label).update(f"{status}, newest first · enter: go there · d: what it changed")
+        self.changes = len(changes)
+        self.show_status()
         if self.shown is not None:  # the cursor on the change whose state is shown
             reached = [i for i, c in enumerate(changes) if c.at <= self.shown]
             if reached:
@@ -152,9 +155,33 @@ class TimelineScreen(ModalScreen[Any]):
         except ValueError as error:
             self.query_one("#timeline-status", Label).update(Text(str(error), style="bold red"))
 
-    def action_diff_change(self) -> None:
+    def show_status(self) -> None:
+        status = f"{count(self.changes, 'changes')}, newest first" if self.changes else "no changes recorded yet"
+        if self.marked is None:
+            text = f"{status} · enter: go there · d: what it did · m: mark"
+        else:  # short enough for 80 columns
+            text = f"marked {moment_label(self.marked)} · d on another: what changed between the two"
+        self.query_one("#timeline-status", Label).update(text)
+
+    def action_mark(self) -> None:
         record = self.query_one("#timeline-table", RecordTable).selected()
-        if record is not None and record != NOW:
+        if record is not None:
+            self.marked = utcnow() if record == NOW else record.at
+            self.show_status()
+
+    def action_diff_change(self) -> None:
+        """Without a mark: what the change under the cursor did. With one: the whole tenant from
+        one of the two moments to the other (the earlier first)."""
+        record = self.query_one("#timeline-table", RecordTable).selected()
+        if record is None:
+            return
+        at = utcnow() if record == NOW else record.at
+        if self.marked is not None and self.marked != at:
+            a, b = sorted((self.marked, at))
+            self.marked = None
+            self.show_status()
+            self.post_message(self.DiffWanted(a, b, f"{moment_label(a)} → {moment_label(b)}"))
+        elif record != NOW:
             title = f"what changed at {moment_label(record.at)}: {record.tier} {record.name}"
             self.post_message(self.DiffWanted(record.at - TICK, record.at, title))
 

@@ -273,3 +273,31 @@ async def test_a_session_changed_since_shows_its_checkpoint_and_says_so(tmp_path
         assert view.shown_session == "trip"
         assert cells(app, "#kv-table", 0) == ["hotel"] and cells(app, "#kv-table", 1) == ['"Memmo"']
         assert "as of its checkpoint at" in str(app.query_one("#task-state").render())
+
+
+async def test_the_timeline_diffs_any_two_moments(demo):
+    app = app_for(demo)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_tenant(pilot, app, "alice")
+        await pilot.press("T")
+        await wait_for(pilot, lambda: showing(app, TimelineScreen))
+        table = app.screen.query_one("#timeline-table", RecordTable)
+        await wait_for(pilot, lambda: table.row_count > 1)
+        rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+
+        def row_of(what: str, name: str, detail: str) -> int:
+            return next(i for i, row in enumerate(rows) if row[1] == what and name in row[3] and detail in row[4])
+
+        table.move_cursor(row=row_of("fact", "trip_budget", "1200 EUR"))  # the later one first: order does not matter
+        await pilot.press("m")
+        assert "marked 2026-11-05 18:30:00" in str(app.screen.query_one("#timeline-status").render())
+        table.move_cursor(row=row_of("fact", "allergy", "cats"))
+        await pilot.press("d")
+        await wait_for(pilot, lambda: showing(app, DiffScreen), what="the diff of two moments")
+        text = screen_text(app)
+        assert "2026-11-01 18:30:00 → 2026-11-05 18:30:00" in text
+        assert "+ fact alice lives_in Porto" in text and "- fact alice lives_in Lisbon" in text
+        assert "+ fact alice trip_budget 1200 EUR" in text and "allergy" not in text  # known at both moments
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: showing(app, TimelineScreen))
+        assert "· m: mark" in str(app.screen.query_one("#timeline-status").render())  # the mark is used up
