@@ -11,9 +11,10 @@ began" from "this is as far back as the history goes".
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from functools import lru_cache
+from typing import Any, NamedTuple
 
-from sqlalchemy import Connection, Row, func, literal
+from sqlalchemy import Connection, Delete, Insert, Row, Update, bindparam, func, literal
 
 from ..models import Block, BlockHistory, BlockVersion
 from ..schema import UtcMicros, block_versions_t, blocks_t
@@ -49,12 +50,7 @@ def put_block(conn: Connection, tenant: Tenant, name: str, content: str, now: da
     # Three statements where an update without history took two (update, read back): the
     # version is copied inside the database, the update returns the slot.
     if _keep_version(conn, tenant, name, now, op, kept):
-        order = conn.execute(
-            tenant.update(blocks_t)
-            .where(blocks_t.c.name == name)
-            .values(content=content, updated_at=now)
-            .returning(blocks_t.c.pinned_order)
-        ).scalar_one()
+        order = conn.execute(_statements(tenant).update, {"block": name, "new_content": content, "at": now}).scalar_one()
     else:
         last = conn.execute(tenant.select(blocks_t, func.max(blocks_t.c.pinned_order))).scalar()
         order = 0 if last is None else last + 1
@@ -69,9 +65,20 @@ def delete_block(conn: Connection, tenant: Tenant, name: str, now: datetime, *, 
     return conn.execute(tenant.delete(blocks_t).where(blocks_t.c.name == name)).rowcount > 0
 
 
-def _keep_version(conn: Connection, tenant: Tenant, name: str, now: datetime, op: str, kept: int) -> bool:
-    """Copy the block's current version into its history, ended now by ``op``, and apply the
-    cap; False if there is no such block."""
+class _BlockWrites(NamedTuple):
+    copy_version: Insert
+    drop_beyond: Delete
+    mark_oldest: Update
+    update: Update
+
+
+# A block update runs these at every call: built with SQLAlchemy each time (the tenant's
+# conditions, the subqueries) they cost about 1 ms of Python per update, more than SQLite's
+# 0.34 ms for all of them, and put an update with its history at 1.9x one without (2.2 against
+# 1.15 ms p50, 400 updates). Built once per tenant, with the values bound, as the keyword
+# index's statements are. Tenants are few in one process; the cache holds the most recent 256.
+@lru_cache(maxsize=256)
+def _statements(tenant: Tenant) -> _BlockWrites:
     v, b = block_versions_t, blocks_t
     owner = tenant.stamp({})
     current = tenant.select(
@@ -81,20 +88,35 @@ def _keep_version(conn: Connection, tenant: Tenant, name: str, now: datetime, op
         b.c.content,
         b.c.pinned_order,
         b.c.updated_at,
-        literal(now, UtcMicros()),
-        literal(op),
+        bindparam("at", type_=UtcMicros()),
+        bindparam("ended_by"),
         literal(0),
-    ).where(b.c.name == name)
+    ).where(b.c.name == bindparam("block"))
     columns = [*owner, "name", "content", "pinned_order", "written_at", "replaced_at", "replaced_by", "earlier_dropped"]
-    if conn.execute(v.insert().from_select(columns, current).returning(v.c.pk)).first() is None:
+    versions = tenant.select(v, v.c.pk).where(v.c.name == bindparam("block"))
+    beyond = versions.order_by(v.c.replaced_at.desc(), v.c.pk.desc()).offset(bindparam("keep"))
+    oldest = versions.order_by(v.c.replaced_at, v.c.pk).limit(1).scalar_subquery()
+    return _BlockWrites(
+        copy_version=v.insert().from_select(columns, current).returning(v.c.pk),
+        drop_beyond=tenant.delete(v).where(v.c.pk.in_(beyond.scalar_subquery())),
+        mark_oldest=tenant.update(v).where(v.c.pk == oldest).values(earlier_dropped=1),
+        update=tenant.update(b)
+        .where(b.c.name == bindparam("block"))
+        .values(content=bindparam("new_content"), updated_at=bindparam("at", type_=UtcMicros()))
+        .returning(b.c.pinned_order),
+    )
+
+
+def _keep_version(conn: Connection, tenant: Tenant, name: str, now: datetime, op: str, kept: int) -> bool:
+    """Copy the block's current version into its history, ended now by ``op``, and apply the
+    cap; False if there is no such block."""
+    statements = _statements(tenant)
+    if conn.execute(statements.copy_version, {"block": name, "at": now, "ended_by": op}).first() is None:
         return False
     # One statement drops whatever lies beyond the newest ``kept`` (nothing, as a rule); only
     # when it dropped something is the oldest kept version marked.
-    versions = tenant.select(v, v.c.pk).where(v.c.name == name)
-    beyond = versions.order_by(v.c.replaced_at.desc(), v.c.pk.desc()).offset(kept)
-    if conn.execute(tenant.delete(v).where(v.c.pk.in_(beyond.scalar_subquery()))).rowcount:
-        oldest = versions.order_by(v.c.replaced_at, v.c.pk).limit(1).scalar_subquery()
-        conn.execute(tenant.update(v).where(v.c.pk == oldest).values(earlier_dropped=1))
+    if conn.execute(statements.drop_beyond, {"block": name, "keep": kept}).rowcount:
+        conn.execute(statements.mark_oldest, {"block": name})
     return True
 
 
