@@ -8,7 +8,7 @@ JSON columns hold text serialised by :func:`store.validation.check_json`.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 from sqlalchemy import BigInteger, ForeignKey, Index, Integer, LargeBinary, MetaData, String, Table, Text, TypeDecorator, UniqueConstraint
@@ -71,8 +71,12 @@ def to_micros(value: datetime) -> int:
 
 
 def from_micros(value: int) -> datetime:
-    seconds, micros = divmod(value, 1_000_000)
-    return datetime.fromtimestamp(seconds, UTC).replace(microsecond=micros)
+    # Every time read goes through here (three per fact): the epoch plus a timedelta costs half
+    # of fromtimestamp() and replace() (0.67 against 1.35 us).
+    try:
+        return _EPOCH + timedelta(microseconds=value)
+    except OverflowError:  # what fromtimestamp() raised, which the readers of damaged files catch
+        raise ValueError(f"year is out of range: {value} microseconds from 1970") from None
 
 
 class UtcMicros(TypeDecorator[datetime]):

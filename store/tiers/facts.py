@@ -19,7 +19,7 @@ from sqlalchemy import ColumnElement, Connection, Row, case, func, or_
 from ..errors import DuplicateIdError
 from ..models import Fact
 from ..schema import fact_changes_t, facts_t
-from ..tenancy import Tenant
+from ..tenancy import UNSET, Tenant
 from .common import loads, new_id
 
 
@@ -28,12 +28,13 @@ def fact_text(subject: str, predicate: str, object: str) -> str:
     return f"{subject} {predicate.replace('_', ' ')} {object}"
 
 
-def to_model(row: Row[Any]) -> Fact:
+def to_model(row: Row[Any], user_id: str | None = UNSET) -> Fact:
+    """The fact of a row; ``user_id`` when the caller knows whose rows it reads (saves a Tenant per row)."""
     # Validated, not model_construct: pydantic's validator builds these faster (1,000 facts:
     # 20.7 ms a call against 24.6 ms here).
     return Fact(
         id=row.id,
-        user_id=Tenant(row.user_id).user_id,
+        user_id=Tenant(row.user_id).user_id if user_id is UNSET else user_id,
         subject=row.subject,
         predicate=row.predicate,
         object=row.object,
@@ -175,7 +176,8 @@ def list_facts(
     if subject is not None:
         stmt = stmt.where(facts_t.c.subject == subject)
     stmt = stmt.order_by(facts_t.c.subject, facts_t.c.predicate, facts_t.c.valid_from.desc(), facts_t.c.pk.desc())
-    return [to_model(r) for r in conn.execute(stmt)]
+    user_id = tenant.user_id
+    return [to_model(r, user_id) for r in conn.execute(stmt)]
 
 
 def close_gaps(conn: Connection, tenant: Tenant, erased_pks: Sequence[int]) -> int:
