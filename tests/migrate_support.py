@@ -90,6 +90,8 @@ def contents(s: MemoryStore) -> dict:
             exported[section] = sorted(exported[section], key=lambda r: json.dumps(r, sort_keys=True))
         out[user or ""] = exported
         out[(user or "") + "/history"] = s.facts(user_id=user, include_history=True)
+        out[(user or "") + "/persona versions"] = s.block_history("persona", user_id=user)
+        out[(user or "") + "/facts known then"] = s.facts(user_id=user, include_history=True, known_at=T0 + timedelta(hours=12))
         out[(user or "") + "/recall"] = [(h.kind, h.id, h.scores.model_dump()) for h in s.recall("café question", user_id=user, limit=8)]
         out[(user or "") + "/sessions"] = s.sessions(user_id=user)
     return out

@@ -9,7 +9,10 @@ What can be rebuilt exactly, and what cannot (each snapshot lists the latter in 
 - **Episodes**: those whose ``occurred_at`` is not later than the moment. Episodes carry no time
   of writing, so one written later with an earlier ``occurred_at`` (an import, a backfill) shows
   as if it had been there.
-- **Sessions** (key-value entries, task state, scratchpad): they keep no change history. A
+- **Sessions** (key-value entries, task state, scratchpad): they keep no change history, by
+  choice: an agent writes them at every turn (keys with a time to live, task progress), a copy of
+  every write would double that tier's writes and hold values past their expiry, and checkpoints
+  are where an agent already says "keep this state". A
   session that has not changed since the moment is shown as it is now ("current": its keys live
   at that moment; a key that expired since and was purged is missing). A session changed since is
   shown as its latest checkpoint taken by then ("checkpoint", with its id and time: changes
