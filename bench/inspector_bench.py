@@ -64,7 +64,7 @@ Bare().run()
 MARKED = """
 import sys
 from inspector.app import make_app
-from inspector.views import SearchView
+from inspector.widgets.views import SearchView
 
 show = SearchView.show
 SearchView.show = lambda self, hits, status: show(self, hits, f"{status} <<{self.query_one('#query').value}>>")

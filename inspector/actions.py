@@ -18,7 +18,7 @@ from textual.widgets import Input, OptionList
 from . import messages
 from .loading import NO_TENANT
 
-# The dialogs (inspector.screens) and the views are imported where used: after the first frame (app.py).
+# The dialogs (inspector.screens) and the views (inspector.widgets) are imported where used: after the first frame (app.py).
 
 MAIN_TABLE = {
     "search": "#results",
@@ -128,7 +128,7 @@ class ActionsMixin:
             if path:
                 self.export_tenant(user, path)
 
-        from .screens import ExportScreen
+        from .screens.dialogs import ExportScreen
 
         self.push_screen(ExportScreen(user, default), chosen)
 
@@ -157,7 +157,7 @@ class ActionsMixin:
             if scope is not None:
                 self.forget(user, *scope)
 
-        from .screens import ForgetScreen
+        from .screens.dialogs import ForgetScreen
 
         self.push_screen(ForgetScreen(user, self.session_names), chosen)
 
@@ -172,7 +172,7 @@ class ActionsMixin:
         )
 
     def on_forget_preview(self, m: messages.ForgetPreview) -> None:
-        from .screens import ForgetScreen
+        from .screens.dialogs import ForgetScreen
 
         if isinstance(self.screen, ForgetScreen):
             self.screen.show_preview(m.receipt)
@@ -188,7 +188,7 @@ class ActionsMixin:
 
     def on_forget_done(self, m: messages.ForgetDone) -> None:
         self.clear_detail()  # it may show a record that is gone now
-        from .screens import ReceiptScreen
+        from .screens.dialogs import ReceiptScreen
 
         self.push_screen(ReceiptScreen(m.receipt))
         self.load_tenants()
@@ -198,7 +198,7 @@ class ActionsMixin:
         """The checkpoint under the cursor of the checkpoints table, if the user is in that table."""
         if self.store is None or self.user_id is NO_TENANT or not self.query("#sessions-view"):
             return None
-        from .views import RecordTable
+        from .widgets.views import RecordTable
 
         table = self.query_one("#checkpoints-table", RecordTable)
         return table.selected() if self.focused is table else None
@@ -233,13 +233,13 @@ class ActionsMixin:
         )
 
     def on_checkpoint_diffed(self, m: messages.CheckpointDiffed) -> None:
-        from . import detail
-        from .screens import DiffScreen
+        from .screens.dialogs import DiffScreen
+        from .widgets import detail
 
         self.push_screen(DiffScreen(m.title, detail.diff(m.diff)))
 
     def action_block_history(self) -> None:
-        from .views import RecordTable
+        from .widgets.views import RecordTable
 
         table = self.query_one("#blocks-table", RecordTable)
         block = table.selected() if self.focused is table else None
@@ -255,8 +255,8 @@ class ActionsMixin:
         )
 
     def on_block_history_loaded(self, m: messages.BlockHistoryLoaded) -> None:
-        from . import detail
-        from .screens import DiffScreen
+        from .screens.dialogs import DiffScreen
+        from .widgets import detail
 
         self.push_screen(DiffScreen(m.title, detail.block_history(m.history)))
 
@@ -282,6 +282,6 @@ class ActionsMixin:
                 )
 
         question = f"Restore session {checkpoint.session_id} to checkpoint “{checkpoint.description or checkpoint.id[:12]}”?\nIts current keys, task state and notes are replaced."
-        from .screens import ConfirmScreen
+        from .screens.dialogs import ConfirmScreen
 
         self.push_screen(ConfirmScreen(question, "Restore"), confirmed)

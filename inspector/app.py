@@ -24,13 +24,13 @@ from . import config, messages
 from .actions import ActionsMixin
 from .commands import system_commands
 from .failures import is_damage
-from .footer import KeysFooter
 from .lifecycle import StoreLifecycleMixin
 from .loading import NO_TENANT, TenantViewsMixin
 from .locations import is_server_url, shown
 from .printable import printable
 from .searching import SEARCH_LIMIT, LatestOnly, SearchMixin
 from .tenants import Glance, TenantListMixin
+from .widgets.footer import KeysFooter
 
 __all__ = ["MemlensApp", "make_app", "is_idle", "NO_TENANT", "SEARCH_LIMIT"]
 
@@ -69,8 +69,8 @@ class ContentArea(Vertical):
     def compose(self) -> ComposeResult:
         from textual.widgets import TabbedContent, TabPane
 
-        from .overview import DetailPane
-        from .views import AuditView, BlocksView, EpisodesView, FactsView, SearchView, SessionsView
+        from .widgets.overview import DetailPane
+        from .widgets.views import AuditView, BlocksView, EpisodesView, FactsView, SearchView, SessionsView
 
         # Shown while the views show a past moment (MemlensApp.watch_as_of): in words, so it
         # reads without colour, with the keys that move in time.
@@ -311,7 +311,8 @@ class MemlensApp(StoreLifecycleMixin, TenantListMixin, SearchMixin, ActionsMixin
     def action_timeline(self) -> None:
         if not self.allowed("timeline"):
             return
-        from .time_travel import NOW, TimelineScreen
+        from .screens.timeline import TimelineScreen
+        from .time_travel import NOW
 
         store, user = self.store, self.user_id
 
@@ -326,7 +327,7 @@ class MemlensApp(StoreLifecycleMixin, TenantListMixin, SearchMixin, ActionsMixin
 
     @on(messages.TimelineLoaded)
     def _timeline_loaded(self, m: messages.TimelineLoaded) -> None:
-        from .time_travel import TimelineScreen
+        from .screens.timeline import TimelineScreen
 
         if isinstance(self.screen, TimelineScreen):
             self.screen.show(m.changes)
@@ -391,8 +392,8 @@ class MemlensApp(StoreLifecycleMixin, TenantListMixin, SearchMixin, ActionsMixin
 
     @on(messages.TenantDiffed)
     def _tenant_diffed(self, m: messages.TenantDiffed) -> None:
-        from .screens import DiffScreen
-        from .time_travel import memory_diff
+        from .screens.dialogs import DiffScreen
+        from .widgets.detail import memory_diff
 
         self.push_screen(DiffScreen(m.title, memory_diff(m.diff)))
 
@@ -404,7 +405,7 @@ class MemlensApp(StoreLifecycleMixin, TenantListMixin, SearchMixin, ActionsMixin
             self.load_tenant_views()
 
     def action_help(self) -> None:
-        from .screens import HelpScreen
+        from .screens.help_screen import HelpScreen
 
         self.push_screen(HelpScreen())
 
@@ -412,14 +413,14 @@ class MemlensApp(StoreLifecycleMixin, TenantListMixin, SearchMixin, ActionsMixin
     def action_store_audit(self) -> None:
         if self.store is None:
             return
-        from .screens import StoreAuditScreen
+        from .screens.dialogs import StoreAuditScreen
 
         self.push_screen(StoreAuditScreen())
         self.call_store("audit log", lambda: self.store.audit_log(all_tenants=True), messages.StoreAuditLoaded, group="store-audit")
 
     @on(messages.StoreAuditLoaded)
     def _store_audit_loaded(self, m: messages.StoreAuditLoaded) -> None:
-        from .screens import StoreAuditScreen
+        from .screens.dialogs import StoreAuditScreen
 
         if isinstance(self.screen, StoreAuditScreen):
             self.screen.show(m.entries)

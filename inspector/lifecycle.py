@@ -80,7 +80,7 @@ class StoreLifecycleMixin:
         verb = "open" if self.store is None else "read"
         self.sub_title = "not opened" if self.store is None else "damaged"
         self.query_one("#main").display = False  # nothing in it may keep focus, and so keys, from the message
-        from .screens import FatalScreen
+        from .screens.dialogs import FatalScreen
 
         self.push_screen(FatalScreen(f"memlens cannot {verb} {shown(self.path)}", message.error))
 

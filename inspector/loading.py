@@ -19,7 +19,7 @@ from .printable import tenant_label
 if TYPE_CHECKING:  # annotations only: the modules themselves load after the first frame
     from textual.widgets import TabbedContent
 
-    from .views import EpisodesView, FactsView, SessionsView, ShowDetail
+    from .widgets.views import EpisodesView, FactsView, SessionsView, ShowDetail
 
 # inspector.views and inspector.overview (and the TabbedContent and Sparkline they use) are
 # imported inside the methods: they come after the first frame (see app.py). The detail pane is
@@ -71,7 +71,7 @@ class TenantViewsMixin:
 
     def clear_views(self) -> None:
         """Nothing of the previous tenant stays on screen while the next one loads (or when none is selected)."""
-        from .views import TENANT_VIEWS
+        from .widgets.views import TENANT_VIEWS
 
         if not self.views_mounted():
             return
@@ -86,7 +86,7 @@ class TenantViewsMixin:
             self.query_one("#detail").clear(None if self.user_id is NO_TENANT else tenant_label(self.user_id))
 
     def load_tenant_views(self) -> None:
-        from .views import EpisodesView, FactsView, SearchView
+        from .widgets.views import EpisodesView, FactsView, SearchView
 
         if self.store is None or self.user_id is NO_TENANT or self.failed:
             return
@@ -94,7 +94,7 @@ class TenantViewsMixin:
             if not self._exit:  # not there yet: try again after the next frame
                 self.call_after_refresh(self.load_tenant_views)
             return
-        from .overview import ACTIVITY_DAYS
+        from .widgets.overview import ACTIVITY_DAYS
 
         user, store, at = self.user_id, self.store, self.as_of
         if store.model_ready:
@@ -170,25 +170,25 @@ class TenantViewsMixin:
         return m.tenant_key == self.user_id and m.as_of == self.as_of and self.user_id is not NO_TENANT and self.views_mounted()
 
     def on_blocks_loaded(self, m: messages.BlocksLoaded) -> None:
-        from .views import BlocksView
+        from .widgets.views import BlocksView
 
         if self.for_this_tenant(m):
             self.query_one(BlocksView).show(m.blocks)
 
     def on_episodes_loaded(self, m: messages.EpisodesLoaded) -> None:
-        from .views import EpisodesView
+        from .widgets.views import EpisodesView
 
         if self.for_this_tenant(m):
             self.query_one(EpisodesView).show(m.page, m.append)
 
     def on_facts_loaded(self, m: messages.FactsLoaded) -> None:
-        from .views import FactsView
+        from .widgets.views import FactsView
 
         if self.for_this_tenant(m):
             self.query_one(FactsView).show(m.facts, m.valid_at, m.history, m.known_at)
 
     def on_audit_loaded(self, m: messages.AuditLoaded) -> None:
-        from .views import AuditView
+        from .widgets.views import AuditView
 
         if self.for_this_tenant(m):
             self.query_one(AuditView).show(m.entries)
@@ -198,7 +198,7 @@ class TenantViewsMixin:
             self.query_one("#detail").show_overview(tenant_label(m.tenant_key), m.activity, m.counts)
 
     def on_sessions_loaded(self, m: messages.SessionsLoaded) -> None:
-        from .views import EpisodesView, SearchView, SessionsView
+        from .widgets.views import EpisodesView, SearchView, SessionsView
 
         if not self.for_this_tenant(m):
             return
@@ -212,7 +212,7 @@ class TenantViewsMixin:
             self.load_session(chosen)
 
     def on_session_loaded(self, m: messages.SessionLoaded) -> None:
-        from .views import SessionsView, session_rows
+        from .widgets.views import SessionsView, session_rows
 
         if self.for_this_tenant(m):
             rows = session_rows(m.entries, m.notes, m.checkpoints, self.as_of or self.now())
@@ -232,7 +232,7 @@ class TenantViewsMixin:
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         """The detail pane belongs to the tab on screen: clear it, then show the focused record there, if any."""
-        from .views import RecordTable
+        from .widgets.views import RecordTable
 
         self.clear_detail()
         self.refresh_bindings()
@@ -241,7 +241,7 @@ class TenantViewsMixin:
             focused.show_detail(focused.selected())
 
     def active_tables(self) -> set[str]:
-        from .views import RecordTable
+        from .widgets.views import RecordTable
 
         pane = self.query_one("#tabs").active_pane
         return {table.id for table in pane.query(RecordTable)} if pane is not None else set()

@@ -20,10 +20,11 @@ sys.path.insert(0, str(HERE.parent))
 from textual.widgets import Input  # noqa: E402
 
 from inspector.app import make_app  # noqa: E402
-from inspector.overview import TenantOverview  # noqa: E402
-from inspector.screens import DiffScreen, ExportScreen, ForgetScreen, HelpScreen, StoreAuditScreen  # noqa: E402
-from inspector.time_travel import TimelineScreen  # noqa: E402
-from inspector.views import RecordTable  # noqa: E402
+from inspector.screens.dialogs import DiffScreen, ExportScreen, ForgetScreen, StoreAuditScreen  # noqa: E402
+from inspector.screens.help_screen import HelpScreen  # noqa: E402
+from inspector.screens.timeline import TimelineScreen  # noqa: E402
+from inspector.widgets.overview import TenantOverview  # noqa: E402
+from inspector.widgets.views import RecordTable  # noqa: E402
 from store.demo import DEMO_NOW, build_demo_store  # noqa: E402
 from store.embedding import cache_dir  # noqa: E402
 from store.tiers.common import set_id_source  # noqa: E402

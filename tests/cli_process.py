@@ -34,13 +34,13 @@ ROOT = Path(__file__).resolve().parent.parent
 # What the commands import when they run (the parser, the store, the printing): the rest, and
 # anything a command needs only now and then, the child imports itself.
 WARM = (
-    "inspector.cli",
+    "inspector.cli.main",
     "store",
     "store.errors",
     "store.demo",
     "store.tiers.registry",
     "store.compat.loomflow_sqlite",
-    "inspector.cli_stats",
+    "inspector.cli.stats",
     "rich.console",
     "rich.table",
     "rich.progress",
@@ -144,10 +144,10 @@ def _become(request: dict) -> None:
         opened = os.open(path, flags, 0o600)
         os.dup2(opened, fd)
         os.close(opened)
-    sys.argv = [str(ROOT / "inspector" / "cli.py"), *request["args"]]
+    sys.argv = [str(ROOT / "inspector" / "cli" / "__main__.py"), *request["args"]]
     # Run as `__main__` only, as `-m` does: a copy under its own name beside it would make runpy
     # warn on stderr (the modules it imports stay warm).
-    sys.modules.pop("inspector.cli", None)
+    sys.modules.pop("inspector.cli.__main__", None)
 
 
 if __name__ == "__main__":

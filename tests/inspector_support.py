@@ -112,7 +112,7 @@ async def open_tenant(pilot, app, user_id) -> None:
 
 async def open_session(pilot, app, session_id: str):
     """Show the Sessions view with ``session_id`` selected and its working memory loaded."""
-    from inspector.views import RecordTable, SessionsView
+    from inspector.widgets.views import RecordTable, SessionsView
 
     app.action_show_view("sessions")
     sessions = app.query_one("#sessions-table", RecordTable)
@@ -153,7 +153,7 @@ def screen_text(app) -> str:
 
 async def _read_only_probe(path: str) -> dict:
     from inspector.app import make_app
-    from inspector.screens import ConfirmScreen, FatalScreen, ForgetScreen
+    from inspector.screens.dialogs import ConfirmScreen, FatalScreen, ForgetScreen
 
     app = make_app(path, embedder=FakeEmbedder(), poll_seconds=0)
     seen: dict = {}
@@ -207,7 +207,7 @@ __all__ = [
 
 async def go_to(pilot, app, typed: str) -> None:
     """Type a moment into the timeline's field, as a user would, and wait for the views to show it."""
-    from inspector.time_travel import TimelineScreen
+    from inspector.screens.timeline import TimelineScreen
 
     await pilot.press("T")
     await wait_for(pilot, lambda: showing(app, TimelineScreen), what="the timeline")

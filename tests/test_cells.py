@@ -10,7 +10,7 @@ from textual.app import App
 from textual.renderables.styled import Styled
 from textual.widgets import DataTable
 
-from inspector.views import RecordTable
+from inspector.widgets.views import RecordTable
 
 ROWS = [
     ("episode", Text.assemble("booked the ", ("hotel", "bold reverse"), " in Lisbon, room 12"), "0.0164", "0.61 #3", "2026-03-01 10:00"),
@@ -117,11 +117,11 @@ async def test_columns_are_as_wide_as_datatable_makes_them_and_a_seen_cell_is_no
     """The widths kept by content (inspector.cells) size the columns exactly as DataTable's own
     measuring sizes a table's fresh columns, through refills with other rows (a refilled table
     fits its new rows only); refilled with rows already seen, nothing is measured."""
-    import inspector.cells
+    import inspector.widgets.cells
 
     measured = []
-    real = inspector.cells.measure
-    monkeypatch.setattr(inspector.cells, "measure", lambda *a, **k: measured.append(a[1]) or real(*a, **k))
+    real = inspector.widgets.cells.measure
+    monkeypatch.setattr(inspector.widgets.cells, "measure", lambda *a, **k: measured.append(a[1]) or real(*a, **k))
     app = TwoTables()
     async with app.run_test(size=(120, 20)) as pilot:
         ours, theirs = app.query_one("#ours", RecordTable), app.query_one("#theirs", DataTable)

@@ -30,7 +30,7 @@ def test_demo_command_builds_a_store_with_every_tier(tmp_path):
 def test_every_command_is_documented_in_the_readme():
     from pathlib import Path
 
-    from inspector.cli import build_parser
+    from inspector.cli.main import build_parser
 
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     commands = build_parser().commands
@@ -40,7 +40,7 @@ def test_every_command_is_documented_in_the_readme():
 
 
 def test_a_command_line_builds_only_its_sub_command_and_parses_it_as_the_whole_parser_does():
-    from inspector.cli import COMMANDS, build_parser
+    from inspector.cli.main import COMMANDS, build_parser
 
     whole = build_parser().commands
     assert tuple(whole) == COMMANDS  # main() picks the sub-command by this list before building
@@ -51,7 +51,7 @@ def test_a_command_line_builds_only_its_sub_command_and_parses_it_as_the_whole_p
 
 
 def test_memlens_with_no_command_prints_the_help_listing_every_command(capsys):
-    from inspector.cli import COMMANDS, main
+    from inspector.cli.main import COMMANDS, main
 
     assert main([]) == 0
     out = capsys.readouterr().out

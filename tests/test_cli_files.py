@@ -453,7 +453,7 @@ def test_tenant_options_are_exclusive_and_required(tmp_path, args, quiet_isolati
 
 
 def test_an_unexpected_error_is_one_line_with_a_way_to_see_more(tmp_path, monkeypatch, capsys):
-    import inspector.cli as cli
+    import inspector.cli.main as cli
 
     def broken(args):
         raise RuntimeError("a bug")
@@ -469,7 +469,7 @@ def test_an_unexpected_error_is_one_line_with_a_way_to_see_more(tmp_path, monkey
 def test_main_reads_no_argparse_internals():
     import re
 
-    assert not re.search(r"\._subparsers|\._group_actions", (ROOT / "inspector" / "cli.py").read_text())
+    assert not re.search(r"\._subparsers|\._group_actions", (ROOT / "inspector" / "cli" / "main.py").read_text())
 
 
 # --- demo never replaces what is not a demo store -------------------------------------------------

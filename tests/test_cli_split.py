@@ -17,25 +17,25 @@ from store import MemoryStore
 from store.embedding import FakeEmbedder
 
 ROOT = Path(__file__).resolve().parent.parent
-CLI_MODULES = sorted((ROOT / "inspector").glob("cli*.py"))
+CLI_MODULES = sorted((ROOT / "inspector" / "cli").glob("*.py"))
 UI = (
     "textual",
     "inspector.app",
-    "inspector.screens",
-    "inspector.views",
+    "inspector.screens.dialogs",
+    "inspector.widgets.views",
     "inspector.actions",
     "inspector.loading",
     "inspector.messages",
-    "inspector.detail",
+    "inspector.widgets.detail",
     "inspector.commands",
     "inspector.opening",
-    "inspector.footer",
+    "inspector.widgets.footer",
 )
 
 # Runs one command in a fresh interpreter, then reports which UI modules it had loaded.
 WRAPPER = """
 import json, sys
-from inspector.cli import main
+from inspector.cli.main import main
 status = main(sys.argv[1:])
 loaded = sorted(m for m in sys.modules if m.split(".")[0] == "textual" or m in {ui})
 print(json.dumps({{"status": status, "loaded": loaded}}))
@@ -77,7 +77,7 @@ def test_store_commands_run_without_importing_the_ui(db, tmp_path):
 def test_the_command_line_module_imports_no_ui_until_a_command_opens_it():
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     probe = (
-        "import sys, inspector.cli; inspector.cli.build_parser().parse_args(['open', 'x.db']); "
+        "import sys, inspector.cli.main; inspector.cli.main.build_parser().parse_args(['open', 'x.db']); "
         "print(sorted(m for m in sys.modules if m.startswith('textual') or m == 'inspector.app'))"
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=60, check=True)
@@ -91,17 +91,18 @@ def _imports(path: Path) -> set[str]:
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = ("inspector." + (node.module or "")).rstrip(".") if node.level else node.module
+            package = ["inspector", "cli"][: 3 - node.level]  # the CLI modules sit in inspector/cli/
+            base = ".".join([*package, *([node.module] if node.module else [])]) if node.level else node.module
             found.add(base)
             found.update(f"{base}.{alias.name}" for alias in node.names)
     return found
 
 
-def test_only_cli_app_imports_the_ui_even_lazily():
-    assert {p.name for p in CLI_MODULES} >= {"cli.py", "cli_parser.py", "cli_store.py", "cli_stats.py", "cli_app.py"}
+def test_only_the_tui_module_imports_the_ui_even_lazily():
+    assert {p.name for p in CLI_MODULES} >= {"main.py", "parser.py", "store_commands.py", "stats.py", "tui.py"}
     for path in CLI_MODULES:
         ui = sorted(name for name in _imports(path) if name.split(".")[0] == "textual" or name.startswith(UI[1:]))
-        if path.name == "cli_app.py":
+        if path.name == "tui.py":
             assert ui == ["inspector.app", "inspector.app.make_app"]
         else:
             assert ui == [], path.name

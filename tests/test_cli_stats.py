@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from inspector.cli_stats import BAR_WIDTH, summary, tiers
+from inspector.cli.stats import BAR_WIDTH, summary, tiers
 from store import MemoryStore
 from store.demo import build_demo_store
 from store.embedding import FakeEmbedder

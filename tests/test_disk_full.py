@@ -25,7 +25,7 @@ ON_A_FULL_DISK = textwrap.dedent(
     sys.path.insert(0, {root!r})
     from store import MemoryStore
     from store.embedding import FakeEmbedder
-    from inspector.cli import main as cli
+    from inspector.cli.main import main as cli
 
     folder = sys.argv[1]
     path = os.path.join(folder, "memory.db")

@@ -16,7 +16,7 @@ import pytest
 import store.backend.sqlite.database
 import store.backend.sqlite.maintenance
 import store.rights.service
-from inspector.cli import main as cli_main
+from inspector.cli.main import main as cli_main
 from store import MemoryStore, testing
 from store.embedding import FakeEmbedder
 from store.errors import StoreBusyError

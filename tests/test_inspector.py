@@ -7,8 +7,9 @@ import io
 import pytest
 
 from inspector.app import NO_TENANT
-from inspector.screens import ConfirmScreen, DiffScreen, ExportScreen, FatalScreen, ForgetScreen, HelpScreen, ReceiptScreen
-from inspector.views import RecordTable
+from inspector.screens.dialogs import ConfirmScreen, DiffScreen, ExportScreen, FatalScreen, ForgetScreen, ReceiptScreen
+from inspector.screens.help_screen import HelpScreen
+from inspector.widgets.views import RecordTable
 from store import MemoryStore
 from store.embedding import FakeEmbedder
 

@@ -4,7 +4,7 @@ another store read as one done here."""
 
 from __future__ import annotations
 
-from inspector.screens import StoreAuditScreen
+from inspector.screens.dialogs import StoreAuditScreen
 from store import MemoryStore
 from store.embedding import FakeEmbedder
 

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from inspector.views import RecordTable
+from inspector.widgets.views import RecordTable
 from store import MemoryStore
 from store.embedding import FakeEmbedder
 

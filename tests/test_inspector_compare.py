@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from inspector.app import SEARCH_LIMIT
 from inspector.formatting import bar, score_bars
-from inspector.views import RecordTable, SearchView
+from inspector.widgets.views import RecordTable, SearchView
 from store.models import ScoreBreakdown
 
 from .inspector_support import app_for, frozen, open_tenant, settle, wait_for  # noqa: F401 (fixtures)

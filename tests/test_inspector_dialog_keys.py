@@ -7,8 +7,9 @@ from __future__ import annotations
 from textual.containers import VerticalScroll
 from textual.widgets import Input
 
-from inspector.screens import ConfirmScreen, ExportScreen, ForgetScreen, HelpScreen
-from inspector.views import RecordTable
+from inspector.screens.dialogs import ConfirmScreen, ExportScreen, ForgetScreen
+from inspector.screens.help_screen import HelpScreen
+from inspector.widgets.views import RecordTable
 
 from .inspector_support import app_for, frozen, open_session, open_tenant, settle, showing, wait_for  # noqa: F401 (frozen is a fixture)
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from inspector.app import VIEWS
-from inspector.screens import ConfirmScreen, DiffScreen, ExportScreen, ForgetScreen, StoreAuditScreen
-from inspector.views import RecordTable
+from inspector.screens.dialogs import ConfirmScreen, DiffScreen, ExportScreen, ForgetScreen, StoreAuditScreen
+from inspector.widgets.views import RecordTable
 from store import MemoryStore
 from store.embedding import FakeEmbedder
 

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 from textual.binding import Binding
 
-from inspector import app, screens, time_travel, views
+from inspector import app
+from inspector.screens import dialogs, help_screen, timeline
+from inspector.widgets import views
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOWN = {"slash": "/", "question_mark": "?", "down": "↓", "up": "↑", "left_square_bracket": "[", "right_square_bracket": "]"}
@@ -42,7 +44,7 @@ FOCUS = {
 def bindings() -> dict[str, set[str]]:
     """Class name -> the keys it binds, for every class of the inspector's UI modules with BINDINGS."""
     found: dict[str, set[str]] = {}
-    for module in (app, views, screens, time_travel):
+    for module in (app, views, dialogs, help_screen, timeline):
         for cls in vars(module).values():
             if isinstance(cls, type) and "BINDINGS" in vars(cls) and cls.__module__ == module.__name__:
                 for binding in cls.BINDINGS:
@@ -73,14 +75,14 @@ def readme_inspector_section() -> str:
     return text[start : text.index("\n## ", start + 1)]
 
 
-@pytest.mark.parametrize("where, markdown", [("README", readme_inspector_section()), ("help screen", screens.HELP)])
+@pytest.mark.parametrize("where, markdown", [("README", readme_inspector_section()), ("help screen", help_screen.HELP)])
 def test_every_bound_key_is_documented_and_every_documented_key_is_bound(where, markdown):
     bound = bound_keys()
     assert bound - table_keys(markdown) == set(), f"keys the {where} does not list"
     assert table_keys(markdown, first_column_only=True) - bound - TEXTUALS_OWN == set(), f"keys the {where} lists that nothing binds"
 
 
-@pytest.mark.parametrize("where, markdown", [("README", readme_inspector_section()), ("help screen", screens.HELP)])
+@pytest.mark.parametrize("where, markdown", [("README", readme_inspector_section()), ("help screen", help_screen.HELP)])
 def test_each_key_is_documented_where_it_acts(where, markdown):
     rows = [line for line in markdown.splitlines() if line.startswith("| `")]
     unplaced = set(bindings()) - set(FOCUS)

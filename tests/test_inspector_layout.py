@@ -17,29 +17,50 @@ from .inspector_support import app_for, frozen  # noqa: F401 (fixtures)
 PACKAGE = Path(inspector.__file__).parent
 
 
+def module_name(path: Path) -> str:
+    """'widgets.views' for inspector/widgets/views.py: the name below ``inspector``."""
+    parts = path.relative_to(PACKAGE).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
 def imported_modules(path: Path) -> set[str]:
-    """Every inspector module ``path`` imports, TYPE_CHECKING blocks included."""
+    """Every inspector module ``path`` imports (named below ``inspector``), TYPE_CHECKING blocks included."""
+    here = module_name(path).split(".")[:-1] if path.name != "__init__.py" else module_name(path).split(".")
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
-            if node.level == 1:
-                base = node.module or ""
-                found |= {base} if base else {alias.name for alias in node.names}
+            if node.level:
+                base = [p for p in here[: len(here) - (node.level - 1)] if p]
+                base += [node.module] if node.module else []
+                prefix = ".".join(base)
+                found |= {f"{prefix}.{a.name}".lstrip(".") for a in node.names} | ({prefix} if prefix else set())
             elif (node.module or "").startswith("inspector."):
-                found.add(node.module.removeprefix("inspector."))
+                module = node.module.removeprefix("inspector.")
+                found |= {module} | {f"{module}.{a.name}" for a in node.names}
+            elif node.module == "inspector":
+                found |= {a.name for a in node.names}
         elif isinstance(node, ast.Import):
             found |= {a.name.removeprefix("inspector.") for a in node.names if a.name.startswith("inspector.")}
-    return found
+    return found & set(MODULES)
+
+
+def test_the_import_reader_sees_the_subpackages():
+    assert {"widgets.views", "screens.dialogs", "cli.main", "app"} <= set(MODULES)
+    assert "widgets.views" in imported_modules(MODULES["loading"]) and "formatting" in imported_modules(MODULES["widgets.views"])
+    assert "app" in imported_modules(MODULES["cli.tui"]) and "screens.dialogs" in imported_modules(MODULES["screens.timeline"])
 
 
 def test_nothing_in_the_inspector_imports_the_app_but_its_entry_points():
-    importers = {p.stem for p in PACKAGE.glob("*.py") if "app" in imported_modules(p)}
-    # cli_app is the one CLI module that may start the UI (the CLI split keeps the rest UI-free).
-    assert importers <= {"cli_app"}
+    importers = {name for name, path in MODULES.items() if "app" in imported_modules(path)}
+    # cli.tui is the one CLI module that may start the UI (the CLI split keeps the rest UI-free).
+    assert importers <= {"cli.tui"}
 
 
 def test_the_inspector_modules_import_each_other_without_a_cycle():
-    graph = {p.stem: imported_modules(p) & {q.stem for q in PACKAGE.glob("*.py")} for p in PACKAGE.glob("*.py")}
+    graph = {name: imported_modules(path) - {name} for name, path in MODULES.items()}
 
     def reaches(start: str, target: str, seen: set[str]) -> bool:
         return any(n == target or (n not in seen and reaches(n, target, seen | {n})) for n in graph[start])

@@ -10,8 +10,8 @@ from rich.console import Console
 from textual.widgets import Sparkline
 
 from inspector.formatting import activity_caption, sliver_bar, tier_bars
-from inspector.overview import ACTIVITY_DAYS, DetailPane, TenantOverview
-from inspector.views import RecordTable
+from inspector.widgets.overview import ACTIVITY_DAYS, DetailPane, TenantOverview
+from inspector.widgets.views import RecordTable
 
 from .inspector_support import FROZEN, app_for, frozen, notes, open_tenant, screen_text, settle, wait_for  # noqa: F401
 

@@ -7,9 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from inspector.screens import DiffScreen, ForgetScreen
-from inspector.time_travel import NOW, TICK, TimelineScreen, moment_label, moments_of, parse_moment, step_back, step_forward
-from inspector.views import RecordTable
+from inspector.screens.dialogs import DiffScreen, ForgetScreen
+from inspector.screens.timeline import TimelineScreen
+from inspector.time_travel import NOW, TICK, moment_label, moments_of, parse_moment, step_back, step_forward
+from inspector.widgets.views import RecordTable
 from store import MemoryStore
 from store.embedding import FakeEmbedder
 from store.validation import clock_fixed_at

@@ -16,8 +16,9 @@ from textual.geometry import Region
 
 from inspector import messages as msg
 from inspector.app import NO_TENANT
-from inspector.screens import HELP, ConfirmScreen, ExportScreen, FatalScreen, ForgetScreen, ReceiptScreen, StoreAuditScreen
-from inspector.views import RecordTable
+from inspector.screens.dialogs import ConfirmScreen, ExportScreen, FatalScreen, ForgetScreen, ReceiptScreen, StoreAuditScreen
+from inspector.screens.help_screen import HELP
+from inspector.widgets.views import RecordTable
 from store import MemoryStore
 from store.embedding import FakeEmbedder
 
@@ -363,7 +364,7 @@ async def test_down_or_enter_in_the_search_field_goes_to_the_results(demo, key):
 
 
 async def test_checkpoint_keys_act_only_on_a_checkpoint_the_user_picked(demo):
-    from inspector.screens import DiffScreen
+    from inspector.screens.dialogs import DiffScreen
 
     app = app_for(demo)
     async with app.run_test(size=WIDE) as pilot:
@@ -409,7 +410,7 @@ async def test_the_footer_shows_the_keys_of_what_has_focus(demo):
 
 def test_the_help_covers_tab_the_mouse_the_filters_and_every_key():
     from inspector.app import MemlensApp
-    from inspector.views import CheckpointsTable, SearchView
+    from inspector.widgets.views import CheckpointsTable, SearchView
 
     text = HELP.lower()
     for topic in ("`tab`", "mouse", "filters", "history", "until"):

@@ -7,7 +7,7 @@ import pytest
 from textual.app import App
 from textual.screen import Screen
 
-from inspector.views import QueryInput, SearchView
+from inspector.widgets.views import QueryInput, SearchView
 
 
 @pytest.fixture

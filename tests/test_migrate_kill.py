@@ -41,7 +41,7 @@ if os.environ.get("PAUSE_AFTER"):
             time.sleep(600)
         return result
     migrate.copy_tenant = paused
-from inspector.cli import main
+from inspector.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
 

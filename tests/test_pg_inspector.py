@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from inspector.views import RecordTable
+from inspector.widgets.views import RecordTable
 from store import MemoryStore
 from store.embedding import FakeEmbedder
 
@@ -45,7 +45,7 @@ async def test_the_inspector_on_postgres_shows_another_connections_write(pg_url)
 
 
 def test_every_store_command_takes_a_postgres_url(pg_url, tmp_path, capsys):
-    from inspector.cli import main
+    from inspector.cli.main import main
 
     with MemoryStore.open(pg_url, embedder=FakeEmbedder()) as agent:
         agent.remember("a turn about lisbon", user_id="carol", session_id="s1")
@@ -66,7 +66,7 @@ def test_every_store_command_takes_a_postgres_url(pg_url, tmp_path, capsys):
 def test_a_wrong_database_is_named_without_the_password(pg_url, capsys):
     from urllib.parse import urlsplit, urlunsplit
 
-    from inspector.cli import main
+    from inspector.cli.main import main
 
     parts = urlsplit(pg_url)
     missing = with_password(urlunsplit(parts._replace(path="/no_such_database")))

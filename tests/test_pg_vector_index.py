@@ -161,7 +161,7 @@ def test_a_forget_by_another_process_between_check_and_build_is_not_undone(pg_ur
 
 @pytest.mark.usefixtures("pg_vector_ops")
 def test_the_index_command_builds_reports_and_drops_and_refuses_a_sqlite_store(pg_url, tmp_path, capsys):
-    from inspector.cli import main
+    from inspector.cli.main import main
 
     with MemoryStore.open(pg_url) as s:
         fill(s, "alice", 30)

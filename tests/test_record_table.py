@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.app import App
 
-from inspector.views import RecordTable
+from inspector.widgets.views import RecordTable
 
 MEMORY = "a memory much wider than its column label"
 

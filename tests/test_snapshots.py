@@ -8,9 +8,10 @@ import pytest
 from textual.widgets import Input
 
 from inspector.app import make_app
-from inspector.overview import TenantOverview
-from inspector.screens import ConfirmScreen, DiffScreen, ExportScreen, ForgetScreen, HelpScreen, StoreAuditScreen
-from inspector.views import RecordTable
+from inspector.screens.dialogs import ConfirmScreen, DiffScreen, ExportScreen, ForgetScreen, StoreAuditScreen
+from inspector.screens.help_screen import HelpScreen
+from inspector.widgets.overview import TenantOverview
+from inspector.widgets.views import RecordTable
 from store.embedding import FakeEmbedder
 from store.tiers.common import set_id_source
 from store.validation import set_clock
@@ -256,7 +257,7 @@ class TestTimeTravel:
 
     @SIZES
     def test_timeline(self, snap_compare, demo, size):
-        from inspector.time_travel import TimelineScreen
+        from inspector.screens.timeline import TimelineScreen
 
         app = app_for(demo)
 

@@ -8,8 +8,8 @@ import threading
 import pytest
 
 import store.glance
-from inspector.screens import FatalScreen
-from inspector.views import RecordTable
+from inspector.screens.dialogs import FatalScreen
+from inspector.widgets.views import RecordTable
 from store import MemoryStore
 
 from .inspector_support import app_for, frozen, settle, showing, wait_for  # noqa: F401 (fixtures)
@@ -173,15 +173,15 @@ def test_the_first_frame_imports_neither_the_tier_views_nor_the_dialogs():
     )
     loaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
     later = {
-        "inspector.views",
-        "inspector.screens",
-        "inspector.detail",
-        "inspector.cells",
+        "inspector.widgets.views",
+        "inspector.screens.dialogs",
+        "inspector.widgets.detail",
+        "inspector.widgets.cells",
         "textual.widgets._data_table",
         "textual.widgets._radio_set",
         "textual.widgets._radio_button",
         # The tabs and the detail pane (its sparkline) are mounted after the first frame too.
-        "inspector.overview",
+        "inspector.widgets.overview",
         "textual.widgets._tabbed_content",
         "textual.widgets._content_switcher",
         "textual.widgets._tabs",

@@ -1,6 +1,6 @@
 """The ``memlens`` command: parse, dispatch, and turn every failure into one line and an exit
-status. The parser is in :mod:`.cli_parser`, the store-only commands in :mod:`.cli_store` (no
-UI), the inspector's in :mod:`.cli_app` (imported only when a command opens it)."""
+status. The parser is in :mod:`.parser`, the store-only commands in :mod:`.store_commands` (no
+UI), the inspector's in :mod:`.tui` (imported only when a command opens it)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ import os
 import signal
 import sys
 
-from .cli_app import cmd_open
-from .cli_parser import COMMANDS, DEFAULT_DEMO_PATH, Parser, build_parser
-from .cli_store import (
+from .parser import COMMANDS, DEFAULT_DEMO_PATH, Parser, build_parser
+from .store_commands import (
     CommandLineError,
     cmd_audit,
     cmd_demo,
@@ -23,6 +22,7 @@ from .cli_store import (
     cmd_scrub,
     cmd_stats,
 )
+from .tui import cmd_open
 
 __all__ = ["DEFAULT_DEMO_PATH", "CommandLineError", "Parser", "Stopped", "build_parser", "main"]
 

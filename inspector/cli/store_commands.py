@@ -1,6 +1,6 @@
 """The store-only commands of ``memlens``: demo, stats, export, import, forget, audit, reembed,
 migrate, scrub, index. None imports Textual or the inspector's UI (a test checks it), and each imports only
-what it needs, so they start fast. ``demo`` hands over to :mod:`.cli_app` only to open the UI."""
+what it needs, so they start fast. ``demo`` hands over to :mod:`.tui` only to open the UI."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from .locations import is_server_url
-from .printable import printable, tenant_label
+from ..locations import is_server_url
+from ..printable import printable, tenant_label
 
 
 class CommandLineError(Exception):
@@ -51,7 +51,7 @@ def open_for_export(path: Path, **options):
 
 
 def _summary(store) -> None:
-    from .cli_stats import print_summary
+    from .stats import print_summary
 
     print_summary(store)
 
@@ -69,7 +69,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     store.close()
     if args.no_open:
         return 0
-    from .cli_app import run_inspector
+    from .tui import run_inspector
 
     return run_inspector(args.db)
 
@@ -247,7 +247,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def cmd_scrub(args: argparse.Namespace) -> int:
-    from .cli_stats import pending_line
+    from .stats import pending_line
 
     with open_existing(args.db, embedder=None, check_model=False) as store:
         done = store.scrub()

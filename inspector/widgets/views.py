@@ -20,9 +20,9 @@ from textual.reactive import Reactive
 from textual.render import measure
 from textual.widgets import Checkbox, DataTable, Input, Label, ProgressBar, Select, Static
 
+from ..formatting import audit_action, highlighted, one_line, rank, remaining, score, score_bars, when
 from . import detail
 from .cells import CachedCells
-from .formatting import audit_action, highlighted, one_line, rank, remaining, score, score_bars, when
 
 
 @dataclass

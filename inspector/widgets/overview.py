@@ -16,7 +16,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Label, Sparkline, Static
 
-from .formatting import activity_caption, tier_bars, tiers
+from ..formatting import activity_caption, tier_bars, tiers
 
 DETAIL_HINT = "Select a record to see it whole."
 ACTIVITY_DAYS = 42

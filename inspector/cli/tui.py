@@ -11,8 +11,8 @@ from pathlib import Path
 def run_inspector(path: Path) -> int:
     from store.errors import StoreNotFoundError
 
-    from .app import make_app
-    from .locations import is_server_url
+    from ..app import make_app
+    from ..locations import is_server_url
 
     if not is_server_url(path) and not path.exists():
         raise StoreNotFoundError(f"{path} does not exist; nothing was created (`memlens demo` builds a demo store)")

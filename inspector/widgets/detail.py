@@ -9,8 +9,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from .formatting import highlighted, pretty_json, rank, remaining, score, when
-from .printable import tenant_label
+from ..formatting import count, highlighted, one_line, pretty_json, rank, remaining, score, when
+from ..printable import tenant_label
 
 
 def _fields(*rows: tuple[str, Any]) -> Table:
@@ -180,3 +180,55 @@ def diff(d) -> Group:
     if d.is_empty:
         parts = [Text("No difference.", style="dim")]
     return Group(*parts)
+
+
+def _line(text: str, style: str = "") -> Text:
+    """One line of a diff: cut with an ellipsis at the dialog's width, never wrapped into the next."""
+    return Text(text, style=style, no_wrap=True, overflow="ellipsis")
+
+
+def memory_diff(d: Any) -> Group:
+    """A whole tenant's changes between two moments, tier by tier, readable without colour."""
+    parts: list[Any] = []
+    for b in d.blocks:
+        if b.before is None:
+            parts.append(_line(f"+ block {b.name}: {one_line(b.after or '', 400)}", "green"))
+        elif b.after is None:
+            parts.append(_line(f"- block {b.name}: {one_line(b.before, 400)}", "red"))
+        else:
+            parts.append(_line(f"~ block {b.name}", "yellow"))
+            parts.append(_line(f"    before: {one_line(b.before, 400)}", "red"))
+            parts.append(_line(f"    after:  {one_line(b.after, 400)}", "green"))
+    for f in d.facts_added:
+        parts.append(_line(f"+ fact {f.subject} {f.predicate} {f.object}", "green"))
+    for f in d.facts_removed:
+        parts.append(_line(f"- fact {f.subject} {f.predicate} {f.object}", "red"))
+    if d.episodes_added:
+        parts.append(_line(f"{'+' if d.episodes_added > 0 else '-'} {count(abs(d.episodes_added), 'episodes')}"))
+    for s in d.sessions:
+        parts.append(_line(f"~ session {s.session_id}", "yellow"))
+        for key, value in s.added_keys.items():
+            parts.append(_line(f"    + {key} = {one_line(repr(value), 400)}", "green"))
+        for key, value in s.removed_keys.items():
+            parts.append(_line(f"    - {key} = {one_line(repr(value), 400)}", "red"))
+        for key, (old, new) in s.changed_keys.items():
+            parts.append(_line(f"    ~ {key}: {one_line(repr(old), 60)} → {one_line(repr(new), 60)}", "yellow"))
+        if s.task_state_before != s.task_state_after:
+            parts.append(_line(f"    ~ task: {_task(s.task_state_before)} → {_task(s.task_state_after)}", "yellow"))
+        for note in s.scratchpad_added:
+            parts.append(_line(f"    + note {one_line(note, 400)}", "green"))
+        for note in s.scratchpad_removed:
+            parts.append(_line(f"    - note {one_line(note, 400)}", "red"))
+    if not parts:
+        parts.append(Text("No difference.", style="dim"))
+    if d.gaps:
+        parts.append(Text("\nwhat could not be rebuilt", style="bold"))
+        parts += [Text(f"• {gap}", style="dim") for gap in d.gaps]
+    return Group(*parts)
+
+
+def _task(state: Any) -> str:
+    if state is None:
+        return "none"
+    steps = f"{state.current_step}/{state.total_steps}" if state.total_steps else str(state.current_step)
+    return f"{one_line(state.task or '(task)', 24)} step {steps}, {state.status}"

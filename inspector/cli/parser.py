@@ -1,5 +1,5 @@
 """The ``memlens`` command line: every sub-command, its flags and its help. Parsing only: the
-commands themselves are in :mod:`.cli_store` (no UI) and :mod:`.cli_app` (the inspector)."""
+commands themselves are in :mod:`.store_commands` (no UI) and :mod:`.tui` (the inspector)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .locations import is_server_url
+from ..locations import is_server_url
 
 DEFAULT_DEMO_PATH = Path("memlens-demo.db")
 
@@ -159,7 +159,7 @@ def build_parser(only: str | None = None) -> Parser:
 
 def add_import_options(imp: argparse.ArgumentParser) -> None:
     """`memlens import`'s flags; a new source format adds its flag here and its branch in
-    :func:`.cli_store.cmd_import`."""
+    :func:`.store_commands.cmd_import`."""
     imp.add_argument("--db", type=location, required=True, help="the store: a file, or a postgresql:// URL")
     imp.add_argument("--create", action="store_true", help="create the store if it does not exist")
     imp.add_argument("file", type=Path, help="a file written by `memlens export` (or the database --from names)")

@@ -20,11 +20,11 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Select, Static
 
-from . import detail
-from .footer import KeysFooter
-from .formatting import audit_action, count, when
-from .printable import printable, tenant_label
-from .views import RecordTable, parse_day
+from ..formatting import audit_action, count, when
+from ..printable import printable, tenant_label
+from ..widgets import detail
+from ..widgets.footer import KeysFooter
+from ..widgets.views import RecordTable, parse_day
 
 COUNT_COLUMNS = 3  # nine tiers in three rows: the whole dry run fits an 80x24 dialog
 
@@ -316,65 +316,3 @@ class StoreAuditScreen(ModalScreen[None]):
     @on(Button.Pressed, "#close")
     def action_close(self) -> None:
         self.dismiss(None)
-
-
-HELP = """\
-# memlens inspector
-
-Browse what an agent remembers, search it, export it, erase it.
-
-| key | does |
-|---|---|
-| `tab`, `shift+tab` | move between the tenant filter, the tenant list, the tabs and the fields and lists of a tab |
-| `↑` `↓`, `enter` | move in a list; in the tenant filter or the search field, go into the list below |
-| `/` | search the selected tenant (results update as you type) |
-| `m` | in the search results: the same query as hybrid, then vector only, then keyword only |
-| `1`–`6` | from a list: search · blocks · episodes · facts · sessions · audit (in a text field, digits type) |
-| `t`, `escape` | back to the tenant list (type in the filter above it to narrow it) |
-| `a` | in the tenant list: the audit log of every tenant, erased ones included |
-| `e` | export the selected tenant to a file |
-| `f` | forget: erase the tenant, a session, or what is older than a date |
-| `h` | in the blocks: the history of the block under the cursor, its versions newest first as changes |
-| `T` | the tenant's timeline: its changes, newest first; `enter` shows every view as of one (or type a moment), `d` what one changed, `m` then `d` the whole tenant between two, `escape` or `q` closes it |
-| `[` `]` | every view as of one change earlier / later (`[` from now undoes the latest change) |
-| `D` | in the past: what changed in the whole tenant from the moment shown to now |
-| `n` | in the past: back to now |
-| `d` | in a session's checkpoints: diff the one under the cursor with now (after `m`: with the marked one) |
-| `m` | in a session's checkpoints: mark one for a diff |
-| `r` | in a session's checkpoints: restore the one under the cursor (asks first) |
-| `ctrl+r` | reload everything |
-| `ctrl+p` | command palette (every action, and the theme, which is kept for next time) |
-| `?` | this help |
-| `q`, `ctrl+c` | quit |
-| `escape`, `q` | in a dialog: `escape` cancels it; `q` (or `escape`) closes one that only shows something, like this help (also `?`) |
-
-**Filters.** Search: kind (episodes, facts, working blocks, scratchpad notes, all), session,
-and dates (`2026-03-01`; *until* includes that day). Episodes: session and dates. Facts: the
-date they were believed on (empty: now) and *history*, which adds superseded facts.
-
-**The past.** After `T` or `[`, every view shows the tenant as it stood at that moment, as far
-as the store can rebuild it: blocks and facts exactly; episodes that had occurred by then; a
-session as it was if it has not changed since, else as its last checkpoint by then (the session
-says which). The header and the line above the tabs say AS OF and read-only; export, forget and
-restore are off until `n`. Search looks through episodes up to the moment only.
-
-**Mouse.** Click a tenant, a tab, a row or a button; scroll lists and the detail pane with the wheel.
-
-The tenant list shows a tenant selected, or none: with none (the filter hides it, or it was
-erased) the views are empty and export and forget say so. A read-only store says so in the
-header, and forget and restore are off. Keyword results show at once; semantic results join
-when the model is warm (the header says whether it is; the line above the results names the
-mode searched). Views refresh by themselves when another process writes to the store.
-"""
-
-
-class HelpScreen(InfoScreen):
-    BINDINGS = [("question_mark", "close", "Close")]
-
-    def compose(self) -> ComposeResult:
-        from textual.widgets import Markdown  # markdown-it costs 35 ms at start-up; only help needs it
-
-        with Vertical(classes="dialog wide"):
-            yield from self.close_row()
-            with VerticalScroll(classes="dialog-body"):
-                yield Markdown(HELP)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from .formatting import tiers
+from ..formatting import tiers
 
 BAR_WIDTH = 40  # with the labels, 64 columns: inside 80
 
@@ -19,7 +19,7 @@ def summary(store):
     from rich.table import Table
     from rich.text import Text
 
-    from .printable import tenant_label
+    from ..printable import tenant_label
 
     tenants, columns = store.tenants(), tiers()
     table = Table(title=f"memlens store {store.path}", box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), pad_edge=False, title_justify="left")
