@@ -1,12 +1,13 @@
 """What every engine's implementation shares: the highlight markers, the upsert's shape, the
-keyword policy and how a writer waits out a tenant's erasure."""
+keyword policy and its data-version cache, and how a writer waits out a tenant's erasure."""
 
 from __future__ import annotations
 
 import re
+import threading
 import time
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -48,6 +49,55 @@ def is_rare(prefix: bool, matches: int) -> bool:
 
 # The most answers a per-data-version cache of keyword statistics keeps before it starts over.
 KEYWORD_CACHE_ENTRIES = 50_000
+
+
+class DataVersionCache:
+    """Values computed from a store's data (a word's document count, whether it is common), kept
+    under the data version they were computed at, for every engine's keyword index.
+
+    The version must be read before the data it keys was read (each engine says how), so a value
+    is only ever kept under a version at or below the data it came from, never above it: none
+    from before a commit, an erasure included, is used once that commit is counted. Only the
+    newest version's entries are kept, replaced whole when a newer version arrives; a reader on
+    an older one computes without keeping. Search as you type asks the same things at every
+    keystroke, so nearly every lookup between two commits is a hit."""
+
+    MISSING: Any = object()
+
+    def __init__(self, max_entries: int = KEYWORD_CACHE_ENTRIES) -> None:
+        # One (version, entries) pair, replaced whole: a reader never pairs one version's
+        # entries with another's number while a writer moves on.
+        self._kept: tuple[int | None, dict[Any, Any]] = (None, {})
+        self._lock = threading.Lock()
+        self.max_entries = max_entries
+
+    def get(self, version: int | None, key: Hashable) -> Any:
+        """The value kept for ``key`` at ``version``, or MISSING."""
+        kept_version, entries = self._kept
+        if version is None or version != kept_version:
+            return self.MISSING
+        return entries.get(key, self.MISSING)
+
+    def keep(self, version: int | None, values: dict[Any, Any]) -> None:
+        """Keep ``values`` (key: value) under ``version``, unless a newer version is kept already."""
+        if version is None:
+            return
+        with self._lock:
+            kept_version, entries = self._kept
+            if kept_version is None or version > kept_version:
+                kept_version, entries = version, {}
+                self._kept = (kept_version, entries)
+            if version == kept_version:
+                room = self.max_entries - len(entries)
+                entries.update(list(values.items())[: max(room, 0)])
+
+    def kept(self, version: int | None, key: Hashable, compute: Callable[[], Any]) -> Any:
+        """The value kept for ``key`` at ``version``, else ``compute()``'s, kept for next time."""
+        value = self.get(version, key)
+        if value is self.MISSING:
+            value = compute()
+            self.keep(version, {key: value})
+        return value
 
 
 def marked_terms(*highlighted: str) -> list[str]:

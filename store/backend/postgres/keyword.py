@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 import re
-import threading
 from collections.abc import Callable, Hashable
 from datetime import datetime
 from functools import partial
@@ -46,7 +45,7 @@ from sqlalchemy.dialects.postgresql import TSQUERY, array
 from ...schema import episodes_t, facts_t
 from ...tenancy import Tenant
 from ..interface import KeywordHit
-from ..shared import COMMON_SHARE, KEYWORD_CACHE_ENTRIES, MAX_KEYWORD_MATCHES, MIN_EPISODES_FOR_CUT, filtered, is_rare, marked_terms
+from ..shared import COMMON_SHARE, MAX_KEYWORD_MATCHES, MIN_EPISODES_FOR_CUT, DataVersionCache, filtered, is_rare, marked_terms
 
 K1, B, IDF_FLOOR = 1.2, 0.75, 1e-6
 _ITEM = re.compile(r"'((?:[^']|'')*)'(:\*)?")
@@ -177,38 +176,19 @@ SNAPSHOT_VERSION = "memlens_snapshot_version"
 
 class StatisticsCache:
     """BM25's statistics (a tenant's document count and average length, each word's document
-    count, whether a word is common) by the store's change counter. Counting them was a third of
-    a keyword search (32 ms of 100 at 30,000 episodes, a count per word). The counter is read
-    before the read transaction's snapshot is taken, so the snapshot holds every commit it
-    counts: statistics are only ever kept under a version at or below the data they came from,
-    never above it, so none from before an erasure is used after it. Only the newest version's
-    entries are kept; a reader on an older one computes without keeping."""
-
-    MAX_ENTRIES = KEYWORD_CACHE_ENTRIES
+    count, whether a word is common) by the store's change counter (a
+    :class:`..shared.DataVersionCache`). Counting them was a third of a keyword search (32 ms of
+    100 at 30,000 episodes, a count per word). The counter is read before the read transaction's
+    snapshot is taken (``SNAPSHOT_VERSION`` in the connection's info), so the snapshot holds
+    every commit it counts."""
 
     def __init__(self) -> None:
-        # One (version, entries) pair, replaced whole: a reader never pairs one version's
-        # entries with another's number while a writer moves on.
-        self._kept: tuple[int | None, dict[Any, Any]] = (None, {})
-        self._lock = threading.Lock()
+        self._cache = DataVersionCache()
 
     def kept(self, conn: Connection, key: Hashable, compute: Callable[[], Any]) -> Any:
         """The value kept for ``key`` at the version ``conn``'s read transaction was opened at, or
         ``compute()``'s, kept for the next search (only a read transaction has a version)."""
-        version = conn.info.get(SNAPSHOT_VERSION)
-        kept_version, entries = self._kept
-        if version is not None and version == kept_version and key in entries:
-            return entries[key]
-        value = compute()
-        if version is not None:
-            with self._lock:
-                kept_version, entries = self._kept
-                if kept_version is None or version > kept_version:
-                    kept_version, entries = version, {}
-                    self._kept = (kept_version, entries)
-                if version == kept_version and len(entries) < self.MAX_ENTRIES:
-                    entries[key] = value
-        return value
+        return self._cache.kept(conn.info.get(SNAPSHOT_VERSION), key, compute)
 
 
 class PostgresKeywordIndex:

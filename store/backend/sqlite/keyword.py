@@ -8,7 +8,6 @@ hits, never which words its query keeps: :func:`common_terms` reads the tenant's
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from contextlib import AbstractContextManager
@@ -39,10 +38,10 @@ from ...tenancy import Tenant
 from ..interface import KeywordHit
 from ..shared import (
     COMMON_SHARE,
-    KEYWORD_CACHE_ENTRIES,
     MAX_KEYWORD_MATCHES,
     MIN_EPISODES_FOR_CUT,
     RARE_MATCHES,
+    DataVersionCache,
     filtered,
     is_rare,
     marked_terms,
@@ -134,7 +133,8 @@ def is_common(conn: Connection, tenant: Tenant, term: str) -> bool:
 
 
 class CommonWords:
-    """:func:`common_terms` with its per-tenant answers kept until anyone commits.
+    """:func:`common_terms` with its per-tenant answers kept until anyone commits (a
+    :class:`..shared.DataVersionCache`).
 
     Search as you type asks about the same words at every keystroke, and the per-word reads cost
     about 1 ms each at 100k episodes. Answers are computed in a read transaction of their own,
@@ -144,32 +144,22 @@ class CommonWords:
 
     def __init__(self, read: Callable[[], AbstractContextManager[Connection]], data_version: Callable[[], int]):
         self._read, self._data_version = read, data_version
-        self._lock = threading.Lock()
-        self._version: int | None = None
-        self._large: dict[str, bool] = {}
-        self._common: dict[tuple[str, str], bool] = {}
+        self._cache = DataVersionCache()
 
     def __call__(self, tenant: Tenant, terms: list[str]) -> set[str]:
         terms = list(dict.fromkeys(terms))
         if len(terms) < 2:
             return set()
-        version = self._data_version()
-        with self._lock:
-            if version != self._version:
-                self._version, self._large, self._common = version, {}, {}
-            large = self._large.get(tenant.key)
-            known = {t: self._common[(tenant.key, t)] for t in terms if (tenant.key, t) in self._common}
-        if large is False or (large and len(known) == len(terms)):
+        version, missing = self._data_version(), DataVersionCache.MISSING
+        large = self._cache.get(version, (tenant.key, "large"))
+        known = {t: self._cache.get(version, (tenant.key, "common", t)) for t in terms}
+        known = {t: common for t, common in known.items() if common is not missing}
+        if large is False or (large is not missing and len(known) == len(terms)):
             return {t for t, common in known.items() if common} if large else set()
         with self._read() as conn:
-            large = large_enough(conn, tenant) if large is None else large
+            large = large_enough(conn, tenant) if large is missing else large
             fresh = {t: is_common(conn, tenant, t) for t in terms if t not in known} if large else {}
-        with self._lock:
-            if len(self._common) > KEYWORD_CACHE_ENTRIES:  # a store nobody writes to, searched for days
-                self._common.clear()
-            if version == self._version:
-                self._large[tenant.key] = large
-                self._common.update(((tenant.key, t), common) for t, common in fresh.items())
+        self._cache.keep(version, {(tenant.key, "large"): large} | {(tenant.key, "common", t): common for t, common in fresh.items()})
         return {t for t, common in {**known, **fresh}.items() if common} if large else set()
 
 
