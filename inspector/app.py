@@ -17,7 +17,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.notifications import SeverityLevel
 from textual.reactive import reactive
-from textual.widgets import Button, Header, Input, Label, OptionList
+from textual.widgets import Button, Header, Input, Label
 from textual.worker import get_current_worker
 
 from . import config, messages
@@ -25,12 +25,13 @@ from .actions import ActionsMixin
 from .commands import system_commands
 from .failures import is_damage
 from .lifecycle import StoreLifecycleMixin
-from .loading import NO_TENANT, TenantViewsMixin
+from .loading import TenantViewsMixin
 from .locations import is_server_url, shown
+from .opening import Glance
 from .printable import printable
 from .searching import SEARCH_LIMIT, LatestOnly, SearchMixin
-from .tenants import Glance, TenantListMixin
 from .widgets.footer import KeysFooter
+from .widgets.tenant_list import NO_TENANT, TenantList, TenantName
 
 __all__ = ["MemlensApp", "make_app", "is_idle", "NO_TENANT", "SEARCH_LIMIT"]
 
@@ -55,10 +56,6 @@ def is_idle(app: MemlensApp) -> bool:
 
 
 GLANCE_WAIT = 0.25  # seconds the first frame may wait for the names (here: 2 ms to read, 3-8 ms to import sqlite3)
-
-
-class Sidebar(Vertical):
-    BINDINGS = [Binding("a", "app.store_audit", "Audit log"), Binding("down", "app.pick_tenant", "Tenants", show=False)]
 
 
 class ContentArea(Vertical):
@@ -91,7 +88,7 @@ class ContentArea(Vertical):
         yield DetailPane(id="detail")
 
 
-class MemlensApp(StoreLifecycleMixin, TenantListMixin, SearchMixin, ActionsMixin, TenantViewsMixin, App):
+class MemlensApp(StoreLifecycleMixin, SearchMixin, ActionsMixin, TenantViewsMixin, App):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute, so subclasses elsewhere find it
     TITLE = "memlens"
     AUTO_FOCUS = "#tenants"
@@ -159,10 +156,7 @@ class MemlensApp(StoreLifecycleMixin, TenantListMixin, SearchMixin, ActionsMixin
     def compose(self) -> ComposeResult:
         yield Header()
         with Horizontal(id="main"):
-            with Sidebar(id="sidebar"):
-                yield Input(placeholder="filter tenants", id="tenant-filter")
-                yield OptionList(id="tenants")
-                yield Button("Audit log (all tenants)", id="store-audit", compact=True)
+            yield TenantList(id="sidebar")
             # The tier views join here after the first frame (on_mount says why). Until then "/"
             # shows this box, so what is typed next is text, not keys (a "q" would have quit),
             # and it moves into the search box when that exists.
@@ -284,6 +278,50 @@ class MemlensApp(StoreLifecycleMixin, TenantListMixin, SearchMixin, ActionsMixin
             return message
 
         self.call_store(view, call, made, group=f"view-{view}", exclusive=True)
+
+    # --- the tenant list ---------------------------------------------------------------------------
+
+    def await_names(self) -> None:
+        """In a worker: the names once the glance has read them (the first frame did not wait that long)."""
+        self.glance.done.wait()
+        self.post_message(messages.TenantNames(self.glance.names))
+
+    def on_tenant_names(self, message: messages.TenantNames) -> None:
+        if message.names and not self.tenants:  # else the store has already counted them
+            self.tenants = [TenantName(user_id) for user_id in message.names]
+            self.show_tenants()
+
+    def load_tenants(self) -> None:
+        self.call_store("tenants", self.store.tenants, messages.TenantsLoaded, group="tenants", exclusive=True)
+
+    def on_tenants_loaded(self, message: messages.TenantsLoaded) -> None:
+        self.tenants = message.tenants
+        self.show_tenants()
+
+    def show_tenants(self) -> None:
+        shown = self.query_one(TenantList).show(self.tenants, self.user_id, highlight_first=not self.picked_a_tenant)
+        if not shown:  # hidden by the filter, erased, or removed by another process
+            self.select_tenant(NO_TENANT)
+
+    def visible_tenant(self) -> Any:
+        """The tenant highlighted in the list as shown, or NO_TENANT."""
+        return self.query_one(TenantList).visible_tenant()
+
+    @on(TenantList.Picked)
+    def _tenant_picked(self, message: TenantList.Picked) -> None:
+        if message.user_id != self.user_id:
+            self.select_tenant(message.user_id)
+
+    def select_tenant(self, user_id: Any) -> None:
+        self.leave_the_past()  # moments are the tenant's own: another tenant opens at now
+        self.user_id = user_id
+        self.query_one(TenantList).selected = user_id
+        self.picked_a_tenant = self.picked_a_tenant or user_id is not NO_TENANT
+        self.marked_checkpoint = None
+        self.session_names = []
+        self.clear_views()
+        self.refresh_bindings()
+        self.load_tenant_views()
 
     # --- time travel ----------------------------------------------------------------------------
 

@@ -1,8 +1,9 @@
 """What the App's parts need from the App, stated once.
 
 The actions (``actions.ActionsMixin``), the tier views' loading (``loading.TenantViewsMixin``),
-the tenant list (``tenants.TenantListMixin``), the search (``searching.SearchMixin``) and the
-store's life (``lifecycle.StoreLifecycleMixin``) are mixed into the App; the command palette (``commands``) calls the App's actions. None of
+the search (``searching.SearchMixin``) and the store's life (``lifecycle.StoreLifecycleMixin``)
+are mixed into the App (the tenant list is a widget, ``widgets.tenant_list``, and the App's own
+methods select a tenant); the command palette (``commands``) calls the App's actions. None of
 them imports the App: each relies on this interface, the state it declares in its own class
 body (which only it uses), and Textual's own ``App`` API (notify, push_screen, query_one,
 run_worker...); and ``tests/test_inspector_layout.py`` checks that

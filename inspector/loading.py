@@ -15,6 +15,7 @@ from textual import events
 
 from . import messages
 from .printable import tenant_label
+from .widgets.tenant_list import NO_TENANT
 
 if TYPE_CHECKING:  # annotations only: the modules themselves load after the first frame
     from textual.widgets import TabbedContent
@@ -25,7 +26,6 @@ if TYPE_CHECKING:  # annotations only: the modules themselves load after the fir
 # imported inside the methods: they come after the first frame (see app.py). The detail pane is
 # found by its id ("detail") for the same reason.
 
-NO_TENANT = object()
 VIEW_IDS = ("search", "blocks", "episodes", "facts", "sessions", "audit")  # each view's id is "<name>-view"
 
 

@@ -1,5 +1,6 @@
-"""Opening a store for the inspector: read-write when this process may write the file, otherwise
-read-only, with the reason in words a user can act on. No Textual here.
+"""Opening a store for the inspector: the tenant names read at once (Glance), then the store,
+read-write when this process may write the file, otherwise read-only, with the reason in words a
+user can act on. No Textual here.
 
 Whether the file can be written (its filesystem, its mode, its folder, its -wal and -shm) is the
 store's to say, in one place (the SQLite backend): opened for writing, it refuses a file it cannot
@@ -10,8 +11,11 @@ read-only and shows that reason.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
+
+from .locations import is_server_url
 
 
 def open_for_inspection(path: Path, embedder: Any) -> tuple[Any, str | None]:
@@ -24,3 +28,23 @@ def open_for_inspection(path: Path, embedder: Any) -> tuple[Any, str | None]:
     except ReadOnlyStoreError as error:
         reason = error.reason or f"opening it for writing failed: {error}"
     return MemoryStore.open(path, embedder=embedder, read_only=True), reason
+
+
+class Glance:
+    """The tenant names (store.glance), read in a thread of its own from the moment the App is made."""
+
+    def __init__(self, path: Path | str):
+        self.names: list[Any] | None = None
+        self.done = threading.Event()
+        if is_server_url(path):  # no file to glance at: the open lists the tenants
+            self.done.set()
+            return
+        threading.Thread(target=self._read, args=(path,), name="memlens-glance", daemon=True).start()
+
+    def _read(self, path: Path) -> None:
+        from store.glance import tenant_names
+
+        try:
+            self.names = tenant_names(path)
+        finally:
+            self.done.set()

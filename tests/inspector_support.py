@@ -104,7 +104,9 @@ async def open_tenant(pilot, app, user_id) -> None:
     await settle(pilot, app)
     options = app.query_one("#tenants")
     options.focus()
-    key = app.tenant_option_id(user_id)
+    from inspector.widgets.tenant_list import option_id
+
+    key = option_id(user_id)
     options.highlighted = next(i for i in range(options.option_count) if options.get_option_at_index(i).id == key)
     await wait_for(pilot, lambda: app.user_id == user_id, what=f"tenant {user_id}")
     await settle(pilot, app)

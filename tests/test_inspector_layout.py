@@ -85,7 +85,6 @@ def used_on_self(path: Path) -> dict[str, set[str]]:
 MIXINS = [
     ("actions", "ActionsMixin"),
     ("loading", "TenantViewsMixin"),
-    ("tenants", "TenantListMixin"),
     ("searching", "SearchMixin"),
     ("lifecycle", "StoreLifecycleMixin"),
 ]
