@@ -126,13 +126,17 @@ def build_memlens(work: Path, texts: list[str], vectors: np.ndarray) -> Path:
     return db
 
 
-def build_chroma(work: Path, vectors: np.ndarray) -> None:
+def build_chroma(work: Path, vectors: np.ndarray, texts: list[str] | None = None) -> None:
+    """A chromadb collection of the vectors; with ``texts``, each stored as its document, as an
+    agent's memory would be (a query then returns them, as memlens's and LanceDB's do)."""
     import chromadb
 
     client = chromadb.PersistentClient(path=str(work / "chroma"))
     collection = client.create_collection("bench", metadata={"hnsw:space": "cosine"})
     for i in range(0, len(vectors), 5000):
-        collection.add(ids=[str(j) for j in range(i, min(len(vectors), i + 5000))], embeddings=vectors[i : i + 5000])
+        end = min(len(vectors), i + 5000)
+        documents = None if texts is None else texts[i:end]
+        collection.add(ids=[str(j) for j in range(i, end)], embeddings=vectors[i:end], documents=documents)
 
 
 def build_lance(work: Path, texts: list[str], vectors: np.ndarray) -> None:

@@ -3,7 +3,8 @@
     python bench/peers_bench.py                   # 100k episodes, 200 queries
     python bench/peers_bench.py --rows 20000 --queries 100
 
-One process holds all of them, over the same real MiniLM vectors of the same texts, and asks each
+One process holds all of them, over the same real MiniLM vectors of the same texts (each system
+stores the texts and returns them with its hits, as an agent's memory would), and asks each
 the same never-searched queries. Every call that needs a query vector encodes the query with the
 same model inside the timed call (memlens's ``recall()`` does it itself; for the others the
 benchmark calls the model, then the store), so the figures are what a user waits for. Systems are
@@ -118,7 +119,7 @@ def main() -> None:
         missing = [name for name in ("chromadb", "lancedb") if not installed(name)]
         if "chromadb" not in missing:
             start = time.perf_counter()
-            build_chroma(work, vectors)
+            build_chroma(work, vectors, texts)
             calls |= chroma_calls(work, encode)
             print(f"chromadb: built in {time.perf_counter() - start:.0f} s", flush=True)
         if "lancedb" not in missing:
