@@ -128,6 +128,9 @@ def test_the_moment_is_checked(store):
 
 
 def test_the_timeline_lists_each_change_once_newest_first_and_each_moment_is_a_snapshot(store, clock):
+    # Another tenant's facts about the same subject, superseded too: none of it is u's timeline.
+    store.add_fact("u", "lives_in", "Rome", user_id="other", valid_from=T0)
+    store.add_fact("u", "lives_in", "Oslo", user_id="other", valid_from=T0 + timedelta(days=2))
     store.update_block("persona", "v1", user_id="u")
     tick(clock)
     store.add_fact("u", "lives_in", "Paris", user_id="u", valid_from=T0)
@@ -154,10 +157,12 @@ def test_the_timeline_lists_each_change_once_newest_first_and_each_moment_is_a_s
         ("block", "written", "persona", "v1"),
     ]
     assert [c.at for c in changes] == sorted((c.at for c in changes), reverse=True)
-    assert [c.kind for c in store.timeline(user_id="u", since=T0 + timedelta(seconds=4), until=T0 + timedelta(seconds=6))] == [
-        "checkpoint",
-        "recorded",
-        "validity changed",
+    window = store.timeline(user_id="u", since=T0 + timedelta(seconds=4), until=T0 + timedelta(seconds=6))
+    # Paris was recorded before the window: the change to it names it all the same.
+    assert [(c.kind, c.detail) for c in window] == [
+        ("checkpoint", "before the move"),
+        ("recorded", "Berlin"),
+        ("validity changed", "Paris (was open)"),
     ]
     assert len(store.timeline(user_id="u", limit=2)) == 2
     # Each moment can be shown: at the second block write, the block read v2 and Paris was current.

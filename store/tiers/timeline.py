@@ -39,17 +39,17 @@ def changes(conn: Connection, tenant: Tenant, *, since: datetime | None, until: 
     for r in conn.execute(within(deleted, v.replaced_at)):
         found.append(Change(at=r.replaced_at, tier="block", kind="deleted", name=r.name, detail=_first_line(r.content)))
     f, c = facts_t.c, fact_changes_t.c
-    facts_by_id = {}
     for r in conn.execute(within(tenant.select(facts_t), f.recorded_at)):
-        facts_by_id[r.id] = r
         found.append(Change(at=r.recorded_at, tier="fact", kind="recorded", name=f"{r.subject} {r.predicate}", detail=r.object))
-    for r in conn.execute(within(tenant.select(fact_changes_t), c.changed_at)):
-        fact = facts_by_id.get(r.fact_id) or conn.execute(tenant.select(facts_t).where(f.id == r.fact_id)).first()
-        if fact is None:
-            continue
+    # Each change with its fact, in one statement (a lookup per change not in the page above was a
+    # query each); a change whose fact is gone is not listed.
+    changed = tenant.select(fact_changes_t, c.changed_at, c.valid_until_before, f.subject, f.predicate, f.object).select_from(
+        fact_changes_t.join(facts_t, (f.id == c.fact_id) & tenant.owns(facts_t))
+    )
+    for r in conn.execute(within(changed, c.changed_at)):
         was = "open" if r.valid_until_before is None else f"valid until {r.valid_until_before.isoformat()}"
-        name = f"{fact.subject} {fact.predicate}"
-        found.append(Change(at=r.changed_at, tier="fact", kind="validity changed", name=name, detail=f"{fact.object} (was {was})"))
+        name = f"{r.subject} {r.predicate}"
+        found.append(Change(at=r.changed_at, tier="fact", kind="validity changed", name=name, detail=f"{r.object} (was {was})"))
     s, k = sessions_t.c, checkpoints_t.c
     names = {}
     for r in conn.execute(tenant.select(sessions_t)):
