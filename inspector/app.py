@@ -333,7 +333,8 @@ class MemlensApp(StoreLifecycleMixin, SearchMixin, ActionsMixin, TenantViewsMixi
             banner = self.query_one("#past-banner", Label)
             banner.display = at is not None
             if at is not None:
-                banner.update(f"AS OF {moment_label(at)} · read-only · [ ] step · n now · T timeline · D diff with now")
+                # The moment and "read-only" first: at 80 columns the line ends in an ellipsis after "n now".
+                banner.update(f"AS OF {moment_label(at)} · read-only · n now · [ ] step · T timeline · D diff with now")
         self.refresh_bindings()
         self.clear_views()
         self.load_tenant_views()

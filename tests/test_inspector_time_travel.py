@@ -103,7 +103,7 @@ async def test_stepping_back_shows_every_view_as_it_was_and_says_so(demo):
         await wait_for(pilot, lambda: app.as_of == back, what="the moment before the latest change")
         await settle(pilot, app)
         assert f"AS OF {moment_label(back)} (read-only)" in app.sub_title
-        assert f"AS OF {moment_label(back)} · read-only · [ ] step · n now" in screen_text(app)
+        assert f"AS OF {moment_label(back)} · read-only · n now · [ ] step · T timeline" in screen_text(app)
         blocks = dict(zip(cells(app, "#blocks-table", 1), cells(app, "#blocks-table", 2), strict=True))
         assert blocks == {b.name: b.content for b in then.blocks}
         assert blocks["persona"] == "Friendly travel planner. Concise, practical."  # before "mentions prices in euros"
