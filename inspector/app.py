@@ -386,15 +386,24 @@ class MemlensApp(StoreLifecycleMixin, SearchMixin, ActionsMixin, TenantViewsMixi
     def _step(self, *, back: bool) -> None:
         if not self.allowed("timeline"):
             return
-        from .time_travel import moments_of, step_back, step_forward
+        from .time_travel import TICK, moments_of, step_back, step_forward
 
         store, user, shown = self.store, self.user_id, self.as_of
+        if back:
+            # The changes up to the moment shown, newest first: the two newest moments are all a
+            # step back needs, however long the tenant's history is.
+            until = None if shown is None else shown + TICK
+            read = lambda: store.timeline(user_id=user, until=until, limit=1000)  # noqa: E731
+        else:
+            # The changes after it (a history of more than 10,000 changes since the moment would
+            # step to the oldest of the newest 10,000).
+            read = lambda: store.timeline(user_id=user, since=shown + TICK, limit=10_000)  # noqa: E731
 
         def target(changes: list[Any]) -> messages.MomentChosen:
             moments = moments_of(changes)
             return messages.MomentChosen(user, shown, step_back(moments, shown) if back else step_forward(moments, shown))
 
-        self.call_store("timeline", lambda: store.timeline(user_id=user, limit=10_000), target, group="step", exclusive=True)
+        self.call_store("timeline", read, target, group="step", exclusive=True)
 
     @on(messages.MomentChosen)
     def _moment_chosen(self, m: messages.MomentChosen) -> None:
