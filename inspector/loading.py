@@ -63,7 +63,10 @@ def session_source(then: Any) -> str:
 
 
 class TenantViewsMixin:
-    """Mixed into the App; uses only host.Host and Textual's App API (tests/test_inspector_layout.py)."""
+    """Mixed into the App; uses only host.Host, its own state below and Textual's App API (tests/test_inspector_layout.py)."""
+
+    past_snapshot: Any = None
+    """The snapshot the views of a past moment were filled from (store.models.MemorySnapshot)."""
 
     def views_mounted(self) -> bool:
         """The tier views are all there: not yet just after start (they mount lazily), nor any more while closing."""
@@ -99,24 +102,25 @@ class TenantViewsMixin:
         user, store, at = self.user_id, self.store, self.as_of
         if store.model_ready:
             self.run_worker(lambda: store.warm_vectors(user_id=user), thread=True, group="vectors", exclusive=True, exit_on_error=False)
-        if at is None:
+        if at is not None:  # as the memory stood at that moment (inspector.time_travel): one snapshot
+            self.fetch(
+                "past",
+                lambda: (store.snapshot(user_id=user, as_of=at), store.activity(user_id=user, days=ACTIVITY_DAYS, until=at)),
+                lambda t, parts: messages.PastLoaded(t, *parts),
+            )
+            self.fetch("audit", lambda: [a for a in store.audit_log(user_id=user) if a.at <= at], messages.AuditLoaded)
+        else:
             self.fetch("blocks", lambda: store.working(user_id=user), messages.BlocksLoaded)
             self.fetch("sessions", lambda: store.sessions(user_id=user), messages.SessionsLoaded)
             self.fetch("audit", lambda: store.audit_log(user_id=user), messages.AuditLoaded)
-        else:  # as the memory stood at that moment (inspector.time_travel)
-            self.fetch("blocks", lambda: store.working(user_id=user, as_of=at), messages.BlocksLoaded)
-            self.fetch("sessions", lambda: store.snapshot(user_id=user, as_of=at).sessions, messages.SessionsLoaded)
-            self.fetch("audit", lambda: [a for a in store.audit_log(user_id=user) if a.at <= at], messages.AuditLoaded)
 
-        def overview() -> tuple[Any, Any]:
-            # The weeks up to the tenant's last activity: a tenant idle for a month shows what it
-            # did, not a month of zeros (the caption gives the dates).
-            if at is not None:
-                return past_counts(store.snapshot(user_id=user, as_of=at)), store.activity(user_id=user, days=ACTIVITY_DAYS, until=at)
-            profile = store.profile(user_id=user)
-            return profile.counts, store.activity(user_id=user, days=ACTIVITY_DAYS, until=profile.last_activity)
+            def overview() -> tuple[Any, Any]:
+                # The weeks up to the tenant's last activity: a tenant idle for a month shows what
+                # it did, not a month of zeros (the caption gives the dates).
+                profile = store.profile(user_id=user)
+                return profile.counts, store.activity(user_id=user, days=ACTIVITY_DAYS, until=profile.last_activity)
 
-        self.fetch("overview", overview, lambda t, parts: messages.OverviewLoaded(t, *parts))
+            self.fetch("overview", overview, lambda t, parts: messages.OverviewLoaded(t, *parts))
         self.query_one(EpisodesView).request(None)
         self.query_one(FactsView).request()
         self.query_one(SearchView).request()
@@ -151,12 +155,17 @@ class TenantViewsMixin:
 
     def load_session(self, session_id: str) -> None:
         user, store, at = self.user_id, self.store, self.as_of
+        # In the past the session's state is in the snapshot the views were filled from (its
+        # sessions are the ones listed): only its checkpoints are read again.
+        shown = self.past_snapshot if at is not None else None
+        if at is not None and (shown is None or shown.as_of != at or shown.user_id != user):
+            return  # the snapshot of this moment has not arrived yet; it lists the sessions when it does
+        then = None if shown is None else next((s for s in shown.sessions if s.session_id == session_id), None)
 
         def call():
             memory = store.session(session_id, user_id=user)
             if at is None:
                 return memory.get_task_state(), memory.entries(), memory.get_scratchpad(), memory.list_checkpoints()
-            then = next((s for s in store.snapshot(user_id=user, as_of=at).sessions if s.session_id == session_id), None)
             checkpoints = [c for c in memory.list_checkpoints() if c.created_at <= at]
             if then is None:
                 return None, [], [], checkpoints, "the session did not exist yet"
@@ -197,14 +206,28 @@ class TenantViewsMixin:
         if self.for_this_tenant(m):
             self.query_one("#detail").show_overview(tenant_label(m.tenant_key), m.activity, m.counts)
 
-    def on_sessions_loaded(self, m: messages.SessionsLoaded) -> None:
-        from .widgets.views import EpisodesView, SearchView, SessionsView
+    def on_past_loaded(self, m: messages.PastLoaded) -> None:
+        from .widgets.views import BlocksView
 
         if not self.for_this_tenant(m):
             return
-        self.session_names = [s.session_id for s in m.sessions]
+        self.past_snapshot = m.snapshot
+        self.query_one(BlocksView).show(m.snapshot.blocks)
+        self.query_one("#detail").show_overview(tenant_label(m.tenant_key), m.activity, past_counts(m.snapshot))
+        self.show_sessions(m.snapshot.sessions)
+
+    def on_sessions_loaded(self, m: messages.SessionsLoaded) -> None:
+        if self.for_this_tenant(m):
+            self.show_sessions(m.sessions)
+
+    def show_sessions(self, sessions: list[Any]) -> None:
+        """The sessions listed (SessionInfo now, SessionSnapshot in the past), their names in the
+        session filters, and the selected one's working memory loaded."""
+        from .widgets.views import EpisodesView, SearchView, SessionsView
+
+        self.session_names = [s.session_id for s in sessions]
         view = self.query_one(SessionsView)
-        view.show_sessions(m.sessions)
+        view.show_sessions(sessions)
         for target in (self.query_one(SearchView), self.query_one(EpisodesView)):
             target.set_sessions(self.session_names)
         chosen = view.selected_session()

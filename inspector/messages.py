@@ -112,6 +112,14 @@ class SessionsLoaded(TenantResult):
     sessions: list[Any]
 
 
+class PastLoaded(TenantResult):
+    """The tenant as it stood at a past moment (MemorySnapshot): its blocks, its sessions and the
+    overview's counts come from this one snapshot; ``activity`` is the overview's sparkline."""
+
+    snapshot: Any
+    activity: Any
+
+
 class SessionLoaded(TenantResult):
     """The working memory of one session: task state, key-value entries, notes, checkpoints."""
 
