@@ -326,6 +326,13 @@ class MemlensApp(StoreLifecycleMixin, SearchMixin, ActionsMixin, TenantViewsMixi
     # --- time travel ----------------------------------------------------------------------------
 
     def watch_as_of(self, at: datetime | None) -> None:
+        self.show_moment(at)
+        self.refresh_bindings()
+        self.clear_views()
+        self.load_tenant_views()
+
+    def show_moment(self, at: datetime | None) -> None:
+        """The header and the line above the tabs say which moment the views show."""
         from .time_travel import moment_label
 
         self.update_subtitle()
@@ -335,17 +342,12 @@ class MemlensApp(StoreLifecycleMixin, SearchMixin, ActionsMixin, TenantViewsMixi
             if at is not None:
                 # The moment and "read-only" first: at 80 columns the line ends in an ellipsis after "n now".
                 banner.update(f"AS OF {moment_label(at)} · read-only · n now · [ ] step · T timeline · D diff with now")
-        self.refresh_bindings()
-        self.clear_views()
-        self.load_tenant_views()
 
     def leave_the_past(self) -> None:
         """Back to now without reloading (another tenant is being selected, which loads its views)."""
         if self.as_of is not None:
             self.set_reactive(MemlensApp.as_of, None)
-            self.update_subtitle()
-            if self.query("#past-banner"):
-                self.query_one("#past-banner", Label).display = False
+            self.show_moment(None)
 
     def action_timeline(self) -> None:
         if not self.allowed("timeline"):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
@@ -21,6 +21,20 @@ def count(n: int, noun: str) -> str:
 
 def when(value: datetime | None) -> str:
     return "-" if value is None else value.strftime("%Y-%m-%d %H:%M")
+
+
+def parse_day(text: str, *, end: bool = False) -> datetime | None:
+    """'2026-03-01' or a full ISO time, read as UTC; None when empty. With ``end``, a day alone is
+    the start of the next (an exclusive end). Raises ValueError."""
+    text = text.strip()
+    if not text:
+        return None
+    value = datetime.fromisoformat(text)
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    if end and len(text) == 10:
+        value += timedelta(days=1)
+    return value
 
 
 def one_line(text: str, width: int = 60) -> str:

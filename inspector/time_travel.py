@@ -9,8 +9,10 @@ stepping forward from the moment before the latest change comes back to now.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
+
+from .formatting import parse_day
 
 TICK = timedelta(microseconds=1)  # the smallest step of the store's clock
 """The moment just before a change: the memory without it."""
@@ -53,15 +55,14 @@ def step_forward(moments: list[datetime], shown: datetime) -> datetime | str:
 def parse_moment(text: str, now: datetime) -> datetime:
     """'2026-11-18', '2026-11-18 14:02' or a full ISO time, read as UTC. A day alone is its end
     (what the memory held when that day was over). Raises ValueError, with what to type."""
-    text = text.strip()
     try:
-        value = datetime.fromisoformat(text)
+        value = parse_day(text, end=True)  # a day alone: the start of the next, one tick after its end
     except ValueError:
-        raise ValueError("moments look like 2026-11-18 or 2026-11-18 14:02 (UTC)") from None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    if len(text) == 10:
-        value += timedelta(days=1) - TICK
+        value = None
+    if value is None:
+        raise ValueError("moments look like 2026-11-18 or 2026-11-18 14:02 (UTC)")
+    if len(text.strip()) == 10:
+        value -= TICK
     if value > now:
         raise ValueError("that moment is still to come: the views show now, live")
     return value

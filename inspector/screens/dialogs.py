@@ -20,11 +20,11 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Select, Static
 
-from ..formatting import audit_action, count, when
+from ..formatting import audit_action, count, parse_day, when
 from ..printable import printable, tenant_label
 from ..widgets import detail
 from ..widgets.footer import KeysFooter
-from ..widgets.views import RecordTable, parse_day
+from ..widgets.views import RecordTable
 
 COUNT_COLUMNS = 3  # nine tiers in three rows: the whole dry run fits an 80x24 dialog
 

@@ -18,7 +18,7 @@ from store.validation import utcnow
 
 from ..formatting import count, one_line
 from ..printable import tenant_label
-from ..time_travel import NOW, TICK, moment_label, parse_moment
+from ..time_travel import NOW, TICK, diff_title, moment_label, parse_moment
 from ..widgets.views import RecordTable
 from .dialogs import buttons
 
@@ -114,7 +114,7 @@ class TimelineScreen(ModalScreen[Any]):
             a, b = sorted((self.marked, at))
             self.marked = None
             self.show_status()
-            self.post_message(self.DiffWanted(a, b, f"{moment_label(a)} → {moment_label(b)}"))
+            self.post_message(self.DiffWanted(a, b, diff_title(a, b)))
         elif record != NOW:
             title = f"what changed at {moment_label(record.at)}: {record.tier} {record.name}"
             self.post_message(self.DiffWanted(record.at - TICK, record.at, title))

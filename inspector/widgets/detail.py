@@ -167,13 +167,7 @@ def diff(d) -> Group:
     parts: list[Any] = [table if table.row_count else Text("key-value entries: no change", style="dim")]
     before, after = d.task_state_before, d.task_state_after
     if before != after:
-
-        def describe(t):
-            return (
-                "none" if t is None else f"{t.task}: step {t.current_step}/{t.total_steps or '?'} ({t.progress_percent:.0f}%), {t.status}"
-            )
-
-        parts += [Text("\ntask state", style="bold"), Text(f"before: {describe(before)}\nafter:  {describe(after)}")]
+        parts += [Text("\ntask state", style="bold"), Text(f"before: {task_line(before)}\nafter:  {task_line(after)}")]
     for label, notes, style in (("notes added", d.scratchpad_added, "green"), ("notes removed", d.scratchpad_removed, "red")):
         if notes:
             parts += [Text(f"\n{label}", style="bold"), Text("\n".join(f"• {n}" for n in notes), style=style)]
@@ -214,7 +208,7 @@ def memory_diff(d: Any) -> Group:
         for key, (old, new) in s.changed_keys.items():
             parts.append(_line(f"    ~ {key}: {one_line(repr(old), 60)} → {one_line(repr(new), 60)}", "yellow"))
         if s.task_state_before != s.task_state_after:
-            parts.append(_line(f"    ~ task: {_task(s.task_state_before)} → {_task(s.task_state_after)}", "yellow"))
+            parts.append(_line(f"    ~ task: {task_line(s.task_state_before)} → {task_line(s.task_state_after)}", "yellow"))
         for note in s.scratchpad_added:
             parts.append(_line(f"    + note {one_line(note, 400)}", "green"))
         for note in s.scratchpad_removed:
@@ -227,8 +221,6 @@ def memory_diff(d: Any) -> Group:
     return Group(*parts)
 
 
-def _task(state: Any) -> str:
-    if state is None:
-        return "none"
-    steps = f"{state.current_step}/{state.total_steps}" if state.total_steps else str(state.current_step)
-    return f"{one_line(state.task or '(task)', 24)} step {steps}, {state.status}"
+def task_line(t: Any) -> str:
+    """A task state on one line, for the diffs of a checkpoint and of two moments."""
+    return "none" if t is None else f"{t.task}: step {t.current_step}/{t.total_steps or '?'} ({t.progress_percent:.0f}%), {t.status}"

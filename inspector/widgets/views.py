@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from rich.markup import escape
@@ -20,7 +20,7 @@ from textual.reactive import Reactive
 from textual.render import measure
 from textual.widgets import Checkbox, DataTable, Input, Label, ProgressBar, Select, Static
 
-from ..formatting import audit_action, highlighted, one_line, rank, remaining, score, score_bars, when
+from ..formatting import audit_action, highlighted, one_line, parse_day, rank, remaining, score, score_bars, when
 from . import detail
 from .cells import CachedCells
 
@@ -31,21 +31,6 @@ class ShowDetail(Message):
     body: Any
     source: Any = None
     """The table that asks; the App ignores it once that table no longer has the focus."""
-
-
-def parse_day(text: str, *, end: bool = False) -> datetime | None:
-    """'2026-03-01' or a full ISO time, read as UTC; None when empty. Raises ValueError."""
-    text = text.strip()
-    if not text:
-        return None
-    value = datetime.fromisoformat(text)
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    if end and len(text) == 10:
-        from datetime import timedelta
-
-        value += timedelta(days=1)
-    return value
 
 
 class RecordTable(CachedCells, DataTable):
