@@ -104,7 +104,7 @@ class Tenant:
 
     @property
     def user_id(self) -> str | None:
-        return None if self.key == ANONYMOUS_KEY else self.key
+        return user_id_of(self.key)
 
     @property
     def is_anonymous(self) -> bool:

@@ -17,7 +17,7 @@ from sqlalchemy import Connection, Row
 from ..backend import sql
 from ..models import AuditEntry
 from ..schema import audit_t, to_micros
-from ..tenancy import Tenant
+from ..tenancy import Tenant, user_id_of
 
 
 def digest(action: str, tenant: Tenant, scope: dict[str, Any], counts: dict[str, int], at: datetime) -> str:
@@ -95,7 +95,7 @@ def to_model(row: Row[Any]) -> AuditEntry:
         at=row.at,
         actor=row.actor,
         action=row.action,
-        user_id=Tenant(row.user_id).user_id,
+        user_id=user_id_of(row.user_id),
         scope=json.loads(row.scope),
         counts=json.loads(row.counts),
         digest=row.digest,

@@ -18,7 +18,7 @@ from sqlalchemy import Connection, Delete, Insert, Row, Update, bindparam, func,
 
 from ..models import Block, BlockHistory, BlockVersion
 from ..schema import UtcMicros, block_versions_t, blocks_t
-from ..tenancy import Tenant
+from ..tenancy import Tenant, user_id_of
 
 DEFAULT_VERSIONS_KEPT = 100
 """Earlier versions kept per block: a block an agent rewrites every turn keeps its last hundred."""
@@ -26,7 +26,7 @@ DEFAULT_VERSIONS_KEPT = 100
 
 def to_model(row: Row[Any]) -> Block:
     return Block(
-        user_id=Tenant(row.user_id).user_id,
+        user_id=user_id_of(row.user_id),
         name=row.name,
         content=row.content,
         pinned_order=row.pinned_order,

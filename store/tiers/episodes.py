@@ -15,7 +15,7 @@ from ..backend.shared import filtered
 from ..errors import InvalidInputError, UnknownEpisodeError
 from ..models import Episode, EpisodePage, Message
 from ..schema import episodes_t, from_micros, to_micros
-from ..tenancy import Tenant
+from ..tenancy import Tenant, user_id_of
 from ..validation import check_datetime, check_json, check_name, check_optional_name, check_text
 from .common import content_hash, loads, new_id
 
@@ -29,7 +29,7 @@ def to_model(row: Row[Any] | SimpleNamespace) -> Episode:
     # Rows were validated on the way in; model_construct skips validating them again.
     return Episode.model_construct(
         id=row.id,
-        user_id=Tenant(row.user_id).user_id,
+        user_id=user_id_of(row.user_id),
         session_id=row.session_id,
         occurred_at=row.occurred_at,
         input=row.input,
