@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -36,12 +37,13 @@ class TimelineScreen(ModalScreen[Any]):
         Binding("m", "mark", "Mark"),
     ]
 
+    @dataclass
     class DiffWanted(Message):
         """The App should show the whole tenant's changes from ``a`` to ``b``."""
 
-        def __init__(self, a: datetime, b: datetime, title: str):
-            super().__init__()
-            self.a, self.b, self.title = a, b, title
+        a: datetime
+        b: datetime
+        title: str
 
     def __init__(self, user_id: Any, shown: datetime | None):
         super().__init__()
