@@ -79,26 +79,34 @@ class Terminal:
         raise RuntimeError(f"{needle!r} never appeared; the screen was:\n{self.text()}")
 
     def wait_for_frame_with(self, marker: bytes, timeout: float = 30.0) -> float:
-        """perf_counter() when a whole frame holding ``marker`` has been written to the terminal.
+        """perf_counter() when a whole frame holding ``marker`` has been written to the terminal."""
+        return self.wait_for_frames_with(marker, timeout=timeout)[0]
 
-        Looks for the marker in the raw output and then for the end of that frame, so the time
-        does not include this emulator's (slow, pure-Python) parsing; the screen is updated after."""
+    def wait_for_frames_with(self, *markers: bytes, timeout: float = 30.0) -> list[float]:
+        """perf_counter() when a whole frame holding each marker has been written to the terminal.
+
+        Looks for the markers in the raw output and then for the end of each one's frame, so the
+        times do not include this emulator's (slow, pure-Python) parsing; the screen is updated
+        after. Two markers may arrive in one read: they then share its time."""
         deadline = time.perf_counter() + timeout
-        seen = b""
-        while time.perf_counter() < deadline:
+        seen, arrived = b"", {}
+        while time.perf_counter() < deadline and len(arrived) < len(markers):
             chunk = self.read(0.05)
             if not chunk:
                 if self.proc.poll() is not None:
                     break
                 continue
             seen += chunk
-            at = seen.find(marker)
-            if at >= 0 and END_OF_FRAME in seen[at:]:
-                done = time.perf_counter()
-                self.pending += seen
-                return done
+            now = time.perf_counter()
+            for marker in markers:
+                at = seen.find(marker)
+                if marker not in arrived and at >= 0 and END_OF_FRAME in seen[at:]:
+                    arrived[marker] = now
         self.pending += seen
-        raise RuntimeError(f"{marker!r} never arrived; the screen was:\n{self.text()}")
+        if len(arrived) < len(markers):
+            missing = [m for m in markers if m not in arrived]
+            raise RuntimeError(f"{missing!r} never arrived; the screen was:\n{self.text()}")
+        return [arrived[m] for m in markers]
 
     def cpu_seconds(self) -> float:
         """CPU time the program has used so far, all its threads (Linux: /proc/PID/stat)."""

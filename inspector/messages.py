@@ -149,6 +149,8 @@ class SearchResults(Carrier):
     hits: list[Any]
     elapsed_ms: float
     as_of: Any = None
+    joining: bool = False
+    """Keyword results painted first: the hybrid results for the same query follow."""
 
 
 class ForgetPreview(Carrier):

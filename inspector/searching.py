@@ -21,9 +21,11 @@ from .loading import NO_TENANT, up_to
 SEARCH_LIMIT = 25  # about a screenful; more costs time on every keystroke
 
 
-def search_status(what: str, searched: str, store: Any) -> str:
+def search_status(what: str, searched: str, store: Any, joining: bool = False) -> str:
     """The search line: the mode searched first, in capitals, so a presenter pressing ``m`` sees it change."""
-    if searched == "hybrid":
+    if joining:
+        how = "keyword first · semantic joining…"
+    elif searched == "hybrid":
         how = "semantic + keyword"
     elif searched == "vector":
         how = "semantic only"
@@ -107,29 +109,39 @@ class SearchMixin:
             self.searcher.worker = self.run_worker(self.searcher.run, thread=True, group="search", exit_on_error=False)
 
     def run_search(self, request) -> None:
-        """Runs on the search thread: one search, its result posted back unless already stale."""
+        """Runs on the search thread: the search, its results posted back unless already stale.
+
+        A hybrid search paints its keyword half first: ranked by FTS5 alone it is on screen in a
+        few milliseconds, where the whole hybrid search (the query encoded, the vectors searched,
+        both fused) took 3-4 times as long on every keystroke. The hybrid results then replace
+        it, unless a newer keystroke has asked for its own search meanwhile."""
         from store.errors import MemlensError
 
         seq, user, mode, m, at = request
-        start = time.perf_counter()
-        try:
-            hits = self.store.recall(
-                m.query,
-                user_id=user,
-                limit=SEARCH_LIMIT,
-                # In the past only episodes are searched, up to the moment: blocks, facts and notes
-                # are searched as they are now, which the past must not show.
-                kind=m.kind if at is None else "episodic",
-                session_id=m.session_id,
-                time_range=(m.since, up_to(m.until, at)),
-                mode=mode,
-                prefix=True,
-            )
-        except MemlensError as error:
-            self.search_failed(request, error)
-            return
-        if seq == self.search_seq:  # a newer keystroke has asked for its own search
-            self.post_message(messages.SearchResults(seq, m.query, mode, hits, (time.perf_counter() - start) * 1000, at))
+        phases = ("keyword", mode) if mode == "hybrid" and m.query.strip() else (mode,)
+        for phase in phases:
+            if seq != self.search_seq:
+                return  # a newer keystroke has asked for its own search
+            start = time.perf_counter()
+            try:
+                hits = self.store.recall(
+                    m.query,
+                    user_id=user,
+                    limit=SEARCH_LIMIT,
+                    # In the past only episodes are searched, up to the moment: blocks, facts and
+                    # notes are searched as they are now, which the past must not show.
+                    kind=m.kind if at is None else "episodic",
+                    session_id=m.session_id,
+                    time_range=(m.since, up_to(m.until, at)),
+                    mode=phase,
+                    prefix=True,
+                )
+            except MemlensError as error:
+                self.search_failed(request, error)
+                return
+            if seq == self.search_seq:
+                elapsed = (time.perf_counter() - start) * 1000
+                self.post_message(messages.SearchResults(seq, m.query, phase, hits, elapsed, at, joining=phase != mode))
 
     def search_failed(self, request, error: Exception) -> None:
         """On the search thread: this request failed; the next one is searched as usual."""
@@ -142,7 +154,7 @@ class SearchMixin:
         if m.as_of is not None:
             what += " · episodes up to the moment only"
         timing = f" · {m.elapsed_ms:.1f} ms" if self.show_timings else ""
-        self.query_one("#search-view").show(m.hits, f"{search_status(what, m.mode, self.store)}{timing}")
+        self.query_one("#search-view").show(m.hits, f"{search_status(what, m.mode, self.store, m.joining)}{timing}")
 
     def on_action_failed(self, m: messages.ActionFailed) -> None:
         if m.what == "search" and self.query("#search-view"):

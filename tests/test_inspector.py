@@ -132,6 +132,29 @@ async def test_live_search_is_keyword_first_then_semantic(demo):
         assert "vegetarian" in hit.matched_terms
 
 
+async def test_a_hybrid_search_paints_its_keyword_half_first_then_the_hybrid_results(demo, monkeypatch):
+    """The keyword half is on screen while the query is encoded and the vectors searched: the
+    status line says semantic results are joining, and the hybrid results replace it."""
+    from inspector.widgets.views import SearchView
+
+    statuses: list[str] = []
+    show = SearchView.show
+    monkeypatch.setattr(SearchView, "show", lambda self, hits, status: (statuses.append(status), show(self, hits, status))[1])
+    app = app_for(demo)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await open_tenant(pilot, app, "alice")
+        await wait_for(pilot, lambda: app.store.model_ready, what="model ready")
+        await settle(pilot, app)
+        statuses.clear()
+        app.query_one("#query").value = "vegetarian restaurant"
+        await settle(pilot, app)
+        results = table(app, "#results")
+    assert statuses[0].startswith("KEYWORD") and "semantic joining" in statuses[0]
+    assert statuses[-1].startswith("HYBRID") and "semantic + keyword" in statuses[-1]
+    assert any(h.scores.vector is not None for h in results.records.values())
+
+
 async def test_stale_search_results_are_dropped(demo):
     from inspector import messages as msg
 
