@@ -20,7 +20,8 @@ from .widgets.tenant_list import NO_TENANT
 if TYPE_CHECKING:  # annotations only: the modules themselves load after the first frame
     from textual.widgets import TabbedContent
 
-    from .widgets.views import EpisodesView, FactsView, SessionsView, ShowDetail
+    from .widgets.detail import ShowDetail
+    from .widgets.views import EpisodesView, FactsView, SessionsView
 
 # inspector.views and inspector.overview (and the TabbedContent and Sparkline they use) are
 # imported inside the methods: they come after the first frame (see app.py). The detail pane is

@@ -151,6 +151,8 @@ class SearchResults(Carrier):
     as_of: Any = None
     joining: bool = False
     """Keyword results painted first: the hybrid results for the same query follow."""
+    painted: Any = None
+    """A threading.Event set once these results are on screen, for the search thread to wait on."""
 
 
 class ForgetPreview(Carrier):

@@ -24,6 +24,7 @@ from inspector.screens.dialogs import DiffScreen, ExportScreen, ForgetScreen, St
 from inspector.screens.help_screen import HelpScreen  # noqa: E402
 from inspector.screens.timeline import TimelineScreen  # noqa: E402
 from inspector.widgets.overview import TenantOverview  # noqa: E402
+from inspector.widgets.results import ResultsTable  # noqa: E402
 from inspector.widgets.views import RecordTable  # noqa: E402
 from store.demo import DEMO_NOW, build_demo_store  # noqa: E402
 from store.embedding import cache_dir  # noqa: E402
@@ -82,7 +83,7 @@ async def shoot(store_path: Path) -> None:
         await wait(pilot, lambda: app.query_one(TenantOverview).display and idle(app))
         await save("tenant")
         app.query_one("#query").value = "where does she live now and what does she eat"
-        results = app.query_one("#results", RecordTable)
+        results = app.query_one("#results", ResultsTable)
         # The results of the empty query (most recent first) are on screen already: wait for the query's own.
         await wait(pilot, lambda: status(app).startswith("HYBRID") and "most recent" not in status(app) and idle(app))
         results.focus()

@@ -9,6 +9,7 @@ import pytest
 from inspector.app import NO_TENANT
 from inspector.screens.dialogs import ConfirmScreen, DiffScreen, ExportScreen, FatalScreen, ForgetScreen, ReceiptScreen
 from inspector.screens.help_screen import HelpScreen
+from inspector.widgets.results import ResultsTable
 from inspector.widgets.views import RecordTable
 from store import MemoryStore
 from store.embedding import FakeEmbedder
@@ -35,8 +36,8 @@ def plain(renderable) -> str:
     return console.export_text()
 
 
-def table(app, selector) -> RecordTable:
-    return app.query_one(selector, RecordTable)
+def table(app, selector) -> RecordTable | ResultsTable:
+    return app.query_one(selector, ResultsTable if selector == "#results" else RecordTable)
 
 
 async def test_tenants_are_listed_with_the_anonymous_bucket_and_filterable(demo):

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from inspector.app import SEARCH_LIMIT
 from inspector.formatting import bar, score_bars
-from inspector.widgets.views import RecordTable, SearchView
+from inspector.widgets.results import ResultsTable
+from inspector.widgets.views import SearchView
 from store.models import ScoreBreakdown
 
 from .inspector_support import app_for, frozen, open_tenant, settle, wait_for  # noqa: F401 (fixtures)
@@ -19,13 +20,13 @@ def status(app) -> str:
 
 
 def shown(app) -> list[str]:
-    table = app.query_one("#results", RecordTable)
-    return [table.coordinate_to_cell_key((row, 0)).row_key.value for row in range(table.row_count)]
+    table = app.query_one("#results", ResultsTable)
+    return table.row_keys
 
 
 def bars_shown(app) -> list[str]:
-    table = app.query_one("#results", RecordTable)
-    return [str(table.get_cell_at((row, 1))) for row in range(table.row_count)]
+    table = app.query_one("#results", ResultsTable)
+    return [table.cell_text(row, 1) for row in range(table.row_count)]
 
 
 def test_bars_are_as_long_as_their_value_and_read_without_colour():

@@ -13,7 +13,7 @@ from textual.binding import Binding
 
 from inspector import app
 from inspector.screens import dialogs, help_screen, timeline
-from inspector.widgets import tenant_list, views
+from inspector.widgets import results, tenant_list, views
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOWN = {"slash": "/", "question_mark": "?", "down": "↓", "up": "↑", "left_square_bracket": "[", "right_square_bracket": "]"}
@@ -44,7 +44,7 @@ FOCUS = {
 def bindings() -> dict[str, set[str]]:
     """Class name -> the keys it binds, for every class of the inspector's UI modules with BINDINGS."""
     found: dict[str, set[str]] = {}
-    for module in (app, views, tenant_list, dialogs, help_screen, timeline):
+    for module in (app, views, results, tenant_list, dialogs, help_screen, timeline):
         for cls in vars(module).values():
             if isinstance(cls, type) and "BINDINGS" in vars(cls) and cls.__module__ == module.__name__:
                 for binding in cls.BINDINGS:

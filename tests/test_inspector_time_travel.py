@@ -10,6 +10,7 @@ import pytest
 from inspector.screens.dialogs import DiffScreen, ForgetScreen
 from inspector.screens.timeline import TimelineScreen
 from inspector.time_travel import NOW, TICK, moment_label, moments_of, parse_moment, step_back, step_forward
+from inspector.widgets.results import ResultsTable
 from inspector.widgets.views import RecordTable
 from store import MemoryStore
 from store.embedding import FakeEmbedder
@@ -242,7 +243,7 @@ async def test_a_search_in_the_past_looks_through_episodes_up_to_the_moment(demo
         app.query_one("#query").value = "Lisbon"
         status = app.query_one("#search-status")
         await wait_for(pilot, lambda: "up to the moment" in str(status.render()), what="the search in the past")
-        hits = app.query_one("#results", RecordTable).records.values()
+        hits = app.query_one("#results", ResultsTable).records.values()
         assert hits and all(h.kind == "episode" and h.occurred_at <= NOV3 for h in hits)
 
 

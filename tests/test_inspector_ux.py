@@ -18,6 +18,7 @@ from inspector import messages as msg
 from inspector.app import NO_TENANT
 from inspector.screens.dialogs import ConfirmScreen, ExportScreen, FatalScreen, ForgetScreen, ReceiptScreen, StoreAuditScreen
 from inspector.screens.help_screen import HELP
+from inspector.widgets.results import ResultsTable
 from inspector.widgets.views import RecordTable
 from store import MemoryStore
 from store.embedding import FakeEmbedder
@@ -40,8 +41,8 @@ WIDE = (160, 48)
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def table(app, selector) -> RecordTable:
-    return app.query_one(selector, RecordTable)
+def table(app, selector) -> RecordTable | ResultsTable:
+    return app.query_one(selector, ResultsTable if selector == "#results" else RecordTable)
 
 
 def fully_on_screen(app, widget) -> bool:

@@ -102,3 +102,79 @@ async def test_results_shown_again_after_the_view_was_cleared_are_painted(hits):
         view.show(hits, "25 results")
         await pilot.pause()
         assert table.row_count == len(hits)
+
+
+def test_the_inspector_paints_up_to_120_frames_a_second_unless_the_user_said_otherwise():
+    """At Textual's default 60 a frame waited up to 16.7 ms for its turn after the results were
+    in; the setting must be in place before Textual is first imported."""
+    import os
+    import subprocess
+    import sys
+
+    probe = "import inspector.app; from textual import constants; print(constants.MAX_FPS)"
+    env = {k: v for k, v in os.environ.items() if k != "TEXTUAL_FPS"}
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env).stdout.strip() == "120"
+    env["TEXTUAL_FPS"] = "30"
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env).stdout.strip() == "30"
+
+
+async def test_new_results_of_other_widths_repaint_without_a_layout(layouts, hits, store):
+    """The results table's size never depends on its rows: a set of results with other column
+    widths (or fewer rows, all still overflowing) is drawn without laying the screen out."""
+    app = OneSearchView()
+    async with app.run_test(size=(80, 20)) as pilot:
+        view = app.query_one(SearchView)
+        view.show(hits, "25 results")
+        await pilot.pause()
+        await pilot.pause()
+        layouts[0] = 0
+        other = store.recall("confirmation 1007", user_id="alice", limit=25, kind="all", prefix=True)
+        assert [h.id for h in other] != [h.id for h in hits]
+        view.show(other, "other results")
+        view.show(hits[:20], "fewer results")
+        await pilot.pause()
+        await pilot.pause()
+        assert layouts[0] == 0
+        assert app.query_one("#results").row_count == 20
+
+
+async def test_the_results_cursor_moves_scrolls_and_shows_its_record(hits):
+    """↓, PageDown, End and a click move the cursor over the rows (the view scrolls with it), and
+    the detail pane is told about the record under it."""
+    from inspector.widgets.detail import ShowDetail
+
+    shown: list[str] = []
+
+    class Watching(OneSearchView):
+        def on_show_detail(self, m: ShowDetail) -> None:
+            shown.append(m.title)
+
+    app = Watching()
+    async with app.run_test(size=(100, 14)) as pilot:
+        view = app.query_one(SearchView)
+        view.show(hits, "25 results")
+        table = app.query_one("#results")
+        table.focus()
+        await pilot.press("down", "down")
+        assert table.cursor_row == 2 and table.selected() is hits[2]
+        await pilot.press("end")
+        assert table.cursor_row == len(hits) - 1 and table.scroll_y > 0
+        await pilot.press("home")
+        assert table.cursor_row == 0 and table.scroll_y == 0
+        await pilot.press("pagedown")
+        assert 0 < table.cursor_row < len(hits) - 1
+        await pilot.click(table, offset=(5, 3))  # the header is line 0: line 3 is the third row shown
+        assert table.cursor_row == int(table.scroll_y) + 2
+        await pilot.pause()
+        assert shown and shown[-1] == f"{table.selected().kind} {table.selected().id[:12]}"
+
+
+async def test_a_memory_that_looks_like_markup_is_shown_as_written(store):
+    store.remember("[bold]not bold[/] and [/] alone", user_id="alice")
+    hits = store.recall("bold", user_id="alice", kind="all", mode="keyword", prefix=True)
+    app = OneSearchView()
+    async with app.run_test(size=(120, 12)) as pilot:
+        app.query_one(SearchView).show(hits, "1 result")
+        await pilot.pause()
+        assert "[bold]not bold[/] and [/] alone" in app.query_one("#results").cell_text(0, 2)
+        assert "[bold]not bold[/]" in "".join(segment.text for segment in app.query_one("#results").render_line(1))

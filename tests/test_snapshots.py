@@ -11,6 +11,7 @@ from inspector.app import make_app
 from inspector.screens.dialogs import ConfirmScreen, DiffScreen, ExportScreen, ForgetScreen, StoreAuditScreen
 from inspector.screens.help_screen import HelpScreen
 from inspector.widgets.overview import TenantOverview
+from inspector.widgets.results import ResultsTable
 from inspector.widgets.views import RecordTable
 from store.embedding import FakeEmbedder
 from store.tiers.common import set_id_source
@@ -48,7 +49,7 @@ def compare_mode(snap_compare, demo, size, *, presses: int, mode: str) -> bool:
     async def run_before(pilot):
         await open_tenant(pilot, app, "alice")
         app.query_one("#query").value = "vegetarian restaurant"
-        results = app.query_one("#results", RecordTable)
+        results = app.query_one("#results", ResultsTable)
         await wait_for(pilot, lambda: "HYBRID" in str(app.query_one("#search-status").render()))
         results.focus()
         await pilot.press(*["m"] * presses)
@@ -68,7 +69,7 @@ class TestMainViews:
         async def run_before(pilot):
             await open_tenant(pilot, app, "alice")
             app.query_one("#query").value = "vegetarian restaurant"
-            results = app.query_one("#results", RecordTable)
+            results = app.query_one("#results", ResultsTable)
             await wait_for(
                 pilot,
                 lambda: results.row_count > 0 and "vegetarian" in str(app.query_one("#search-status").render()) or results.row_count > 3,

@@ -1,16 +1,27 @@
-"""Full views of single records for the detail pane: every field, JSON pretty-printed."""
+"""Full views of single records for the detail pane: every field, JSON pretty-printed; and the
+message a table sends to have one shown."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
+from textual.message import Message
 
 from ..formatting import count, highlighted, one_line, pretty_json, rank, remaining, score, when
 from ..printable import tenant_label
+
+
+@dataclass
+class ShowDetail(Message):
+    title: str
+    body: Any
+    source: Any = None
+    """The table that asks; the App ignores it once that table no longer has the focus."""
 
 
 def _fields(*rows: tuple[str, Any]) -> Table:

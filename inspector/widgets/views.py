@@ -23,14 +23,8 @@ from textual.widgets import Checkbox, DataTable, Input, Label, ProgressBar, Sele
 from ..formatting import audit_action, highlighted, one_line, parse_day, rank, remaining, score, score_bars, when
 from . import detail
 from .cells import CachedCells
-
-
-@dataclass
-class ShowDetail(Message):
-    title: str
-    body: Any
-    source: Any = None
-    """The table that asks; the App ignores it once that table no longer has the focus."""
+from .detail import ShowDetail
+from .results import ResultsTable
 
 
 class RecordTable(CachedCells, DataTable):
@@ -122,15 +116,6 @@ class BlocksTable(RecordTable):
     BINDINGS = [Binding("h", "app.block_history", "History")]
 
 
-class ResultsTable(RecordTable):
-    """The search results. ``m`` lives here, not on the search view: in the query field it types."""
-
-    BINDINGS = [Binding("m", "next_mode", "Mode")]
-
-    def action_next_mode(self) -> None:
-        self.query_ancestor(SearchView).next_mode()
-
-
 class QueryInput(Input):
     """The search box. Its size never depends on its text (width 100%), so a keystroke needs no
     layout pass; Input asks for one whenever its text's width changes, a reflow of the whole
@@ -206,7 +191,7 @@ class SearchView(Vertical):
     @on(Input.Submitted)
     def action_focus_results(self) -> None:
         """Down or Enter in a field: on to the results (they are already up to date)."""
-        self.query_one("#results", RecordTable).focus()
+        self.query_one("#results", ResultsTable).focus()
 
     def request(self) -> None:
         try:
@@ -231,6 +216,7 @@ class SearchView(Vertical):
         else:
             self.post_message(request)
 
+    @on(ResultsTable.ModeWanted)
     def next_mode(self) -> None:
         """Search the same query in the next mode (the search runs on the search thread)."""
         self.mode = self.MODES[(self.MODES.index(self.mode) + 1) % len(self.MODES)]
@@ -257,16 +243,14 @@ class SearchView(Vertical):
                 )
             )
         shown = [(key, *(str(c) if isinstance(c, str) else c.markup for c in cells)) for key, _, cells in rows]
-        table = self.query_one(RecordTable)
-        # One keystroke in six here brings the very rows already on screen: repainting the table
-        # (~25 ms) would only move the cursor back to the top. The records are the new ones.
+        table = self.query_one(ResultsTable)
+        # One keystroke in six here brings the very rows already on screen: drawing them again
+        # would only move the cursor back to the top. The records are the new ones.
         if shown == self.shown:
-            table.records.update((key, hit) for key, hit, _ in rows)
+            table.update_records((key, hit) for key, hit, _ in rows)
         else:
             self.shown = shown
-            table.reset()
-            for key, hit, cells in rows:
-                table.add_record(key, hit, *cells)
+            table.show_rows(rows)
         # Its size is fixed (app.tcss), so no layout pass: another 6-14 ms on every keystroke.
         self.query_one("#search-status", Label).update(status, layout=False)
 
@@ -275,7 +259,7 @@ class SearchView(Vertical):
 
     def clear(self, hint: str) -> None:
         self.shown = []  # else the same results, shown again, would count as already on screen
-        self.query_one(RecordTable).reset()
+        self.query_one(ResultsTable).reset()
         self.query_one("#search-status", Label).update(hint)
 
 

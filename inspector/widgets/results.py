@@ -1,0 +1,274 @@
+"""The search results: a table drawn line by line from cached rows (Textual's line API).
+
+Every keystroke in the search box brings a new set of results. As a DataTable they cost about
+27 ms of the main thread per keystroke at 150x45 and 100k episodes (cProfile and timers around
+the renders): the table was cleared, its rows measured when it next went idle, laid out again
+because its scrollable size had changed, and rendered cell by cell through Rich, about four
+times a keystroke. Here a row is rendered once per content, column widths and style, a new set
+of results is one refresh of the lines on screen, and the scrollable size only changes with the
+number of rows that do not fit, so a keystroke needs no layout pass.
+
+It keeps the part of RecordTable's interface the search view and the App use (``records``,
+``selected``, ``move_cursor``, ``cursor_row``, ``row_count``) and posts the same ShowDetail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, ClassVar
+
+from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import Reactive, reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from .detail import ShowDetail
+
+CACHED_ROWS = 512  # a few screens of rows, each kept per content, widths and style
+PADDING = 1  # cells each side of a column, as DataTable's
+
+
+def _text(cell: Any) -> Text:
+    """A cell as Rich Text, never read as markup: a memory holding "[/]" shows as written."""
+    return cell.copy() if isinstance(cell, Text) else Text(str(cell))
+
+
+def _cell_key(cell: Any) -> tuple:
+    if isinstance(cell, Text):
+        return (cell.plain, tuple(cell.spans), cell.style)
+    return (str(cell),)
+
+
+class ResultsTable(ScrollView, can_focus=True):
+    """The search results. ``m`` lives here, not on the search view: in the query field it types."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"results--header", "results--cursor", "results--even-row"}
+    DEFAULT_CSS = """
+    ResultsTable {
+        background: $surface;
+        color: $foreground;
+        height: 1fr;
+        &:focus {
+            background-tint: $foreground 5%;
+            & > .results--cursor {
+                background: $block-cursor-background;
+                color: $block-cursor-foreground;
+                text-style: $block-cursor-text-style;
+            }
+            & > .results--header {
+                background-tint: $foreground 5%;
+            }
+        }
+        & > .results--header {
+            text-style: bold;
+            background: $panel;
+            color: $foreground;
+        }
+        & > .results--even-row {
+            background: $surface-lighten-1 50%;
+        }
+        &:dark > .results--even-row {
+            background: $surface-darken-1 40%;
+        }
+        & > .results--cursor {
+            background: $block-cursor-blurred-background;
+            color: $block-cursor-blurred-foreground;
+            text-style: $block-cursor-blurred-text-style;
+        }
+    }
+    """
+    # The arrows, PageUp/PageDown, Home and End are a scrollable container's own keys (as in any
+    # Textual list); here they move the cursor, which scrolls the rows with it.
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("m", "next_mode", "Mode")]
+
+    cursor_row: reactive[int] = reactive(0, init=False)
+    # Widget's virtual_size asks for a layout of the whole screen whenever it changes (14 ms a
+    # pass here, on most keystrokes: the widest memory shown sets the scrollable width). The
+    # widget's own size never depends on it; only its scrollbars do, and they are updated below.
+    virtual_size: Reactive[Size] = Reactive(Size(0, 0), layout=False)
+
+    class ModeWanted(Message):
+        """``m``: the same query in the next mode (the search view owns the modes)."""
+
+    def __init__(self, *columns: str, render: Callable[[Any], tuple[str, Any]] | None = None, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.columns = columns
+        self.render_detail = render
+        self.records: dict[str, Any] = {}
+        self._keys: list[str] = []
+        self._cells: list[tuple[Text, ...]] = []
+        self._cell_keys: list[tuple] = []
+        self._widths: tuple[int, ...] = tuple(cell_len(c) for c in columns)
+        self._strips: LRUCache[tuple, Strip] = LRUCache(CACHED_ROWS)
+
+    # What the search view and the App use.
+
+    @property
+    def row_count(self) -> int:
+        return len(self._keys)
+
+    @property
+    def row_keys(self) -> list[str]:
+        """The rows' keys, top to bottom."""
+        return list(self._keys)
+
+    def cell_text(self, row: int, column: int) -> str:
+        """What a cell shows, as plain text."""
+        return self._cells[row][column].plain
+
+    def show_rows(self, rows: Iterable[tuple[str, Any, tuple[Any, ...]]]) -> None:
+        """Replace the rows with ``(key, record, cells)``; the cursor goes back to the top."""
+        self.records = {}
+        self._keys, self._cells, self._cell_keys = [], [], []
+        for key, record, cells in rows:
+            self.records[key] = record
+            self._keys.append(key)
+            self._cells.append(tuple(_text(c) for c in cells))
+            self._cell_keys.append(tuple(_cell_key(c) for c in cells))
+        # The widths fit the rows shown (and the headers), as DataTable's did after a reset.
+        self._widths = tuple(max([cell_len(header), *(row[i].cell_len for row in self._cells)]) for i, header in enumerate(self.columns))
+        self._resize()
+        self.set_reactive(ResultsTable.cursor_row, 0)
+        self.scroll_to(0, 0, animate=False, immediate=True)
+        self.refresh()
+        if self.has_focus:
+            self.show_detail(self.selected())
+
+    def update_records(self, records: Iterable[tuple[str, Any]]) -> None:
+        """New records behind the rows on screen (the same rows): nothing is redrawn, the cursor stays."""
+        self.records.update(records)
+
+    def reset(self) -> None:
+        self.show_rows(())
+
+    def selected(self) -> Any:
+        return self.records.get(self._keys[self.cursor_row]) if self._keys else None
+
+    def selected_key(self) -> str | None:
+        return self._keys[self.cursor_row] if self._keys else None
+
+    def move_cursor(self, *, row: int) -> None:
+        self.cursor_row = row
+
+    # The scrollable size: the header and the rows, or the widget's size less room for the
+    # scrollbars when they fit in that, so a new set of results that fits changes nothing the
+    # layout depends on. Less the room for the other scrollbar: the region shrinks when one
+    # appears, and a size measured against the whole region would then call for the other.
+
+    def _resize(self) -> None:
+        width = sum(self._widths) + 2 * PADDING * len(self._widths)
+        room = Size(self.size.width - self.styles.scrollbar_size_vertical, self.size.height - self.styles.scrollbar_size_horizontal)
+        size = Size(max(width, room.width), max(1 + len(self._keys), room.height))
+        if size != self.virtual_size:
+            self.virtual_size = size
+
+    def on_resize(self, _: events.Resize) -> None:
+        self._resize()
+
+    def watch_virtual_size(self, size: Size) -> None:
+        # What a layout pass would do for this widget: the scrollbars' sizes, and their showing
+        # or hiding (which does ask for a layout: the scrollable region changes).
+        self._scroll_update(size)
+        self.refresh()
+
+    # The cursor.
+
+    def validate_cursor_row(self, row: int) -> int:
+        return max(0, min(row, len(self._keys) - 1))
+
+    def watch_cursor_row(self, old: int, new: int) -> None:
+        self.refresh_line(1 + old - int(self.scroll_y))
+        self.refresh_line(1 + new - int(self.scroll_y))
+        visible = max(1, self.scrollable_content_region.height - 1)  # rows below the header
+        if new < self.scroll_y:
+            self.scroll_to(y=new, animate=False)
+        elif new >= self.scroll_y + visible:
+            self.scroll_to(y=new - visible + 1, animate=False)
+        if self.has_focus:
+            self.show_detail(self.selected())
+
+    def action_scroll_up(self) -> None:
+        self.cursor_row -= 1
+
+    def action_scroll_down(self) -> None:
+        self.cursor_row += 1
+
+    def action_page_up(self) -> None:
+        self.cursor_row -= max(1, self.scrollable_content_region.height - 1)
+
+    def action_page_down(self) -> None:
+        self.cursor_row += max(1, self.scrollable_content_region.height - 1)
+
+    def action_scroll_home(self) -> None:
+        self.cursor_row = 0
+
+    def action_scroll_end(self) -> None:
+        self.cursor_row = len(self._keys) - 1
+
+    def action_next_mode(self) -> None:
+        self.post_message(self.ModeWanted())
+
+    def on_click(self, event: events.Click) -> None:
+        row = event.y - 1 + int(self.scroll_y)
+        if event.y >= 1 and row < len(self._keys):
+            self.cursor_row = row
+
+    def on_focus(self) -> None:
+        self._strips.clear()  # the cursor's colours follow the focus
+        self.refresh()
+        self.show_detail(self.selected())
+
+    def on_blur(self) -> None:
+        self._strips.clear()
+        self.refresh()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()  # a theme change: every row's colours may differ
+        self._strips.clear()
+
+    def show_detail(self, record: Any) -> None:
+        if record is not None and self.render_detail is not None:
+            title, body = self.render_detail(record)
+            self.post_message(ShowDetail(title, body, self))
+
+    # Drawing.
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        width = self.scrollable_content_region.width
+        if y == 0:
+            strip = self._strip(("header",), tuple(Text(c) for c in self.columns), "results--header")
+        else:
+            row = y - 1 + scroll_y
+            if row >= len(self._keys):
+                return Strip.blank(width, self.rich_style)
+            component = "results--cursor" if row == self.cursor_row else "results--even-row" if row % 2 == 0 else ""
+            strip = self._strip(self._cell_keys[row], self._cells[row], component)
+        return strip.crop_extend(scroll_x, scroll_x + width, self.rich_style)
+
+    def _strip(self, key: tuple, cells: tuple[Text, ...], component: str) -> Strip:
+        cache_key = (key, self._widths, component, self.has_focus)
+        strip = self._strips.get(cache_key)
+        if strip is None:
+            # The cursor's colours go over the cells' own (a highlighted word under the cursor
+            # reads in the cursor's colours), as in DataTable; the other rows' go under them.
+            style = self.get_component_rich_style(component) if component else Style()
+            base, over = (self.rich_style, style) if component == "results--cursor" else (self.rich_style + style, None)
+            console = self.app.console
+            segments: list[Segment] = []
+            for text, width in zip(cells, self._widths, strict=True):
+                cell = text.copy()
+                cell.truncate(width, overflow="ellipsis", pad=True)
+                cell.pad(PADDING)
+                segments.extend(cell.render(console))
+            strip = Strip(Segment.apply_style(segments, style=base, post_style=over), sum(self._widths) + 2 * PADDING * len(self._widths))
+            self._strips[cache_key] = strip
+        return strip
