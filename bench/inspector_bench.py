@@ -175,7 +175,7 @@ def searches_alone(db: Path, mode: str) -> tuple[list[float], list[float]]:
             for typed in prefixes:
                 time.sleep(TYPING_GAP)
                 start, used = time.perf_counter(), time.process_time()
-                # As inspector.searching.SearchMixin.run_search: the search view's defaults.
+                # As inspector.searching.Search.run: the search view's defaults.
                 store.recall(
                     typed,
                     user_id=TENANT,

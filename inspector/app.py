@@ -29,7 +29,7 @@ from .loading import TenantViewsMixin
 from .locations import is_server_url, shown
 from .opening import Glance
 from .printable import printable
-from .searching import SEARCH_LIMIT, LatestOnly, SearchMixin
+from .searching import SEARCH_LIMIT, Search
 from .widgets.footer import KeysFooter
 from .widgets.tenant_list import NO_TENANT, TenantList, TenantName
 
@@ -52,14 +52,14 @@ def is_idle(app: MemlensApp) -> bool:
     warm = app.store is not None and app.store.model_ready
     if warm and app.model_thread is not None and app.model_thread.is_alive():
         return False
-    return not app.opening and not app.searcher.busy and not any(w.is_running for w in app.workers if w.group not in LONG_LIVED)
+    return not app.opening and not app.search.busy and not any(w.is_running for w in app.workers if w.group not in LONG_LIVED)
 
 
 GLANCE_WAIT = 0.25  # seconds the first frame may wait for the names (here: 2 ms to read, 3-8 ms to import sqlite3)
 
 
 class ContentArea(Vertical):
-    def __init__(self, on_search: Callable[[Any], None], **kwargs: Any):
+    def __init__(self, on_search: Callable[[Any, Any], None], **kwargs: Any):
         super().__init__(**kwargs)
         self.on_search = on_search
 
@@ -88,7 +88,7 @@ class ContentArea(Vertical):
         yield DetailPane(id="detail")
 
 
-class MemlensApp(StoreLifecycleMixin, SearchMixin, ActionsMixin, TenantViewsMixin, App):
+class MemlensApp(StoreLifecycleMixin, ActionsMixin, TenantViewsMixin, App):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute, so subclasses elsewhere find it
     TITLE = "memlens"
     AUTO_FOCUS = "#tenants"
@@ -131,7 +131,6 @@ class MemlensApp(StoreLifecycleMixin, SearchMixin, ActionsMixin, TenantViewsMixi
         self.embedder_spec = embedder
         self.warm_on_start = warm_model
         self.poll_seconds = poll_seconds
-        self.show_timings = show_timings  # off for snapshots, where a measured time would differ per run
         self.store = None
         self.read_only_reason: str | None = None
         self.failed: str | None = None
@@ -139,12 +138,12 @@ class MemlensApp(StoreLifecycleMixin, SearchMixin, ActionsMixin, TenantViewsMixi
         self.tenants: list[Any] = []
         self.user_id: Any = NO_TENANT
         self.picked_a_tenant = False  # the first tenant is selected once, at start-up; never again by itself
-        self.search_seq = 0
         self.marked_checkpoint: Any = None
         self.early_view: str | None = None  # a view asked for before the views existed
         self.seen_version: int | None = None
         self.session_names: list[str] = []
-        self.searcher = LatestOnly(self.run_search, self.search_failed)
+        # Off for snapshots, where a measured time would differ per run.
+        self.search = Search(self, show_timings=show_timings)
         self.model_thread = None
         saved_theme = config.load().get("theme")
         if saved_theme in self.available_themes:
@@ -181,7 +180,7 @@ class MemlensApp(StoreLifecycleMixin, SearchMixin, ActionsMixin, TenantViewsMixi
         main = self.query_one("#main")
         if not main.is_attached:  # the user quit at the first frame
             return
-        await main.mount(ContentArea(self.request_search, id="content"))
+        await main.mount(ContentArea(self.search.request, id="content"))
         self.take_early_keys()
         self.open_store()  # after the views are whole: a store message may go to any of them
 
@@ -477,7 +476,7 @@ class MemlensApp(StoreLifecycleMixin, SearchMixin, ActionsMixin, TenantViewsMixi
 
     async def on_unmount(self) -> None:
         gc.unfreeze()  # whatever this App leaves behind is garbage like any other (tests run many Apps)
-        self.searcher.stop()
+        self.search.stop()
         if self.store is not None:
             self.store.close()
 

@@ -1,9 +1,9 @@
 """What the App's parts need from the App, stated once.
 
-The actions (``actions.ActionsMixin``), the tier views' loading (``loading.TenantViewsMixin``),
-the search (``searching.SearchMixin``) and the store's life (``lifecycle.StoreLifecycleMixin``)
-are mixed into the App (the tenant list is a widget, ``widgets.tenant_list``, and the App's own
-methods select a tenant); the command palette (``commands``) calls the App's actions. None of
+The actions (``actions.ActionsMixin``), the tier views' loading (``loading.TenantViewsMixin``)
+and the store's life (``lifecycle.StoreLifecycleMixin``) are mixed into the App; the search
+(``searching.Search``) is a part the App holds (the tenant list is a widget,
+``widgets.tenant_list``, and the App's own methods select a tenant); the command palette (``commands``) calls the App's actions. None of
 them imports the App: each relies on this interface, the state it declares in its own class
 body (which only it uses), and Textual's own ``App`` API (notify, push_screen, query_one,
 run_worker...); and ``tests/test_inspector_layout.py`` checks that
@@ -55,8 +55,12 @@ class Host(Protocol):
     def load_tenants(self) -> None: ...
 
     # What one part offers the others.
-    searcher: Any
-    """The search thread (searching.LatestOnly): the worker-failure handler restarts it."""
+    search: Any
+    """The search as the user types (searching.Search): the worker-failure handler restarts its thread."""
+
+    def post_message(self, message: Any) -> bool: ...
+
+    def run_worker(self, work: Any, *args: Any, **kwargs: Any) -> Any: ...
 
     def load_tenant_views(self) -> None: ...
 

@@ -84,6 +84,11 @@ class StoreLifecycleMixin:
 
         self.push_screen(FatalScreen(f"memlens cannot {verb} {shown(self.path)}", message.error))
 
+    def on_action_failed(self, m: messages.ActionFailed) -> None:
+        if m.what == "search" and self.query("#search-view"):
+            self.query_one("#search-view").show_error(f"search failed: {m.error} (type to search again)")
+        self.notify(f"{m.what}: {m.error}", title="failed", severity="error", timeout=15)
+
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A worker that raised: say so, and keep the app usable (the open worker: say why it failed)."""
         if event.state != WorkerState.ERROR:
@@ -92,8 +97,7 @@ class StoreLifecycleMixin:
         if worker.group == "open" or is_damage(error):
             self.post_message(messages.StoreFailed(describe(error)))
             return
-        if worker is self.searcher.worker:
-            self.searcher.worker = None  # the next keystroke starts a new search thread
+        self.search.forget_thread(worker)  # the next keystroke starts a new search thread
         self.notify(f"{worker.group}: {describe(error)}", title="failed", severity="error", timeout=15)
 
     def warm_model(self) -> None:

@@ -256,16 +256,18 @@ class TenantViewsMixin:
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         """The detail pane belongs to the tab on screen: clear it, then show the focused record there, if any."""
+        from .widgets.results import ResultsTable
         from .widgets.views import RecordTable
 
         self.clear_detail()
         self.refresh_bindings()
         focused: Any = self.focused
-        if isinstance(focused, RecordTable) and focused.id in self.active_tables():
+        if isinstance(focused, (RecordTable, ResultsTable)) and focused.id in self.active_tables():
             focused.show_detail(focused.selected())
 
     def active_tables(self) -> set[str]:
+        from .widgets.results import ResultsTable
         from .widgets.views import RecordTable
 
         pane = self.query_one("#tabs").active_pane
-        return {table.id for table in pane.query(RecordTable)} if pane is not None else set()
+        return {table.id for table in [*pane.query(RecordTable), *pane.query(ResultsTable)]} if pane is not None else set()

@@ -143,14 +143,11 @@ class StoreAuditLoaded(Carrier):
 
 
 class SearchResults(Carrier):
+    """To the search view that asked: the results of its request ``seq``, and the search line."""
+
     seq: int
-    query: str
-    mode: str
     hits: list[Any]
-    elapsed_ms: float
-    as_of: Any = None
-    joining: bool = False
-    """Keyword results painted first: the hybrid results for the same query follow."""
+    status: str
     painted: Any = None
     """A threading.Event set once these results are on screen, for the search thread to wait on."""
 

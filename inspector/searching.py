@@ -1,9 +1,5 @@
 """The search as the user types: one long-lived search thread that runs the newest query only,
-and its results painted unless a newer keystroke has asked for its own.
-
-Mixed into the App. Handlers use Textual's naming convention (``on_search_results``), since
-``@on`` is only collected from the App's own class body.
-"""
+and its results painted unless a newer keystroke has asked for its own."""
 
 from __future__ import annotations
 
@@ -87,29 +83,46 @@ class LatestOnly:
                 self._handling = False
 
 
-class SearchMixin:
-    """Mixed into the App; uses only host.Host, its own state below and Textual's App API
-    (tests/test_inspector_layout.py). Its thread is host.Host.searcher, made by the App as
-    ``LatestOnly(self.run_search, self.search_failed)``."""
+class Search:
+    """The search as the user types, owned by the App (which owns the store): the search view
+    numbers its requests and hands them over; this runs the newest on the search thread and
+    posts its results back to that view, which paints them unless it has asked for a newer one.
 
-    search_seq: int
-    """Number of the newest search asked for: results of any other are stale."""
-    show_timings: bool
-    """Whether the search line shows the time a search took (off for snapshots)."""
+    Uses only what ``host.Host`` states of the App (tests/test_inspector_layout.py)."""
 
-    def request_search(self, m: Any) -> None:
-        """A SearchView.Changed, handed over directly by the search view."""
-        if self.store is None or self.user_id is NO_TENANT:
+    def __init__(self, host: Any, *, show_timings: bool = True):
+        self.host = host
+        self.show_timings = show_timings
+        """Whether the search line shows the time a search took (off for snapshots)."""
+        self.newest = 0
+        """The number of the newest request handed over: the search thread skips older ones' second half."""
+        self.thread = LatestOnly(self.run, self.failed)
+
+    @property
+    def busy(self) -> bool:
+        return self.thread.busy
+
+    def stop(self) -> None:
+        self.thread.stop()
+
+    def forget_thread(self, worker: Any) -> None:
+        """``worker`` ended with an error: if it was the search thread, the next keystroke starts a new one."""
+        if worker is self.thread.worker:
+            self.thread.worker = None
+
+    def request(self, m: Any, view: Any) -> None:
+        """A SearchView.Changed from ``view``, handed over directly."""
+        if self.host.store is None or self.host.user_id is NO_TENANT:
             return
-        self.search_seq += 1
+        self.newest = m.seq
         # Until the model is warm every mode searches by keyword (the status line says so): the
         # semantic half would otherwise hold the search thread until the warm-up ends.
-        mode = m.mode if self.store.model_ready else "keyword"
-        self.searcher.submit((self.search_seq, self.user_id, mode, m, self.as_of))
-        if self.searcher.worker is None:
-            self.searcher.worker = self.run_worker(self.searcher.run, thread=True, group="search", exit_on_error=False)
+        mode = m.mode if self.host.store.model_ready else "keyword"
+        self.thread.submit((view, self.host.user_id, mode, m, self.host.as_of))
+        if self.thread.worker is None:
+            self.thread.worker = self.host.run_worker(self.thread.run, thread=True, group="search", exit_on_error=False)
 
-    def run_search(self, request) -> None:
+    def run(self, request: Any) -> None:
         """Runs on the search thread: the search, its results posted back unless already stale.
 
         A hybrid search paints its keyword half first: ranked by FTS5 alone it is on screen in a
@@ -119,14 +132,15 @@ class SearchMixin:
         no match is not painted: an empty list between two full ones would only flicker."""
         from store.errors import MemlensError
 
-        seq, user, mode, m, at = request
+        view, user, mode, m, at = request
+        store = self.host.store
         phases = ("keyword", mode) if mode == "hybrid" and m.query.strip() else (mode,)
         for phase in phases:
-            if seq != self.search_seq:
+            if m.seq != self.newest:
                 return  # a newer keystroke has asked for its own search
             start = time.perf_counter()
             try:
-                hits = self.store.recall(
+                hits = store.recall(
                     m.query,
                     user_id=user,
                     limit=SEARCH_LIMIT,
@@ -139,36 +153,25 @@ class SearchMixin:
                     prefix=True,
                 )
             except MemlensError as error:
-                self.search_failed(request, error)
+                self.failed(request, error)
                 return
             if phase != mode and not hits:
                 continue  # no keyword match: the results on screen stay until the hybrid ones replace them
-            if seq == self.search_seq:
-                elapsed = (time.perf_counter() - start) * 1000
-                painted = threading.Event() if phase != mode else None
-                self.post_message(messages.SearchResults(seq, m.query, phase, hits, elapsed, at, joining=phase != mode, painted=painted))
-                if painted is not None:
-                    # The keyword half is painted before the hybrid half starts: run side by side,
-                    # the encoding's Python and the paint took turns on the GIL, and the first
-                    # results reached the screen ~10 ms later (pty timelines, 100k episodes).
-                    painted.wait(PAINT_WAIT)
+            if m.seq != self.newest:
+                return
+            joining = phase != mode
+            what = "most recent" if not m.query.strip() else f"{len(hits)} results"
+            if at is not None:
+                what += " · episodes up to the moment only"
+            timing = f" · {(time.perf_counter() - start) * 1000:.1f} ms" if self.show_timings else ""
+            painted = threading.Event() if joining else None
+            view.post_message(messages.SearchResults(m.seq, hits, f"{search_status(what, phase, store, joining)}{timing}", painted))
+            if painted is not None:
+                # The keyword half is painted before the hybrid half starts: run side by side,
+                # the encoding's Python and the paint took turns on the GIL, and the first
+                # results reached the screen ~10 ms later (pty timelines, 100k episodes).
+                painted.wait(PAINT_WAIT)
 
-    def search_failed(self, request, error: Exception) -> None:
+    def failed(self, request: Any, error: Exception) -> None:
         """On the search thread: this request failed; the next one is searched as usual."""
-        self.post_message(messages.StoreFailed(str(error)) if is_damage(error) else messages.ActionFailed("search", describe(error)))
-
-    def on_search_results(self, m: messages.SearchResults) -> None:
-        if m.painted is not None:
-            self.call_after_refresh(m.painted.set)
-        if m.seq != self.search_seq:
-            return  # stale: never paint over newer results
-        what = "most recent" if not m.query.strip() else f"{len(m.hits)} results"
-        if m.as_of is not None:
-            what += " · episodes up to the moment only"
-        timing = f" · {m.elapsed_ms:.1f} ms" if self.show_timings else ""
-        self.query_one("#search-view").show(m.hits, f"{search_status(what, m.mode, self.store, m.joining)}{timing}")
-
-    def on_action_failed(self, m: messages.ActionFailed) -> None:
-        if m.what == "search" and self.query("#search-view"):
-            self.query_one("#search-view").show_error(f"search failed: {m.error} (type to search again)")
-        self.notify(f"{m.what}: {m.error}", title="failed", severity="error", timeout=15)
+        self.host.post_message(messages.StoreFailed(str(error)) if is_damage(error) else messages.ActionFailed("search", describe(error)))

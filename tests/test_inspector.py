@@ -156,6 +156,25 @@ async def test_a_hybrid_search_paints_its_keyword_half_first_then_the_hybrid_res
     assert any(h.scores.vector is not None for h in results.records.values())
 
 
+async def test_new_results_under_the_focus_show_their_first_record_in_the_detail_pane(demo):
+    """The results change while the user is in them (``m``, another query): the detail pane
+    follows the record now under the cursor, not the one the previous results had there."""
+    app = app_for(demo)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await open_tenant(pilot, app, "alice")
+        app.query_one("#query").value = "vegetarian restaurant"
+        await settle(pilot, app)
+        results = table(app, "#results")
+        results.focus()
+        await settle(pilot, app)
+        app.query_one("#query").value = "passport visa"
+        await settle(pilot, app)
+        first = results.selected()
+        assert "passport" in first.text.lower()
+        assert str(app.query_one("#detail").border_title).startswith(f"{first.kind} {first.id[:12]}")
+
+
 async def test_stale_search_results_are_dropped(demo):
     from inspector import messages as msg
 
@@ -165,7 +184,8 @@ async def test_stale_search_results_are_dropped(demo):
         await open_tenant(pilot, app, "alice")
         results = table(app, "#results")
         before = dict(results.records)
-        app.post_message(msg.SearchResults(app.search_seq - 1, "old query", "keyword", [], 1.0))
+        view = app.query_one("#search-view")
+        view.post_message(msg.SearchResults(view.seq - 1, [], "KEYWORD · old query"))
         await pilot.pause(0.2)
         assert results.records == before and results.row_count == len(before) > 0
 

@@ -85,7 +85,6 @@ def used_on_self(path: Path) -> dict[str, set[str]]:
 MIXINS = [
     ("actions", "ActionsMixin"),
     ("loading", "TenantViewsMixin"),
-    ("searching", "SearchMixin"),
     ("lifecycle", "StoreLifecycleMixin"),
 ]
 
@@ -116,3 +115,24 @@ async def test_the_app_provides_the_whole_interface(demo):
     own = set().union(*(own_state(m, name) for m, name in MIXINS))
     missing = {name for name in declared(Host) | declared(Commands) | own if not hasattr(app, name)}
     assert missing == set()
+
+
+def used_on_host(path: Path, cls_name: str) -> set[str]:
+    """The names a class reads or calls on ``self.host``."""
+    cls = next(n for n in ast.parse(path.read_text()).body if isinstance(n, ast.ClassDef) and n.name == cls_name)
+    return {
+        n.attr
+        for n in ast.walk(cls)
+        if isinstance(n, ast.Attribute)
+        and isinstance(n.value, ast.Attribute)
+        and n.value.attr == "host"
+        and isinstance(n.value.value, ast.Name)
+        and n.value.value.id == "self"
+    }
+
+
+def test_the_search_part_uses_only_the_host_interface():
+    """The search is held by the App, not mixed into it: what it asks of the App is stated."""
+    used = used_on_host(PACKAGE / "searching.py", "Search")
+    assert {"store", "user_id", "as_of", "run_worker", "post_message"} <= used
+    assert used - declared(Host) == set()

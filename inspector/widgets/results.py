@@ -140,7 +140,9 @@ class ResultsTable(ScrollView, can_focus=True):
         self.scroll_to(0, 0, animate=False, immediate=True)
         self.refresh()
         if self.has_focus:
-            self.show_detail(self.selected())
+            # From this widget's own queue: posted while the search view handles its results, the
+            # message would count as the view's and stop bubbling there, short of the App.
+            self.call_later(lambda: self.show_detail(self.selected()))
 
     def update_records(self, records: Iterable[tuple[str, Any]]) -> None:
         """New records behind the rows on screen (the same rows): nothing is redrawn, the cursor stays."""

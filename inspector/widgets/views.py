@@ -21,6 +21,7 @@ from textual.render import measure
 from textual.widgets import Checkbox, DataTable, Input, Label, ProgressBar, Select, Static
 
 from ..formatting import audit_action, highlighted, one_line, parse_day, rank, remaining, score, score_bars, when
+from ..messages import SearchResults
 from . import detail
 from .cells import CachedCells
 from .detail import ShowDetail
@@ -140,6 +141,8 @@ class SearchView(Vertical):
         since: datetime | None
         until: datetime | None
         mode: str = "hybrid"
+        seq: int = 0
+        """The request's number: results of any but the newest are stale."""
 
     MODES = ("hybrid", "vector", "keyword")
     """The order ``m`` cycles through, for a presenter to show the same query's ranks move."""
@@ -151,6 +154,7 @@ class SearchView(Vertical):
         self.on_search = on_search
         self.mode = self.MODES[0]
         self.shown: list[tuple] = []  # the rows on screen, as text
+        self.seq = 0  # the newest request's number
 
     def compose(self) -> ComposeResult:
         yield QueryInput(placeholder="search this tenant's memory…  (/ to focus)", id="query")
@@ -201,6 +205,7 @@ class SearchView(Vertical):
             self.query_one("#search-status", Label).update("dates look like 2026-03-01")
             return
         session = self.query_one("#search-session", Select).value
+        self.seq += 1
         request = self.Changed(
             self.query_one("#query", Input).value,
             str(self.query_one("#search-kind", Select).value),
@@ -208,13 +213,20 @@ class SearchView(Vertical):
             since,
             until,
             self.mode,
+            self.seq,
         )
         if self.on_search is not None:
             # Handed over directly: as a message it waited ~7 ms in the App's queue behind the
             # redraw of every keystroke, before the search could even start.
-            self.on_search(request)
+            self.on_search(request, self)
         else:
             self.post_message(request)
+
+    def on_search_results(self, m: SearchResults) -> None:
+        if m.painted is not None:
+            self.call_after_refresh(m.painted.set)
+        if m.seq == self.seq:  # else stale: never paint over newer results
+            self.show(m.hits, m.status)
 
     @on(ResultsTable.ModeWanted)
     def next_mode(self) -> None:
