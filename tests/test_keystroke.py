@@ -178,3 +178,35 @@ async def test_a_memory_that_looks_like_markup_is_shown_as_written(store):
         await pilot.pause()
         assert "[bold]not bold[/] and [/] alone" in app.query_one("#results").cell_text(0, 2)
         assert "[bold]not bold[/]" in "".join(segment.text for segment in app.query_one("#results").render_line(1))
+
+
+async def test_moving_the_cursor_in_scrolled_results_repaints_the_rows_it_left_and_reached(hits):
+    """With the rows scrolled, the lines repainted are those of the two rows on screen (the
+    header stays on line 0), so the cursor is never drawn on two rows or on none."""
+    from textual.geometry import Region
+
+    app = OneSearchView()
+    async with app.run_test(size=(100, 14)) as pilot:
+        view = app.query_one(SearchView)
+        view.show(hits, "25 results")
+        table = app.query_one("#results")
+        table.focus()
+        await pilot.press("end")
+        await pilot.pause()
+        top = int(table.scroll_y)
+        assert top > 0
+        repainted: list[Region] = []
+        real = type(table).refresh
+
+        def refresh(self, *regions, **kwargs):
+            repainted.extend(regions)
+            return real(self, *regions, **kwargs)
+
+        type(table).refresh = refresh
+        try:
+            await pilot.press("up")
+        finally:
+            type(table).refresh = real
+        last = len(hits) - 1
+        assert table.cursor_row == last - 1 and int(table.scroll_y) == top
+        assert {r.y for r in repainted} == {1 + last - top, 1 + (last - 1) - top}

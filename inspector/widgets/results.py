@@ -187,8 +187,9 @@ class ResultsTable(ScrollView, can_focus=True):
         return max(0, min(row, len(self._keys) - 1))
 
     def watch_cursor_row(self, old: int, new: int) -> None:
-        self.refresh_line(1 + old - int(self.scroll_y))
-        self.refresh_line(1 + new - int(self.scroll_y))
+        # Line 1 + row of the scrollable content: refresh_line takes away the scroll itself.
+        self.refresh_line(1 + old)
+        self.refresh_line(1 + new)
         visible = max(1, self.scrollable_content_region.height - 1)  # rows below the header
         if new < self.scroll_y:
             self.scroll_to(y=new, animate=False)
