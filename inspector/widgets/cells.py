@@ -1,18 +1,18 @@
 """DataTable cells rendered and measured once per content, not once per row.
 
 DataTable caches a rendered cell under its row key and a counter that every change of the table
-bumps, so after ``clear()`` and ``add_row`` (every keystroke in the search box brings new
-results) each visible cell is rendered again through Rich (padding, styles, cropping): the
-largest part of the main thread's CPU from the results to the frame (cProfile). Most cells come
-back unchanged (the kind, the time, the same memory with the same highlights), so they are
-cached here by what they show; that CPU went from 29 to 19 ms per keystroke (p50, 100k episodes,
-150x45). The only per-row part of a rendered cell, the mouse metadata (row and column), is added
-after the cache.
+bumps, so after ``clear()`` and ``add_row`` (a view reloaded while the agent writes, the next
+page of episodes, a tenant picked again) each visible cell is rendered again through Rich
+(padding, styles, cropping). Most cells come back unchanged (a kind, a time, the same text), so
+they are cached here by what they show. Measured when the search results were still such a table
+(they now have a widget of their own, ``results.py``): the main thread's CPU from new rows to the
+frame went from 29 to 19 ms (p50, 25 rows, 150x45). The only per-row part of a rendered cell, the
+mouse metadata (row and column), is added after the cache.
 
 The same goes for measuring: after new rows DataTable measures every cell of them (formatting
-it into a Rich renderable first) to widen its columns, ~5 ms of the main thread per keystroke
-for 25 results, although the widths rarely change (once in 84 keystrokes at 100k episodes).
-A cell's width depends only on what it shows, so it is kept here by that too.
+it into a Rich renderable first) to widen its columns, ~5 ms of the main thread for 25 rows,
+although the widths rarely change. A cell's width depends only on what it shows, so it is kept
+here by that too.
 """
 
 from __future__ import annotations
