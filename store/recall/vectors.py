@@ -40,7 +40,11 @@ from .saved_index import Coverage, SavedIndexes
 
 _log = logging.getLogger(__name__)
 
-_CHUNK = 8192
+# Rows read per statement while loading a matrix. Each chunk's rows and their joined bytes are
+# transient, but the allocator keeps the high-water mark: at 8,192 rows (25 MB a chunk) a
+# process grew by 1.34x the raw vectors loading a 100k tenant, at 1,024 by 1.22x, in no more
+# time (0.6-1.0 s against 1.3-2.0 s, same store, read-only, alternating runs).
+_CHUNK = 1024
 
 
 @dataclass
