@@ -3,10 +3,13 @@ the key itself or for the results it brings (each pass cost ~10 ms of the 50 ms 
 
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
+
 import pytest
 from textual.app import App
 from textual.screen import Screen
 
+from inspector.widgets.results import ResultsTable
 from inspector.widgets.views import QueryInput, SearchView
 
 
@@ -138,6 +141,16 @@ async def test_new_results_of_other_widths_repaint_without_a_layout(layouts, hit
         assert app.query_one("#results").row_count == 20
 
 
+@asynccontextmanager
+async def in_the_results(app: App, hits):
+    """``app`` (a OneSearchView) in a short terminal, showing ``hits`` with the focus in them."""
+    async with app.run_test(size=(100, 14)) as pilot:
+        app.query_one(SearchView).show(hits, "25 results")
+        table = app.query_one("#results", ResultsTable)
+        table.focus()
+        yield pilot, table
+
+
 async def test_the_results_cursor_moves_scrolls_and_shows_its_record(hits):
     """↓, PageDown, End and a click move the cursor over the rows (the view scrolls with it), and
     the detail pane is told about the record under it."""
@@ -149,12 +162,7 @@ async def test_the_results_cursor_moves_scrolls_and_shows_its_record(hits):
         def on_show_detail(self, m: ShowDetail) -> None:
             shown.append(m.title)
 
-    app = Watching()
-    async with app.run_test(size=(100, 14)) as pilot:
-        view = app.query_one(SearchView)
-        view.show(hits, "25 results")
-        table = app.query_one("#results")
-        table.focus()
+    async with in_the_results(Watching(), hits) as (pilot, table):
         await pilot.press("down", "down")
         assert table.cursor_row == 2 and table.selected() is hits[2]
         await pilot.press("end")
@@ -180,33 +188,26 @@ async def test_a_memory_that_looks_like_markup_is_shown_as_written(store):
         assert "[bold]not bold[/]" in "".join(segment.text for segment in app.query_one("#results").render_line(1))
 
 
-async def test_moving_the_cursor_in_scrolled_results_repaints_the_rows_it_left_and_reached(hits):
+async def test_moving_the_cursor_in_scrolled_results_repaints_the_rows_it_left_and_reached(hits, monkeypatch):
     """With the rows scrolled, the lines repainted are those of the two rows on screen (the
     header stays on line 0), so the cursor is never drawn on two rows or on none."""
     from textual.geometry import Region
 
-    app = OneSearchView()
-    async with app.run_test(size=(100, 14)) as pilot:
-        view = app.query_one(SearchView)
-        view.show(hits, "25 results")
-        table = app.query_one("#results")
-        table.focus()
+    async with in_the_results(OneSearchView(), hits) as (pilot, table):
         await pilot.press("end")
         await pilot.pause()
         top = int(table.scroll_y)
         assert top > 0
         repainted: list[Region] = []
-        real = type(table).refresh
+        real = ResultsTable.refresh
 
         def refresh(self, *regions, **kwargs):
             repainted.extend(regions)
             return real(self, *regions, **kwargs)
 
-        type(table).refresh = refresh
-        try:
+        with monkeypatch.context() as patched:
+            patched.setattr(ResultsTable, "refresh", refresh)
             await pilot.press("up")
-        finally:
-            type(table).refresh = real
         last = len(hits) - 1
         assert table.cursor_row == last - 1 and int(table.scroll_y) == top
         assert {r.y for r in repainted} == {1 + last - top, 1 + (last - 1) - top}
