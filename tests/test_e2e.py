@@ -97,6 +97,12 @@ def test_the_memlens_command_shows_live_search_results_in_a_terminal(tmp_path):
         terminal.wait_for("vegetarian food")
         screen = terminal.wait_for("results · semantic + keyword")  # the search line: HYBRID · n results · …
         assert "Ao 26 Vegan" in screen or "vegetarian" in screen.lower()
+        terminal.type("\x1b[B")  # ↓ goes into the results, where m searches the same query again by vectors alone
+        terminal.wait_for("Mode")  # the results' own key in the footer: the focus is there
+        terminal.type("\x1b[B")
+        terminal.type("m")
+        screen = terminal.wait_for("VECTOR · ")
+        assert "vegetarian food" in screen  # the query stayed; m was a key, not text
         terminal.type("\x1b")  # Escape leaves the search field…
         terminal.wait_for_footer(quit_shown=True)
         terminal.type("q")  # …so q quits
