@@ -121,6 +121,9 @@ class MemlensApp(StoreLifecycleMixin, ActionsMixin, TenantViewsMixin, App):
     ]
 
     as_of: reactive[datetime | None] = reactive(None, init=False)
+    user_id: reactive[Any] = reactive(NO_TENANT, init=False, always_update=True)
+    """The selected tenant (None: the anonymous bucket), or NO_TENANT; the tenant list is bound to
+    it. Set again to the same tenant, it reloads its views."""
     """The moment the selected tenant's views show; None: now, live."""
 
     def __init__(
@@ -136,7 +139,6 @@ class MemlensApp(StoreLifecycleMixin, ActionsMixin, TenantViewsMixin, App):
         self.failed: str | None = None
         self.opening = True  # until the store has opened or failed to
         self.tenants: list[Any] = []
-        self.user_id: Any = NO_TENANT
         self.picked_a_tenant = False  # the first tenant is selected once, at start-up; never again by itself
         self.marked_checkpoint: Any = None
         self.early_view: str | None = None  # a view asked for before the views existed
@@ -155,7 +157,7 @@ class MemlensApp(StoreLifecycleMixin, ActionsMixin, TenantViewsMixin, App):
     def compose(self) -> ComposeResult:
         yield Header()
         with Horizontal(id="main"):
-            yield TenantList(id="sidebar")
+            yield TenantList(id="sidebar").data_bind(selected=MemlensApp.user_id)
             # The tier views join here after the first frame (on_mount says why). Until then "/"
             # shows this box, so what is typed next is text, not keys (a "q" would have quit),
             # and it moves into the search box when that exists.
@@ -314,7 +316,8 @@ class MemlensApp(StoreLifecycleMixin, ActionsMixin, TenantViewsMixin, App):
     def select_tenant(self, user_id: Any) -> None:
         self.leave_the_past()  # moments are the tenant's own: another tenant opens at now
         self.user_id = user_id
-        self.query_one(TenantList).selected = user_id
+
+    def watch_user_id(self, user_id: Any) -> None:
         self.picked_a_tenant = self.picked_a_tenant or user_id is not NO_TENANT
         self.marked_checkpoint = None
         self.session_names = []

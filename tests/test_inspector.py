@@ -175,6 +175,26 @@ async def test_new_results_under_the_focus_show_their_first_record_in_the_detail
         assert str(app.query_one("#detail").border_title).startswith(f"{first.kind} {first.id[:12]}")
 
 
+async def test_the_selected_tenant_is_a_reactive_the_tenant_list_and_views_follow(demo):
+    """Set directly, as a command or a test would, the selection reaches the tenant list (bound to
+    it) and the views reload for that tenant."""
+    from inspector.printable import tenant_label
+    from inspector.widgets.tenant_list import TenantList
+
+    app = app_for(demo)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await open_tenant(pilot, app, "alice")
+        sidebar = app.query_one(TenantList)
+        assert sidebar.selected == "alice" == app.user_id
+        app.user_id = "bob"
+        await settle(pilot, app)
+        assert sidebar.selected == "bob"
+        assert app.query_one("#detail").tenant == tenant_label("bob")
+        names = {b.name for b in app.store.working(user_id="bob")}
+        assert set(table(app, "#blocks-table").records) == names
+
+
 async def test_stale_search_results_are_dropped(demo):
     from inspector import messages as msg
 

@@ -16,6 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
+from textual.reactive import reactive
 from textual.widgets import Button, Input, OptionList
 from textual.widgets.option_list import Option
 
@@ -49,10 +50,12 @@ class TenantList(Vertical):
 
         user_id: Any
 
+    selected: reactive[Any] = reactive(NO_TENANT, init=False, always_update=True)
+    """The App's selection, which this list shows (bound to ``MemlensApp.user_id``)."""
+
     def __init__(self, **kwargs: Any):
         super().__init__(**kwargs)
         self.tenants: list[Any] = []
-        self.selected: Any = NO_TENANT  # the App's selection, which this list shows
         self.highlight_first = True
 
     def compose(self) -> ComposeResult:
