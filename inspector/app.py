@@ -121,10 +121,10 @@ class MemlensApp(StoreLifecycleMixin, ActionsMixin, TenantViewsMixin, App):
     ]
 
     as_of: reactive[datetime | None] = reactive(None, init=False)
+    """The moment the selected tenant's views show; None: now, live."""
     user_id: reactive[Any] = reactive(NO_TENANT, init=False, always_update=True)
     """The selected tenant (None: the anonymous bucket), or NO_TENANT; the tenant list is bound to
     it. Set again to the same tenant, it reloads its views."""
-    """The moment the selected tenant's views show; None: now, live."""
 
     def __init__(
         self, path: str | Path, *, embedder: Any = "default", warm_model: bool = True, poll_seconds: float = 1.0, show_timings: bool = True

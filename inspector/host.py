@@ -3,11 +3,12 @@
 The actions (``actions.ActionsMixin``), the tier views' loading (``loading.TenantViewsMixin``)
 and the store's life (``lifecycle.StoreLifecycleMixin``) are mixed into the App; the search
 (``searching.Search``) is a part the App holds (the tenant list is a widget,
-``widgets.tenant_list``, and the App's own methods select a tenant); the command palette (``commands``) calls the App's actions. None of
-them imports the App: each relies on this interface, the state it declares in its own class
-body (which only it uses), and Textual's own ``App`` API (notify, push_screen, query_one,
-run_worker...); and ``tests/test_inspector_layout.py`` checks that
-they use nothing else of the App and that the App provides all of it.
+``widgets.tenant_list``, and the App's own methods select a tenant); the command palette
+(``commands``) calls the App's actions. None of them imports the App: each relies on this
+interface, the state it declares in its own class body (which only it uses), and Textual's own
+``App`` API (notify, push_screen, query_one, run_worker...); and
+``tests/test_inspector_layout.py`` checks that they use nothing else of the App and that the App
+provides all of it.
 """
 
 from __future__ import annotations

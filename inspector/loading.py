@@ -256,18 +256,16 @@ class TenantViewsMixin:
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         """The detail pane belongs to the tab on screen: clear it, then show the focused record there, if any."""
-        from .widgets.results import ResultsTable
-        from .widgets.views import RecordTable
+        from .widgets.views import DETAIL_TABLES
 
         self.clear_detail()
         self.refresh_bindings()
         focused: Any = self.focused
-        if isinstance(focused, (RecordTable, ResultsTable)) and focused.id in self.active_tables():
+        if isinstance(focused, DETAIL_TABLES) and focused.id in self.active_tables():
             focused.show_detail(focused.selected())
 
     def active_tables(self) -> set[str]:
-        from .widgets.results import ResultsTable
-        from .widgets.views import RecordTable
+        from .widgets.views import DETAIL_TABLES
 
         pane = self.query_one("#tabs").active_pane
-        return {table.id for table in [*pane.query(RecordTable), *pane.query(ResultsTable)]} if pane is not None else set()
+        return {table.id for kind in DETAIL_TABLES for table in pane.query(kind)} if pane is not None else set()

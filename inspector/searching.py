@@ -136,6 +136,7 @@ class Search:
         store = self.host.store
         phases = ("keyword", mode) if mode == "hybrid" and m.query.strip() else (mode,)
         for phase in phases:
+            joining = phase != mode  # the keyword half, painted while the hybrid half is searched
             if m.seq != self.newest:
                 return  # a newer keystroke has asked for its own search
             start = time.perf_counter()
@@ -155,11 +156,10 @@ class Search:
             except MemlensError as error:
                 self.failed(request, error)
                 return
-            if phase != mode and not hits:
+            if joining and not hits:
                 continue  # no keyword match: the results on screen stay until the hybrid ones replace them
             if m.seq != self.newest:
                 return
-            joining = phase != mode
             what = "most recent" if not m.query.strip() else f"{len(hits)} results"
             if at is not None:
                 what += " · episodes up to the moment only"

@@ -125,14 +125,18 @@ class ResultsTable(ScrollView, can_focus=True):
         return self._cells[row][column].plain
 
     def show_rows(self, rows: Iterable[tuple[str, Any, tuple[Any, ...]]]) -> None:
-        """Replace the rows with ``(key, record, cells)``; the cursor goes back to the top."""
-        self.records = {}
-        self._keys, self._cells, self._cell_keys = [], [], []
-        for key, record, cells in rows:
-            self.records[key] = record
-            self._keys.append(key)
-            self._cells.append(tuple(_text(c) for c in cells))
-            self._cell_keys.append(tuple(_cell_key(c) for c in cells))
+        """Replace the rows with ``(key, record, cells)``; the cursor goes back to the top.
+
+        One keystroke in six brings the very rows already on screen: drawing them again would only
+        move the cursor back to the top, so they only get their new records."""
+        rows = list(rows)
+        keys = [key for key, _, _ in rows]
+        cell_keys = [tuple(_cell_key(c) for c in cells) for _, _, cells in rows]
+        self.records = {key: record for key, record, _ in rows}
+        if keys == self._keys and cell_keys == self._cell_keys:
+            return
+        self._keys, self._cell_keys = keys, cell_keys
+        self._cells = [tuple(_text(c) for c in cells) for _, _, cells in rows]
         # The widths fit the rows shown (and the headers), as DataTable's did after a reset.
         self._widths = tuple(max([cell_len(header), *(row[i].cell_len for row in self._cells)]) for i, header in enumerate(self.columns))
         self._resize()
@@ -143,10 +147,6 @@ class ResultsTable(ScrollView, can_focus=True):
             # From this widget's own queue: posted while the search view handles its results, the
             # message would count as the view's and stop bubbling there, short of the App.
             self.call_later(lambda: self.show_detail(self.selected()))
-
-    def update_records(self, records: Iterable[tuple[str, Any]]) -> None:
-        """New records behind the rows on screen (the same rows): nothing is redrawn, the cursor stays."""
-        self.records.update(records)
 
     def reset(self) -> None:
         self.show_rows(())

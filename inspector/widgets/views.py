@@ -101,6 +101,10 @@ class RecordTable(CachedCells, DataTable):
             self.post_message(ShowDetail(title, body, self))
 
 
+DETAIL_TABLES = (RecordTable, ResultsTable)
+"""The tables whose record under the cursor the detail pane shows (``show_detail``, ``selected``)."""
+
+
 class CheckpointsTable(RecordTable):
     """The checkpoint keys live here: they act on the checkpoint the user has the cursor on."""
 
@@ -153,7 +157,6 @@ class SearchView(Vertical):
         super().__init__(**kwargs)
         self.on_search = on_search
         self.mode = self.MODES[0]
-        self.shown: list[tuple] = []  # the rows on screen, as text
         self.seq = 0  # the newest request's number
 
     def compose(self) -> ComposeResult:
@@ -254,15 +257,7 @@ class SearchView(Vertical):
                     ),
                 )
             )
-        shown = [(key, *(str(c) if isinstance(c, str) else c.markup for c in cells)) for key, _, cells in rows]
-        table = self.query_one(ResultsTable)
-        # One keystroke in six here brings the very rows already on screen: drawing them again
-        # would only move the cursor back to the top. The records are the new ones.
-        if shown == self.shown:
-            table.update_records((key, hit) for key, hit, _ in rows)
-        else:
-            self.shown = shown
-            table.show_rows(rows)
+        self.query_one(ResultsTable).show_rows(rows)
         # Its size is fixed (app.tcss), so no layout pass: another 6-14 ms on every keystroke.
         self.query_one("#search-status", Label).update(status, layout=False)
 
@@ -270,7 +265,6 @@ class SearchView(Vertical):
         self.query_one("#search-status", Label).update(Text(text, style="bold red"))
 
     def clear(self, hint: str) -> None:
-        self.shown = []  # else the same results, shown again, would count as already on screen
         self.query_one(ResultsTable).reset()
         self.query_one("#search-status", Label).update(hint)
 
