@@ -16,7 +16,8 @@ from textual import events
 from textual.widgets import Input, OptionList
 
 from . import messages
-from .loading import NO_TENANT
+from .widgets.tenant_list import NO_TENANT
+from .workers import call_store
 
 # The dialogs (inspector.screens) and the views (inspector.widgets) are imported where used: after the first frame (app.py).
 
@@ -135,7 +136,8 @@ class ActionsMixin:
     def export_tenant(self, user_id: Any, path: str) -> None:
         store, target = self.store, Path(path).expanduser()
         fmt = "json" if target.suffix == ".json" else "jsonl"
-        self.call_store(
+        call_store(
+            self,
             "export",
             lambda: store.export_to(target, user_ids=[user_id], fmt=fmt, actor="inspector"),
             lambda manifest: messages.ExportDone(str(target.resolve()), manifest),
@@ -159,11 +161,12 @@ class ActionsMixin:
 
         from .screens.dialogs import ForgetScreen
 
-        self.push_screen(ForgetScreen(user, self.session_names), chosen)
+        self.push_screen(ForgetScreen(user, self.tenant_views().session_names), chosen)
 
     def preview_forget(self, user_id: Any, session_id: str | None, before: datetime | None) -> None:
         store = self.store
-        self.call_store(
+        call_store(
+            self,
             "forget",
             lambda: store.forget(user_id=user_id, session_id=session_id, before=before, dry_run=True, actor="inspector"),
             messages.ForgetPreview,
@@ -179,7 +182,8 @@ class ActionsMixin:
 
     def forget(self, user_id: Any, session_id: str | None, before: datetime | None) -> None:
         store = self.store
-        self.call_store(
+        call_store(
+            self,
             "forget",
             lambda: store.forget(user_id=user_id, session_id=session_id, before=before, actor="inspector"),
             messages.ForgetDone,
@@ -187,12 +191,12 @@ class ActionsMixin:
         )
 
     def on_forget_done(self, m: messages.ForgetDone) -> None:
-        self.clear_detail()  # it may show a record that is gone now
+        self.tenant_views().clear_detail()  # it may show a record that is gone now
         from .screens.dialogs import ReceiptScreen
 
         self.push_screen(ReceiptScreen(m.receipt))
         self.load_tenants()
-        self.load_tenant_views()
+        self.reload_tenant_views()
 
     def picked_checkpoint(self) -> Any:
         """The checkpoint under the cursor of the checkpoints table, if the user is in that table."""
@@ -224,7 +228,8 @@ class ActionsMixin:
         target = "the current state" if second is None else f"“{second.description or second.id[:12]}”"
         title = f"“{first.description or first.id[:12]}” → {target}"
         self.marked_checkpoint = None
-        self.call_store(
+        call_store(
+            self,
             "diff",
             lambda: store.session(first.session_id, user_id=user).diff_checkpoint(first.id, None if second is None else second.id),
             lambda diff: messages.CheckpointDiffed(title, diff),
@@ -246,7 +251,8 @@ class ActionsMixin:
         if block is None or self.store is None:
             return
         store, user = self.store, self.user_id
-        self.call_store(
+        call_store(
+            self,
             "history",
             lambda: store.block_history(block.name, user_id=user),
             lambda history: messages.BlockHistoryLoaded(f"block {block.name}: its versions, newest first", history),
@@ -264,17 +270,18 @@ class ActionsMixin:
         checkpoint = self.selected_checkpoint()
         if checkpoint is None or not self.allowed("restore"):
             return
-        store, user = self.store, self.user_id
+        store, user, views = self.store, self.user_id, self.tenant_views()
 
         def restored(_: None) -> None:
             self.call_from_thread(
                 self.notify, f"restored session {checkpoint.session_id} to “{checkpoint.description or checkpoint.id[:12]}”"
             )
-            self.call_from_thread(self.load_session, checkpoint.session_id)
+            self.call_from_thread(views.load_session, checkpoint.session_id)
 
         def confirmed(yes: bool) -> None:
             if yes:
-                self.call_store(
+                call_store(
+                    self,
                     "restore",
                     lambda: store.session(checkpoint.session_id, user_id=user).restore_checkpoint(checkpoint.id),
                     restored,

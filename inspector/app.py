@@ -6,32 +6,29 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from textual import on
+from textual import events, on
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal
 from textual.notifications import SeverityLevel
 from textual.reactive import reactive
 from textual.widgets import Button, Header, Input, Label
-from textual.worker import get_current_worker
 
 from . import config, messages
 from .actions import ActionsMixin
 from .commands import system_commands
-from .failures import is_damage
 from .lifecycle import StoreLifecycleMixin
-from .loading import TenantViewsMixin
 from .locations import is_server_url, shown
 from .opening import Glance
 from .printable import printable
 from .searching import SEARCH_LIMIT, Search
 from .widgets.footer import KeysFooter
 from .widgets.tenant_list import NO_TENANT, TenantList, TenantName
+from .workers import call_store
 
 __all__ = ["MemlensApp", "make_app", "is_idle", "NO_TENANT", "SEARCH_LIMIT"]
 
@@ -58,37 +55,7 @@ def is_idle(app: MemlensApp) -> bool:
 GLANCE_WAIT = 0.25  # seconds the first frame may wait for the names (here: 2 ms to read, 3-8 ms to import sqlite3)
 
 
-class ContentArea(Vertical):
-    def __init__(self, on_search: Callable[[Any, Any], None], **kwargs: Any):
-        super().__init__(**kwargs)
-        self.on_search = on_search
-
-    def compose(self) -> ComposeResult:
-        from textual.widgets import TabbedContent, TabPane
-
-        from .widgets.overview import DetailPane
-        from .widgets.views import AuditView, BlocksView, EpisodesView, FactsView, SearchView, SessionsView
-
-        # Shown while the views show a past moment (MemlensApp.watch_as_of): in words, so it
-        # reads without colour, with the keys that move in time.
-        yield Label("", id="past-banner")
-        with TabbedContent(initial="search", id="tabs"):
-            with TabPane("Search", id="search"):
-                yield SearchView(id="search-view", on_search=self.on_search)
-            with TabPane("Blocks", id="blocks"):
-                yield BlocksView(id="blocks-view")
-            with TabPane("Episodes", id="episodes"):
-                yield EpisodesView(id="episodes-view")
-            with TabPane("Facts", id="facts"):
-                yield FactsView(id="facts-view")
-            with TabPane("Sessions", id="sessions"):
-                yield SessionsView(id="sessions-view")
-            with TabPane("Audit", id="audit"):
-                yield AuditView(id="audit-view")
-        yield DetailPane(id="detail")
-
-
-class MemlensApp(StoreLifecycleMixin, ActionsMixin, TenantViewsMixin, App):
+class MemlensApp(StoreLifecycleMixin, ActionsMixin, App):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute, so subclasses elsewhere find it
     TITLE = "memlens"
     AUTO_FOCUS = "#tenants"
@@ -143,7 +110,6 @@ class MemlensApp(StoreLifecycleMixin, ActionsMixin, TenantViewsMixin, App):
         self.marked_checkpoint: Any = None
         self.early_view: str | None = None  # a view asked for before the views existed
         self.seen_version: int | None = None
-        self.session_names: list[str] = []
         # Off for snapshots, where a measured time would differ per run.
         self.search = Search(self, show_timings=show_timings)
         self.model_thread = None
@@ -182,7 +148,10 @@ class MemlensApp(StoreLifecycleMixin, ActionsMixin, TenantViewsMixin, App):
         main = self.query_one("#main")
         if not main.is_attached:  # the user quit at the first frame
             return
-        await main.mount(ContentArea(self.search.request, id="content"))
+        from .widgets.tenant_views import TenantViews
+
+        views = TenantViews(self, self.search.request, id="content").data_bind(MemlensApp.user_id, MemlensApp.as_of)
+        await main.mount(views)
         self.take_early_keys()
         self.open_store()  # after the views are whole: a store message may go to any of them
 
@@ -236,49 +205,10 @@ class MemlensApp(StoreLifecycleMixin, ActionsMixin, TenantViewsMixin, App):
         except OSError as error:
             self.notify(f"the theme is not kept for next time: {error}", severity="warning")
 
-    # --- generic loading -------------------------------------------------------------------------
-
-    def call_store(
-        self,
-        what: str,
-        call: Callable[[], Any],
-        then: Callable[[Any], Any],
-        *,
-        group: str,
-        exclusive: bool = False,
-        errors: tuple[type[BaseException], ...] = (),
-    ) -> None:
-        """Run ``call`` in a thread worker, then ``then(result)`` there too; a message it returns
-        is posted back. A store error (or one of ``errors``) becomes an ActionFailed notification,
-        a damaged store the message that stays; anything else fails the worker, which
-        ``on_worker_state_changed`` reports. The result of a worker replaced by a newer one in an
-        exclusive group is dropped."""
-        from store.errors import MemlensError
-
-        def job() -> None:
-            try:
-                result = call()
-            except (MemlensError, *errors) as error:
-                self.post_message(messages.StoreFailed(str(error)) if is_damage(error) else messages.ActionFailed(what, str(error)))
-                return
-            if not get_current_worker().is_cancelled:
-                message = then(result)
-                if message is not None:
-                    self.post_message(message)
-
-        self.run_worker(job, thread=True, group=group, exclusive=exclusive, exit_on_error=False)
-
-    def fetch(self, view: str, call: Callable[[], Any], make: Callable[[Any, Any], messages.TenantResult]) -> None:
-        """Run ``call`` in a worker; ``make(tenant, result)`` is the message posted back, stamped
-        with the moment shown when it was asked for."""
-        tenant, moment = self.user_id, self.as_of
-
-        def made(data: Any) -> messages.TenantResult:
-            message = make(tenant, data)
-            message.as_of = moment
-            return message
-
-        self.call_store(view, call, made, group=f"view-{view}", exclusive=True)
+    def tenant_views(self) -> Any:
+        """The selected tenant's views (widgets.tenant_views.TenantViews), or None before they have mounted."""
+        found = self.query("#content")
+        return found.first() if found else None
 
     # --- the tenant list ---------------------------------------------------------------------------
 
@@ -293,7 +223,7 @@ class MemlensApp(StoreLifecycleMixin, ActionsMixin, TenantViewsMixin, App):
             self.show_tenants()
 
     def load_tenants(self) -> None:
-        self.call_store("tenants", self.store.tenants, messages.TenantsLoaded, group="tenants", exclusive=True)
+        call_store(self, "tenants", self.store.tenants, messages.TenantsLoaded, group="tenants", exclusive=True)
 
     def on_tenants_loaded(self, message: messages.TenantsLoaded) -> None:
         self.tenants = message.tenants
@@ -314,24 +244,21 @@ class MemlensApp(StoreLifecycleMixin, ActionsMixin, TenantViewsMixin, App):
             self.select_tenant(message.user_id)
 
     def select_tenant(self, user_id: Any) -> None:
-        self.leave_the_past()  # moments are the tenant's own: another tenant opens at now
+        self.as_of = None  # moments are the tenant's own: another tenant opens at now
         self.user_id = user_id
 
     def watch_user_id(self, user_id: Any) -> None:
+        """The tenant views, bound to ``user_id``, load themselves; the App's own state follows."""
         self.picked_a_tenant = self.picked_a_tenant or user_id is not NO_TENANT
         self.marked_checkpoint = None
-        self.session_names = []
-        self.clear_views()
         self.refresh_bindings()
-        self.load_tenant_views()
 
     # --- time travel ----------------------------------------------------------------------------
 
     def watch_as_of(self, at: datetime | None) -> None:
+        """The tenant views, bound to ``as_of``, load the moment themselves; the App says which it is."""
         self.show_moment(at)
         self.refresh_bindings()
-        self.clear_views()
-        self.load_tenant_views()
 
     def show_moment(self, at: datetime | None) -> None:
         """The header and the line above the tabs say which moment the views show."""
@@ -344,12 +271,6 @@ class MemlensApp(StoreLifecycleMixin, ActionsMixin, TenantViewsMixin, App):
             if at is not None:
                 # The moment and "read-only" first: at 80 columns the line ends in an ellipsis after "n now".
                 banner.update(f"AS OF {moment_label(at)} · read-only · n now · [ ] step · T timeline · D diff with now")
-
-    def leave_the_past(self) -> None:
-        """Back to now without reloading (another tenant is being selected, which loads its views)."""
-        if self.as_of is not None:
-            self.set_reactive(MemlensApp.as_of, None)
-            self.show_moment(None)
 
     def action_timeline(self) -> None:
         if not self.allowed("timeline"):
@@ -364,8 +285,8 @@ class MemlensApp(StoreLifecycleMixin, ActionsMixin, TenantViewsMixin, App):
                 self.as_of = None if moment == NOW else moment
 
         self.push_screen(TimelineScreen(user, self.as_of), chosen)
-        self.call_store(
-            "timeline", lambda: store.timeline(user_id=user, limit=1000), messages.TimelineLoaded, group="timeline", exclusive=True
+        call_store(
+            self, "timeline", lambda: store.timeline(user_id=user, limit=1000), messages.TimelineLoaded, group="timeline", exclusive=True
         )
 
     @on(messages.TimelineLoaded)
@@ -407,7 +328,7 @@ class MemlensApp(StoreLifecycleMixin, ActionsMixin, TenantViewsMixin, App):
             moments = moments_of(changes)
             return messages.MomentChosen(user, shown, step_back(moments, shown) if back else step_forward(moments, shown))
 
-        self.call_store("timeline", read, target, group="step", exclusive=True)
+        call_store(self, "timeline", read, target, group="step", exclusive=True)
 
     @on(messages.MomentChosen)
     def _moment_chosen(self, m: messages.MomentChosen) -> None:
@@ -434,7 +355,8 @@ class MemlensApp(StoreLifecycleMixin, ActionsMixin, TenantViewsMixin, App):
     def tenant_diff(self, a: datetime, b: datetime, title: str) -> None:
         """The whole tenant's changes from ``a`` to ``b``, in a dialog."""
         store, user = self.store, self.user_id
-        self.call_store(
+        call_store(
+            self,
             "diff",
             lambda: store.memory_diff(user_id=user, a=a, b=b),
             lambda diff: messages.TenantDiffed(title, diff),
@@ -454,7 +376,18 @@ class MemlensApp(StoreLifecycleMixin, ActionsMixin, TenantViewsMixin, App):
     def action_reload(self) -> None:
         if self.store is not None:
             self.load_tenants()
-            self.load_tenant_views()
+            self.reload_tenant_views()
+
+    def reload_tenant_views(self) -> None:
+        views = self.tenant_views()
+        if views is not None:
+            views.reload()
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        """Back in the tenant list (``t``, ``escape``, a click): the pane shows the tenant, not the last record."""
+        views = self.tenant_views()
+        if event.widget.id == "tenants" and views is not None:
+            views.clear_detail()
 
     def action_help(self) -> None:
         from .screens.help_screen import HelpScreen
@@ -468,7 +401,7 @@ class MemlensApp(StoreLifecycleMixin, ActionsMixin, TenantViewsMixin, App):
         from .screens.dialogs import StoreAuditScreen
 
         self.push_screen(StoreAuditScreen())
-        self.call_store("audit log", lambda: self.store.audit_log(all_tenants=True), messages.StoreAuditLoaded, group="store-audit")
+        call_store(self, "audit log", lambda: self.store.audit_log(all_tenants=True), messages.StoreAuditLoaded, group="store-audit")
 
     @on(messages.StoreAuditLoaded)
     def _store_audit_loaded(self, m: messages.StoreAuditLoaded) -> None:

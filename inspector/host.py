@@ -1,10 +1,9 @@
 """What the App's parts need from the App, stated once.
 
-The actions (``actions.ActionsMixin``), the tier views' loading (``loading.TenantViewsMixin``)
-and the store's life (``lifecycle.StoreLifecycleMixin``) are mixed into the App; the search
-(``searching.Search``) is a part the App holds (the tenant list is a widget,
-``widgets.tenant_list``, and the App's own methods select a tenant); the command palette
-(``commands``) calls the App's actions. None of them imports the App: each relies on this
+The actions (``actions.ActionsMixin``) and the store's life (``lifecycle.StoreLifecycleMixin``)
+are mixed into the App; the search (``searching.Search``) is a part the App holds; the tenant list
+(``widgets.tenant_list``) and the tenant's views (``widgets.tenant_views``) are widgets bound to the
+App's reactives; the command palette (``commands``) calls the App's actions. None of them imports the App: each relies on this
 interface, the state it declares in its own class body (which only it uses), and Textual's own
 ``App`` API (notify, push_screen, query_one, run_worker...); and
 ``tests/test_inspector_layout.py`` checks that they use nothing else of the App and that the App
@@ -13,7 +12,6 @@ provides all of it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
@@ -29,7 +27,6 @@ class Host(Protocol):
     failed: str | None
     read_only_reason: str | None
     marked_checkpoint: Any
-    session_names: list[str]
     early_view: str | None
     """A view asked for by its digit before the views existed, shown once they do."""
     as_of: Any
@@ -38,18 +35,9 @@ class Host(Protocol):
     # The App's services.
     def now(self) -> datetime: ...
 
-    def call_store(
-        self,
-        what: str,
-        call: Callable[[], Any],
-        then: Callable[[Any], Any],
-        *,
-        group: str,
-        exclusive: bool = False,
-        errors: tuple[type[BaseException], ...] = (),
-    ) -> None: ...
-
-    def fetch(self, view: str, call: Callable[[], Any], make: Callable[[Any, Any], Any]) -> None: ...
+    def tenant_views(self) -> Any:
+        """The selected tenant's views (widgets.tenant_views.TenantViews), or None before they have mounted."""
+        ...
 
     def visible_tenant(self, options: Any = None) -> Any: ...
 
@@ -63,19 +51,11 @@ class Host(Protocol):
 
     def run_worker(self, work: Any, *args: Any, **kwargs: Any) -> Any: ...
 
-    def load_tenant_views(self) -> None: ...
-
-    def load_session(self, session_id: str) -> None: ...
-
-    def clear_detail(self) -> None: ...
-
-    def clear_views(self) -> None: ...
-
     def select_tenant(self, user_id: Any) -> None: ...
 
     def update_subtitle(self) -> None: ...
 
-    def leave_the_past(self) -> None: ...
+    def reload_tenant_views(self) -> None: ...
 
 
 @runtime_checkable

@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from textual import work
-from textual.worker import Worker, WorkerState
+from textual.worker import Worker
 
 from . import messages
 from .failures import describe, is_damage
-from .loading import NO_TENANT
 from .locations import shown
+from .widgets.tenant_list import NO_TENANT
+from .workers import report_failure
 
 
 def freeze_startup_objects() -> None:
@@ -66,7 +67,7 @@ class StoreLifecycleMixin:
         self.update_subtitle()
         self.refresh_bindings()
         self.load_tenants()
-        self.load_tenant_views()  # of a tenant selected from the names
+        self.reload_tenant_views()  # of a tenant selected from the names
         if self.warm_on_start and self.store.embedder is not None:
             self.warm_model()
         if self.poll_seconds:
@@ -90,10 +91,12 @@ class StoreLifecycleMixin:
         self.notify(f"{m.what}: {m.error}", title="failed", severity="error", timeout=15)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """A worker that raised: say so, and keep the app usable (the open worker: say why it failed)."""
-        if event.state != WorkerState.ERROR:
-            return
-        worker, error = event.worker, event.worker.error
+        report_failure(self, event)
+
+    def on_worker_failed(self, m: messages.WorkerFailed) -> None:
+        """A worker (the App's or a widget's) raised: say so, and keep the app usable (the open
+        worker: say why it failed)."""
+        worker, error = m.worker, m.error
         if worker.group == "open" or is_damage(error):
             self.post_message(messages.StoreFailed(describe(error)))
             return
@@ -156,4 +159,4 @@ class StoreLifecycleMixin:
 
     def on_store_changed(self) -> None:
         self.load_tenants()
-        self.load_tenant_views()
+        self.reload_tenant_views()

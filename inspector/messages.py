@@ -76,11 +76,16 @@ class TenantsLoaded(Carrier):
 
 
 class TenantResult(Carrier):
-    """Base of the results that belong to one tenant, at one moment (``as_of``, set by the App's
+    """Base of the results that belong to one tenant, at one moment (``as_of``, stamped by TenantViews'
     fetch: None is now)."""
 
     tenant_key: Any
-    as_of: ClassVar[Any] = None
+    as_of: ClassVar[Any] = None  # not a field: set after construction, by at()
+
+    def at(self, moment: Any) -> TenantResult:
+        """This result, stamped with the moment shown when it was asked for."""
+        self.__dict__["as_of"] = moment
+        return self
 
 
 class BlocksLoaded(TenantResult):
@@ -195,6 +200,13 @@ class TenantDiffed(Carrier):
 class ActionFailed(Carrier):
     what: str
     error: str
+
+
+class WorkerFailed(Carrier):
+    """A widget's worker raised something that is not a store error (inspector.workers)."""
+
+    worker: Any
+    error: BaseException | None
 
 
 class StoreChanged(Carrier):

@@ -12,7 +12,8 @@ from textual.worker import Worker, get_current_worker
 
 from . import messages
 from .failures import describe, is_damage
-from .loading import NO_TENANT, up_to
+from .time_travel import up_to
+from .widgets.tenant_list import NO_TENANT
 
 SEARCH_LIMIT = 25  # about a screenful; more costs time on every keystroke
 PAINT_WAIT = 0.05  # seconds the hybrid half waits at most for the keyword half to be painted

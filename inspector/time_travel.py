@@ -75,3 +75,32 @@ def moment_label(at: datetime) -> str:
 
 def diff_title(a: datetime, b: datetime | None) -> str:
     return f"{moment_label(a)} → {'now' if b is None else moment_label(b)}"
+
+
+def up_to(until: datetime | None, at: datetime | None) -> datetime | None:
+    """An exclusive end for an episodes query that also stops at the moment shown (inclusive)."""
+    if at is None:
+        return until
+    return min(until, at + TICK) if until is not None else at + TICK
+
+
+def past_counts(snapshot: Any) -> Any:
+    """The overview's counts per tier, of a snapshot."""
+    from store.models import TierCounts
+
+    return TierCounts(
+        blocks=len(snapshot.blocks),
+        episodes=snapshot.episodes,
+        facts=len(snapshot.facts),
+        sessions=len(snapshot.sessions),
+        kv_entries=sum(len(s.kv) for s in snapshot.sessions),
+    )
+
+
+def session_source(then: Any) -> str:
+    """Where a session's state at a past moment comes from, in words (store.models.SessionSnapshot)."""
+    if then.source == "checkpoint":
+        return f"as of its checkpoint at {moment_label(then.checkpoint_at)}: later changes until the moment are not shown"
+    if then.source == "unknown":
+        return "changed since, with no checkpoint by then: its state at that moment cannot be rebuilt"
+    return ""

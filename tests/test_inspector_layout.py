@@ -49,7 +49,9 @@ def imported_modules(path: Path) -> set[str]:
 
 def test_the_import_reader_sees_the_subpackages():
     assert {"widgets.views", "screens.dialogs", "cli.main", "app"} <= set(MODULES)
-    assert "widgets.views" in imported_modules(MODULES["loading"]) and "formatting" in imported_modules(MODULES["widgets.views"])
+    assert "widgets.views" in imported_modules(MODULES["widgets.tenant_views"]) and "formatting" in imported_modules(
+        MODULES["widgets.views"]
+    )
     assert "app" in imported_modules(MODULES["cli.tui"]) and "screens.dialogs" in imported_modules(MODULES["screens.timeline"])
 
 
@@ -84,7 +86,6 @@ def used_on_self(path: Path) -> dict[str, set[str]]:
 
 MIXINS = [
     ("actions", "ActionsMixin"),
-    ("loading", "TenantViewsMixin"),
     ("lifecycle", "StoreLifecycleMixin"),
 ]
 
