@@ -1,5 +1,6 @@
 """The inspector's keys and actions: which are enabled (and why not), tab switching, and the
-actions on the selected tenant: export, forget, a block's history, checkpoint diff and restore.
+actions on the selected tenant: export and forget (a checkpoint's and a block's keys are their
+tables', done by widgets.tenant_views).
 
 Mixed into the App. Each collects parameters through a dialog, then runs the store call in
 a thread worker that posts its result back. Handlers use Textual's naming convention
@@ -46,8 +47,6 @@ class ActionsMixin:
             return "no tenant selected: pick one in the tenant list"
         if action in ("timeline", "step_back", "step_forward", "diff_with_now") and (self.store is None or self.user_id is NO_TENANT):
             return "no tenant selected: pick one in the tenant list"
-        if action in ("diff", "mark", "restore") and self.picked_checkpoint() is None:
-            return "pick a checkpoint in the Sessions view first"
         return None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -75,7 +74,9 @@ class ActionsMixin:
         active = self.screen.active_bindings.get(event.key)
         if active is None or active.enabled:
             return
-        reason = self.disabled_reason(active.binding.action.split(".")[-1].split("(")[0])
+        # The widget that owns the key says why, if it has its own reasons (the checkpoints table).
+        reasons = getattr(active.node, "disabled_reason", self.disabled_reason)
+        reason = reasons(active.binding.action.split(".")[-1].split("(")[0])
         if reason:
             event.stop()
             self.notify(f"{active.binding.description}: {reason}", severity="warning")
@@ -102,6 +103,18 @@ class ActionsMixin:
         # At once, not as Widget.focus() does it (a callback queued behind keys already typed):
         # the next key reaching the App goes to whatever has the focus when it is handed on.
         self.screen.set_focus(self.query_one("#query", Input))
+
+    def checkpoint_action(self, action: str) -> None:
+        """For the command palette: ``action`` on the checkpoint under the cursor, if the user is in the checkpoints table."""
+        focused: Any = self.focused
+        if focused is None or focused.id != "checkpoints-table":
+            self.notify(f"{action}: pick a checkpoint in the Sessions view first", severity="warning")
+            return
+        reason = focused.disabled_reason(action)
+        if reason:
+            self.notify(f"{action}: {reason}", severity="warning")
+            return
+        focused.post_message(focused.Wanted(action, focused.selected()))
 
     def action_focus_tenants(self) -> None:
         self.query_one("#tenants", OptionList).focus()
@@ -197,98 +210,3 @@ class ActionsMixin:
         self.push_screen(ReceiptScreen(m.receipt))
         self.load_tenants()
         self.reload_tenant_views()
-
-    def picked_checkpoint(self) -> Any:
-        """The checkpoint under the cursor of the checkpoints table, if the user is in that table."""
-        if self.store is None or self.user_id is NO_TENANT or not self.query("#sessions-view"):
-            return None
-        from .widgets.views import RecordTable
-
-        table = self.query_one("#checkpoints-table", RecordTable)
-        return table.selected() if self.focused is table else None
-
-    def selected_checkpoint(self) -> Any:
-        return self.picked_checkpoint() if self.allowed("diff") else None
-
-    def action_mark(self) -> None:
-        checkpoint = self.selected_checkpoint()
-        if checkpoint is not None:
-            self.marked_checkpoint = checkpoint
-            self.notify(f"marked checkpoint {checkpoint.description or checkpoint.id[:12]}; select another and press d")
-
-    def action_diff(self) -> None:
-        checkpoint = self.selected_checkpoint()
-        if checkpoint is None:
-            return
-        marked = self.marked_checkpoint if self.marked_checkpoint and self.marked_checkpoint.session_id == checkpoint.session_id else None
-        if marked is not None and marked.id == checkpoint.id:
-            marked = None
-        first, second = (marked, checkpoint) if marked else (checkpoint, None)
-        store, user = self.store, self.user_id
-        target = "the current state" if second is None else f"“{second.description or second.id[:12]}”"
-        title = f"“{first.description or first.id[:12]}” → {target}"
-        self.marked_checkpoint = None
-        call_store(
-            self,
-            "diff",
-            lambda: store.session(first.session_id, user_id=user).diff_checkpoint(first.id, None if second is None else second.id),
-            lambda diff: messages.CheckpointDiffed(title, diff),
-            group="diff",
-            exclusive=True,
-        )
-
-    def on_checkpoint_diffed(self, m: messages.CheckpointDiffed) -> None:
-        from .screens.dialogs import DiffScreen
-        from .widgets import detail
-
-        self.push_screen(DiffScreen(m.title, detail.diff(m.diff)))
-
-    def action_block_history(self) -> None:
-        from .widgets.views import RecordTable
-
-        table = self.query_one("#blocks-table", RecordTable)
-        block = table.selected() if self.focused is table else None
-        if block is None or self.store is None:
-            return
-        store, user = self.store, self.user_id
-        call_store(
-            self,
-            "history",
-            lambda: store.block_history(block.name, user_id=user),
-            lambda history: messages.BlockHistoryLoaded(f"block {block.name}: its versions, newest first", history),
-            group="history",
-            exclusive=True,
-        )
-
-    def on_block_history_loaded(self, m: messages.BlockHistoryLoaded) -> None:
-        from .screens.dialogs import DiffScreen
-        from .widgets import detail
-
-        self.push_screen(DiffScreen(m.title, detail.block_history(m.history)))
-
-    def action_restore(self) -> None:
-        checkpoint = self.selected_checkpoint()
-        if checkpoint is None or not self.allowed("restore"):
-            return
-        store, user, views = self.store, self.user_id, self.tenant_views()
-
-        def restored(_: None) -> None:
-            self.call_from_thread(
-                self.notify, f"restored session {checkpoint.session_id} to “{checkpoint.description or checkpoint.id[:12]}”"
-            )
-            self.call_from_thread(views.load_session, checkpoint.session_id)
-
-        def confirmed(yes: bool) -> None:
-            if yes:
-                call_store(
-                    self,
-                    "restore",
-                    lambda: store.session(checkpoint.session_id, user_id=user).restore_checkpoint(checkpoint.id),
-                    restored,
-                    group="restore",
-                )
-
-        question = f"Restore session {checkpoint.session_id} to checkpoint “{checkpoint.description or checkpoint.id[:12]}”?\nIts current keys, task state and notes are replaced."
-        from .screens.dialogs import ConfirmScreen
-
-        self.push_screen(ConfirmScreen(question, "Restore"), confirmed)

@@ -107,7 +107,6 @@ class MemlensApp(StoreLifecycleMixin, ActionsMixin, App):
         self.opening = True  # until the store has opened or failed to
         self.tenants: list[Any] = []
         self.picked_a_tenant = False  # the first tenant is selected once, at start-up; never again by itself
-        self.marked_checkpoint: Any = None
         self.early_view: str | None = None  # a view asked for before the views existed
         self.seen_version: int | None = None
         # Off for snapshots, where a measured time would differ per run.
@@ -250,7 +249,6 @@ class MemlensApp(StoreLifecycleMixin, ActionsMixin, App):
     def watch_user_id(self, user_id: Any) -> None:
         """The tenant views, bound to ``user_id``, load themselves; the App's own state follows."""
         self.picked_a_tenant = self.picked_a_tenant or user_id is not NO_TENANT
-        self.marked_checkpoint = None
         self.refresh_bindings()
 
     # --- time travel ----------------------------------------------------------------------------

@@ -17,11 +17,17 @@ def system_commands(app: Commands) -> Iterable[SystemCommand]:
     yield SystemCommand("tenant: filter the list", "Focus the tenant list", app.action_focus_tenants)
     yield SystemCommand("search: recall", "Search the selected tenant's memory", app.action_focus_search)
     yield SystemCommand(
-        "checkpoint: diff with the current state", "Diff the checkpoint under the cursor in a session's checkpoints", app.action_diff
+        "checkpoint: diff with the current state",
+        "Diff the checkpoint under the cursor in a session's checkpoints",
+        lambda: app.checkpoint_action("diff"),
     )
-    yield SystemCommand("checkpoint: mark for a diff", "Mark the selected checkpoint, then diff another against it", app.action_mark)
     yield SystemCommand(
-        "checkpoint: restore…", "Restore the checkpoint under the cursor in a session's checkpoints (asks first)", app.action_restore
+        "checkpoint: mark for a diff", "Mark the selected checkpoint, then diff another against it", lambda: app.checkpoint_action("mark")
+    )
+    yield SystemCommand(
+        "checkpoint: restore…",
+        "Restore the checkpoint under the cursor in a session's checkpoints (asks first)",
+        lambda: app.checkpoint_action("restore"),
     )
     yield SystemCommand("time: timeline…", "The selected tenant's changes: go to one, or to a moment typed in (T)", app.action_timeline)
     yield SystemCommand("time: one change earlier", "Show the tenant as it was before the change shown ([)", app.action_step_back)

@@ -175,6 +175,11 @@ class CheckpointDiffed(Carrier):
     diff: Any
 
 
+class CheckpointRestored(Carrier):
+    tenant_key: Any
+    checkpoint: Any
+
+
 class BlockHistoryLoaded(Carrier):
     title: str
     history: Any

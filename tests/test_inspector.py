@@ -18,6 +18,7 @@ from .inspector_support import (  # noqa: F401 (frozen is a fixture)
     GatedEmbedder,
     app_for,
     frozen,
+    notes,
     open_session,
     open_tenant,
     settle,
@@ -335,6 +336,36 @@ async def test_checkpoint_diff_and_restore_after_confirmation(demo):
         await wait_for(pilot, lambda: "transport" not in kv.records and kv.row_count == 3, what="restored view")
     with MemoryStore.open(demo, embedder=FakeEmbedder()) as s:
         assert s.session("trip-lisbon", user_id="alice").get("transport") is None
+
+
+async def test_the_checkpoint_keys_from_the_palette_and_in_the_past(demo):
+    """The palette's checkpoint entries act on the checkpoint the user is in, and say why not
+    elsewhere; in a past moment ``r`` is refused with the reason, where ``d`` still diffs."""
+    app = app_for(demo)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_tenant(pilot, app, "alice")
+        commands = {c.title: c.callback for c in app.get_system_commands(app.screen)}
+        commands["checkpoint: diff with the current state"]()
+        await pilot.pause(0.1)
+        assert notes(app)[-1] == "diff: pick a checkpoint in the Sessions view first" and not showing(app, DiffScreen)
+        await open_session(pilot, app, "trip-lisbon")
+        table(app, "#checkpoints-table").focus()
+        await pilot.pause(0.1)
+        commands["checkpoint: diff with the current state"]()
+        await wait_for(pilot, lambda: showing(app, DiffScreen), what="the palette's diff")
+        await pilot.press("escape")
+
+        app.as_of = app.now()  # a moment in the past by the time it is shown, every checkpoint made by then
+        await settle(pilot, app)
+        await open_session(pilot, app, "trip-lisbon")
+        checkpoints = table(app, "#checkpoints-table")
+        checkpoints.focus()
+        await wait_for(pilot, lambda: checkpoints.row_count > 0, what="the checkpoints of then")
+        await pilot.press("r")
+        await pilot.pause(0.1)
+        assert not showing(app, ConfirmScreen) and "past moment, read-only" in notes(app)[-1]
+        await pilot.press("d")
+        await wait_for(pilot, lambda: showing(app, DiffScreen), what="a diff in the past")
 
 
 async def test_views_refresh_when_another_process_writes(demo):

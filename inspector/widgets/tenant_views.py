@@ -26,6 +26,7 @@ from .. import messages
 from ..printable import tenant_label
 from ..time_travel import past_counts, session_source, up_to
 from ..workers import call_store, report_failure
+from . import detail
 from .detail import ShowDetail
 from .overview import ACTIVITY_DAYS, DetailPane
 from .tenant_list import NO_TENANT
@@ -33,7 +34,9 @@ from .views import (
     DETAIL_TABLES,
     TENANT_VIEWS,
     AuditView,
+    BlocksTable,
     BlocksView,
+    CheckpointsTable,
     EpisodesView,
     FactsView,
     SearchView,
@@ -59,6 +62,8 @@ class TenantViews(Vertical):
         """The shown tenant's sessions, for the session filters and the forget dialog."""
         self.past_snapshot: Any = None
         """The snapshot the views of a past moment were filled from (store.models.MemorySnapshot)."""
+        self.marked_checkpoint: Any = None
+        """The checkpoint marked with ``m``, which the next ``d`` diffs against."""
 
     def compose(self) -> ComposeResult:
         # Shown while the views show a past moment (MemlensApp.watch_as_of): in words, so it
@@ -81,6 +86,7 @@ class TenantViews(Vertical):
 
     def watch_user_id(self) -> None:
         self.session_names = []
+        self.marked_checkpoint = None
         self.clear_views()
         self.reload()
 
@@ -202,6 +208,90 @@ class TenantViews(Vertical):
             return then.task_state, then.kv, then.scratchpad, checkpoints, session_source(then)
 
         self.fetch("session", call, lambda t, parts: messages.SessionLoaded(t, session_id, *parts))
+
+    # --- the keys of a checkpoint and a block ---------------------------------------------------
+
+    @on(CheckpointsTable.Wanted)
+    def _checkpoint_wanted(self, m: CheckpointsTable.Wanted) -> None:
+        {"diff": self.diff_checkpoint, "mark": self.mark_checkpoint, "restore": self.restore_checkpoint}[m.action](m.checkpoint)
+
+    def mark_checkpoint(self, checkpoint: Any) -> None:
+        self.marked_checkpoint = checkpoint
+        self.app.notify(f"marked checkpoint {checkpoint.description or checkpoint.id[:12]}; select another and press d")
+
+    def diff_checkpoint(self, checkpoint: Any) -> None:
+        """The marked checkpoint against this one, or this one against the session's current state."""
+        marked = self.marked_checkpoint
+        if marked is not None and (marked.session_id != checkpoint.session_id or marked.id == checkpoint.id):
+            marked = None
+        first, second = (marked, checkpoint) if marked else (checkpoint, None)
+        store, user = self.host.store, self.user_id
+        target = "the current state" if second is None else f"“{second.description or second.id[:12]}”"
+        title = f"“{first.description or first.id[:12]}” → {target}"
+        self.marked_checkpoint = None
+        call_store(
+            self,
+            "diff",
+            lambda: store.session(first.session_id, user_id=user).diff_checkpoint(first.id, None if second is None else second.id),
+            lambda diff: messages.CheckpointDiffed(title, diff),
+            group="diff",
+            exclusive=True,
+        )
+
+    @on(messages.CheckpointDiffed)
+    def _checkpoint_diffed(self, m: messages.CheckpointDiffed) -> None:
+        from ..screens.dialogs import DiffScreen
+
+        self.app.push_screen(DiffScreen(m.title, detail.diff(m.diff)))
+
+    def restore_checkpoint(self, checkpoint: Any) -> None:
+        """After the user confirms: the session back to ``checkpoint``."""
+        from ..screens.dialogs import ConfirmScreen
+
+        store, user = self.host.store, self.user_id
+
+        def confirmed(yes: bool | None) -> None:
+            if yes:
+                call_store(
+                    self,
+                    "restore",
+                    lambda: store.session(checkpoint.session_id, user_id=user).restore_checkpoint(checkpoint.id),
+                    lambda _: messages.CheckpointRestored(user, checkpoint),
+                    group="restore",
+                )
+
+        question = (
+            f"Restore session {checkpoint.session_id} to checkpoint “{checkpoint.description or checkpoint.id[:12]}”?\n"
+            "Its current keys, task state and notes are replaced."
+        )
+        self.app.push_screen(ConfirmScreen(question, "Restore"), confirmed)
+
+    @on(messages.CheckpointRestored)
+    def _checkpoint_restored(self, m: messages.CheckpointRestored) -> None:
+        c = m.checkpoint
+        self.app.notify(f"restored session {c.session_id} to “{c.description or c.id[:12]}”")
+        if m.tenant_key == self.user_id:
+            self.load_session(c.session_id)
+
+    @on(BlocksTable.HistoryWanted)
+    def _history_wanted(self, m: BlocksTable.HistoryWanted) -> None:
+        store, user, block = self.host.store, self.user_id, m.block
+        if store is None:
+            return
+        call_store(
+            self,
+            "history",
+            lambda: store.block_history(block.name, user_id=user),
+            lambda history: messages.BlockHistoryLoaded(f"block {block.name}: its versions, newest first", history),
+            group="history",
+            exclusive=True,
+        )
+
+    @on(messages.BlockHistoryLoaded)
+    def _block_history_loaded(self, m: messages.BlockHistoryLoaded) -> None:
+        from ..screens.dialogs import DiffScreen
+
+        self.app.push_screen(DiffScreen(m.title, detail.block_history(m.history)))
 
     # --- results --------------------------------------------------------------------------------
 

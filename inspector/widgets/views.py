@@ -106,19 +106,62 @@ DETAIL_TABLES = (RecordTable, ResultsTable)
 
 
 class CheckpointsTable(RecordTable):
-    """The checkpoint keys live here: they act on the checkpoint the user has the cursor on."""
+    """The checkpoint keys live here: they act on the checkpoint the cursor is on. The work is
+    done by the tenant views (widgets.tenant_views), which hold the store and the mark."""
 
     BINDINGS = [
-        Binding("d", "app.diff", "Diff"),
-        Binding("m", "app.mark", "Mark", show=False),  # the section's title says it; the footer needs the room
-        Binding("r", "app.restore", "Restore"),
+        Binding("d", "diff", "Diff"),
+        Binding("m", "mark", "Mark", show=False),  # the section's title says it; the footer needs the room
+        Binding("r", "restore", "Restore"),
     ]
+
+    @dataclass
+    class Wanted(Message):
+        """``action`` ("diff", "mark" or "restore") on ``checkpoint``."""
+
+        action: str
+        checkpoint: Any
+
+    def disabled_reason(self, action: str) -> str | None:
+        """Why a checkpoint key cannot act now, or None (the App says it when the key is pressed)."""
+        if self.selected() is None:
+            return "pick a checkpoint in the Sessions view first"
+        # Restoring writes: the App knows whether the store or the moment shown allows it.
+        return self.app.disabled_reason("restore") if action == "restore" else None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("diff", "mark", "restore"):
+            # Under a dialog they are shown dimmed: the keys go to the dialog.
+            return None if self.disabled_reason(action) or self.app.screen is not self.screen else True
+        return True
+
+    def _want(self, action: str) -> None:
+        if self.disabled_reason(action) is None:
+            self.post_message(self.Wanted(action, self.selected()))
+
+    def action_diff(self) -> None:
+        self._want("diff")
+
+    def action_mark(self) -> None:
+        self._want("mark")
+
+    def action_restore(self) -> None:
+        self._want("restore")
 
 
 class BlocksTable(RecordTable):
     """The blocks: ``h`` shows the history of the block the cursor is on."""
 
-    BINDINGS = [Binding("h", "app.block_history", "History")]
+    BINDINGS = [Binding("h", "history", "History")]
+
+    @dataclass
+    class HistoryWanted(Message):
+        block: Any
+
+    def action_history(self) -> None:
+        block = self.selected()
+        if block is not None:
+            self.post_message(self.HistoryWanted(block))
 
 
 class QueryInput(Input):
@@ -492,9 +535,6 @@ class SessionsView(Horizontal):
             for key, record, cells in rows:
                 table.add_record(key, record, *cells)
             table.select_key(keep)
-
-    def selected_checkpoint(self) -> Any:
-        return self.query_one("#checkpoints-table", RecordTable).selected()
 
     def clear(self, hint: str) -> None:
         self.shown_session = None
