@@ -174,24 +174,12 @@ class ActionsMixin:
 
         from .screens.dialogs import ForgetScreen
 
-        self.push_screen(ForgetScreen(user, self.tenant_views().session_names), chosen)
-
-    def preview_forget(self, user_id: Any, session_id: str | None, before: datetime | None) -> None:
         store = self.store
-        call_store(
-            self,
-            "forget",
-            lambda: store.forget(user_id=user_id, session_id=session_id, before=before, dry_run=True, actor="inspector"),
-            messages.ForgetPreview,
-            group="forget-preview",
-            exclusive=True,
-        )
 
-    def on_forget_preview(self, m: messages.ForgetPreview) -> None:
-        from .screens.dialogs import ForgetScreen
+        def preview(session_id: str | None, before: datetime | None) -> Any:
+            return store.forget(user_id=user, session_id=session_id, before=before, dry_run=True, actor="inspector")
 
-        if isinstance(self.screen, ForgetScreen):
-            self.screen.show_preview(m.receipt)
+        self.push_screen(ForgetScreen(user, self.tenant_views().session_names, preview), chosen)
 
     def forget(self, user_id: Any, session_id: str | None, before: datetime | None) -> None:
         store = self.store

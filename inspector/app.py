@@ -282,17 +282,7 @@ class MemlensApp(StoreLifecycleMixin, ActionsMixin, App):
             if moment is not None and user == self.user_id:
                 self.as_of = None if moment == NOW else moment
 
-        self.push_screen(TimelineScreen(user, self.as_of), chosen)
-        call_store(
-            self, "timeline", lambda: store.timeline(user_id=user, limit=1000), messages.TimelineLoaded, group="timeline", exclusive=True
-        )
-
-    @on(messages.TimelineLoaded)
-    def _timeline_loaded(self, m: messages.TimelineLoaded) -> None:
-        from .screens.timeline import TimelineScreen
-
-        if isinstance(self.screen, TimelineScreen):
-            self.screen.show(m.changes)
+        self.push_screen(TimelineScreen(user, self.as_of, lambda: store.timeline(user_id=user, limit=1000)), chosen)
 
     def on_timeline_screen_diff_wanted(self, m: Any) -> None:
         self.tenant_diff(m.a, m.b, m.title)
@@ -398,15 +388,8 @@ class MemlensApp(StoreLifecycleMixin, ActionsMixin, App):
             return
         from .screens.dialogs import StoreAuditScreen
 
-        self.push_screen(StoreAuditScreen())
-        call_store(self, "audit log", lambda: self.store.audit_log(all_tenants=True), messages.StoreAuditLoaded, group="store-audit")
-
-    @on(messages.StoreAuditLoaded)
-    def _store_audit_loaded(self, m: messages.StoreAuditLoaded) -> None:
-        from .screens.dialogs import StoreAuditScreen
-
-        if isinstance(self.screen, StoreAuditScreen):
-            self.screen.show(m.entries)
+        store = self.store
+        self.push_screen(StoreAuditScreen(lambda: store.audit_log(all_tenants=True)))
 
     async def on_unmount(self) -> None:
         gc.unfreeze()  # whatever this App leaves behind is garbage like any other (tests run many Apps)

@@ -7,6 +7,7 @@ terminal is too small for it; the forget dialog's counts are laid out to fit who
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -19,12 +20,15 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Select, Static
+from textual.worker import Worker
 
+from .. import messages
 from ..formatting import audit_action, count, parse_day, when
 from ..printable import printable, tenant_label
 from ..widgets import detail
 from ..widgets.footer import KeysFooter
 from ..widgets.views import RecordTable
+from ..workers import call_store, report_failure
 
 COUNT_COLUMNS = 3  # nine tiers in three rows: the whole dry run fits an 80x24 dialog
 
@@ -51,15 +55,17 @@ def buttons(*items: Button) -> Horizontal:
 class ForgetScreen(ModalScreen[tuple[str | None, datetime | None] | None]):
     """Choose what to erase; shows the dry-run counts for the chosen scope before anything goes.
 
-    Dismisses with (session_id, before) to erase, or None to cancel."""
+    Dismisses with (session_id, before) to erase, or None to cancel. ``preview(session_id,
+    before)`` is the dry run, called in this screen's worker."""
 
     # "q" cancels, as it closes every other dialog (typed as text in the date field).
     BINDINGS = [("escape", "cancel", "Cancel"), Binding("q", "cancel", "Cancel", show=False)]
 
-    def __init__(self, user_id: str | None, sessions: list[str]):
+    def __init__(self, user_id: str | None, sessions: list[str], preview: Callable[[str | None, datetime | None], Any]):
         super().__init__()
         self.user_id = user_id
         self.sessions = sessions
+        self.preview = preview
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog danger"):
@@ -113,9 +119,15 @@ class ForgetScreen(ModalScreen[tuple[str | None, datetime | None] | None]):
             self.query_one("#forget-counts", Static).update(Text("choose a session or a date", style="dim"))
             return
         self.query_one("#forget-counts", Static).update(Text("counting…", style="dim"))
-        self.app.preview_forget(self.user_id, *scope)
+        preview = self.preview
+        call_store(self, "forget", lambda: preview(*scope), messages.ForgetPreview, group="forget-preview", exclusive=True)
 
-    def show_preview(self, receipt: Any) -> None:
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        report_failure(self, event)
+
+    @on(messages.ForgetPreview)
+    def _show_preview(self, m: messages.ForgetPreview) -> None:
+        receipt = m.receipt
         if (receipt.session_id, receipt.before) != self.scope():
             return  # an answer for a scope the user has since changed
         self.query_one("#forget-counts", Static).update(counts_table(receipt.counts))
@@ -274,9 +286,14 @@ class FatalScreen(ModalScreen[None]):
 
 class StoreAuditScreen(ModalScreen[None]):
     """The audit log of the whole store: every tenant's exports, imports and erasures, the entries
-    of erased tenants included (the log outlives the erasure it records)."""
+    of erased tenants included (the log outlives the erasure it records), as ``read()`` returns it
+    in this screen's worker."""
 
     BINDINGS = [("escape", "close", "Close"), ("q", "close", "Close")]
+
+    def __init__(self, read: Callable[[], list[Any]]):
+        super().__init__()
+        self.read = read
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog wide"):
@@ -298,8 +315,14 @@ class StoreAuditScreen(ModalScreen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#store-audit-table").focus()
+        call_store(self, "audit log", self.read, messages.StoreAuditLoaded, group="store-audit")
 
-    def show(self, entries: list[Any]) -> None:
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        report_failure(self, event)
+
+    @on(messages.StoreAuditLoaded)
+    def _loaded(self, m: messages.StoreAuditLoaded) -> None:
+        entries = m.entries
         table = self.query_one(RecordTable)
         table.reset()
         for i, a in enumerate(entries):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -14,13 +15,16 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label
+from textual.worker import Worker
 
 from store.validation import utcnow
 
+from .. import messages
 from ..formatting import count, one_line
 from ..printable import tenant_label
 from ..time_travel import NOW, TICK, diff_title, moment_label, parse_moment
 from ..widgets.views import RecordTable
+from ..workers import call_store, report_failure
 from .dialogs import buttons
 
 
@@ -45,9 +49,10 @@ class TimelineScreen(ModalScreen[Any]):
         b: datetime
         title: str
 
-    def __init__(self, user_id: Any, shown: datetime | None):
+    def __init__(self, user_id: Any, shown: datetime | None, read: Callable[[], list[Any]]):
+        """``read()``: the tenant's changes, newest first, called in this screen's worker."""
         super().__init__()
-        self.user_id, self.shown = user_id, shown
+        self.user_id, self.shown, self.read = user_id, shown, read
         self.marked: datetime | None = None
         self.changes = 0
 
@@ -62,6 +67,14 @@ class TimelineScreen(ModalScreen[Any]):
 
     def on_mount(self) -> None:
         self.query_one("#timeline-table", RecordTable).focus()
+        call_store(self, "timeline", self.read, messages.TimelineLoaded, group="timeline", exclusive=True)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        report_failure(self, event)
+
+    @on(messages.TimelineLoaded)
+    def _loaded(self, m: messages.TimelineLoaded) -> None:
+        self.show(m.changes)
 
     def show(self, changes: list[Any]) -> None:
         table = self.query_one("#timeline-table", RecordTable)
