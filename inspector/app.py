@@ -6,29 +6,30 @@ from __future__ import annotations
 import gc
 import os
 import sys
+import threading
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from textual import events, on
+from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.notifications import SeverityLevel
 from textual.reactive import reactive
-from textual.widgets import Button, Header, Input, Label
+from textual.widgets import Button, Header, Input, Label, OptionList
+from textual.worker import Worker
 
 from . import config, messages
-from .actions import ActionsMixin
 from .commands import system_commands
-from .lifecycle import StoreLifecycleMixin
+from .failures import describe, is_damage
 from .locations import is_server_url, shown
 from .opening import Glance
 from .printable import printable
 from .searching import SEARCH_LIMIT, Search
 from .widgets.footer import KeysFooter
 from .widgets.tenant_list import NO_TENANT, TenantList, TenantName
-from .workers import call_store
+from .workers import call_store, report_failure
 
 __all__ = ["MemlensApp", "make_app", "is_idle", "NO_TENANT", "SEARCH_LIMIT"]
 
@@ -52,10 +53,28 @@ def is_idle(app: MemlensApp) -> bool:
     return not app.opening and not app.search.busy and not any(w.is_running for w in app.workers if w.group not in LONG_LIVED)
 
 
+MAIN_TABLE = {
+    "search": "#results",
+    "blocks": "#blocks-table",
+    "episodes": "#episodes-table",
+    "facts": "#facts-table",
+    "sessions": "#sessions-table",
+    "audit": "#audit-table",
+}
+"""Each view's list, where a digit key puts the focus."""
+
+
+def freeze_startup_objects() -> None:
+    """Leave what start-up built (Textual, SQLAlchemy, the model's runtime: ~140k objects) out of
+    every later garbage collection. Scanning them made each full collection a 130-270 ms pause
+    in the middle of typing, every few seconds; frozen, the same collections took 7-60 ms."""
+    gc.freeze()
+
+
 GLANCE_WAIT = 0.25  # seconds the first frame may wait for the names (here: 2 ms to read, 3-8 ms to import sqlite3)
 
 
-class MemlensApp(StoreLifecycleMixin, ActionsMixin, App):
+class MemlensApp(App):
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute, so subclasses elsewhere find it
     TITLE = "memlens"
     AUTO_FOCUS = "#tenants"
@@ -208,6 +227,292 @@ class MemlensApp(StoreLifecycleMixin, ActionsMixin, App):
         """The selected tenant's views (widgets.tenant_views.TenantViews), or None before they have mounted."""
         found = self.query("#content")
         return found.first() if found else None
+
+    # --- the store's life: opened in a worker, the model warmed in a thread of its own, changes
+    # by other processes polled, and a failure (to open, or found later) shown for good -----------
+
+    @work(thread=True, group="open", exit_on_error=False)
+    def open_store(self) -> None:
+        # Imported here, in the worker, so the first paint waits for neither SQLAlchemy nor numpy.
+        from store.errors import MemlensError
+
+        from .opening import open_for_inspection
+
+        try:
+            store, reason = open_for_inspection(self.path, self.embedder_spec)
+        except (MemlensError, OSError) as error:  # anything else: on_worker_state_changed says so
+            self.post_message(messages.StoreFailed(describe(error)))
+            return
+        self.store = store
+        self.seen_version = store.data_version()
+        self.post_message(messages.StoreOpened(str(store.path), reason))
+
+    def on_store_opened(self, message: messages.StoreOpened) -> None:
+        self.opening = False
+        self.read_only_reason = message.read_only_reason
+        freeze_startup_objects()
+        self.update_subtitle()
+        self.refresh_bindings()
+        self.load_tenants()
+        self.reload_tenant_views()  # of a tenant selected from the names
+        if self.warm_on_start and self.store.embedder is not None:
+            self.warm_model()
+        if self.poll_seconds:
+            self.set_interval(self.poll_seconds, self.poll_changes)
+
+    def on_store_failed(self, message: messages.StoreFailed) -> None:
+        self.opening = False
+        if self.failed:
+            return
+        self.failed = message.error
+        verb = "open" if self.store is None else "read"
+        self.sub_title = "not opened" if self.store is None else "damaged"
+        self.query_one("#main").display = False  # nothing in it may keep focus, and so keys, from the message
+        from .screens.dialogs import FatalScreen
+
+        self.push_screen(FatalScreen(f"memlens cannot {verb} {shown(self.path)}", message.error))
+
+    def on_action_failed(self, m: messages.ActionFailed) -> None:
+        if m.what == "search" and self.query("#search-view"):
+            self.query_one("#search-view").show_error(f"search failed: {m.error} (type to search again)")
+        self.notify(f"{m.what}: {m.error}", title="failed", severity="error", timeout=15)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        report_failure(self, event)
+
+    def on_worker_failed(self, m: messages.WorkerFailed) -> None:
+        """A worker (the App's or a widget's) raised: say so, and keep the app usable (the open
+        worker: say why it failed)."""
+        worker, error = m.worker, m.error
+        if worker.group == "open" or is_damage(error):
+            self.post_message(messages.StoreFailed(describe(error)))
+            return
+        self.search.forget_thread(worker)  # the next keystroke starts a new search thread
+        self.notify(f"{worker.group}: {describe(error)}", title="failed", severity="error", timeout=15)
+
+    def warm_model(self) -> None:
+        # A daemon thread of its own, not a Textual worker: workers run in asyncio's executor, which
+        # is joined at exit, so quitting during the one-time model export (~20 s) sat on a blank
+        # screen until the export was done (9 s in the report; over 30 s on this busy machine).
+        # MemlensApp.run() ends the process instead (tests/test_e2e.py).
+        self.model_thread = threading.Thread(target=self._warm_model, name="memlens-model", daemon=True)
+        self.model_thread.start()
+
+    def _warm_model(self) -> None:
+        try:
+            self.store.warm_model()
+            if self.user_id is not NO_TENANT:
+                self.store.warm_vectors(user_id=self.user_id)
+        except Exception as error:  # a missing or broken model leaves keyword search working
+            self.post_message(messages.ModelFailed(describe(error)))
+            return
+        self.post_message(messages.ModelReady(getattr(self.store.embedder, "active_backend", None) or "model"))
+
+    def on_model_ready(self) -> None:
+        freeze_startup_objects()
+        self.update_subtitle()
+        if self.query("#search-view"):
+            self.query_one("#search-view").request()
+
+    def on_model_failed(self, message: messages.ModelFailed) -> None:
+        self.notify(f"semantic search unavailable: {message.error}", severity="warning", timeout=8)
+
+    def update_subtitle(self) -> None:
+        if self.store is None:
+            return
+        # The model's state, not a search mode: the search line names the mode searched, which
+        # ``m`` changes (a header saying "semantic + keyword" over VECTOR results contradicted it).
+        model = (
+            "model ready"
+            if self.store.model_ready
+            else ("model warming…" if self.store.embedder is not None else "no model: keyword search only")
+        )
+        access = " · read-only" if self.read_only_reason else ""
+        if self.as_of is not None:
+            from .time_travel import moment_label
+
+            access = f" · AS OF {moment_label(self.as_of)} (read-only)"
+        self.sub_title = f"{shown(self.path)}{access} · {model}"
+
+    def poll_changes(self) -> None:
+        if not self.failed:
+            self.run_worker(self._check_version, thread=True, group="poll", exclusive=True, exit_on_error=False)
+
+    def _check_version(self) -> None:
+        version = self.store.data_version()
+        if version != self.seen_version:
+            self.seen_version = version
+            self.post_message(messages.StoreChanged(version))
+
+    def on_store_changed(self) -> None:
+        self.load_tenants()
+        self.reload_tenant_views()
+
+    # --- keys and actions: which are enabled (and why not), tab switching, export and forget ------
+
+    def disabled_reason(self, action: str) -> str | None:
+        """Why ``action`` cannot run now, or None. Keys of disabled actions show dimmed and say this."""
+        if action in ("forget", "restore") and self.read_only_reason:
+            return f"the store is read-only ({self.read_only_reason})"
+        if action in ("export", "forget", "restore") and self.as_of is not None:
+            return "the views show a past moment, read-only: press n for now"
+        if action in ("export", "forget", "restore") and self.opening:
+            return "the store is still opening"  # the tenant names show before the store has opened
+        if action in ("export", "forget") and (self.store is None or self.user_id is NO_TENANT):
+            return "no tenant selected: pick one in the tenant list"
+        if action in ("timeline", "step_back", "step_forward", "diff_with_now") and (self.store is None or self.user_id is NO_TENANT):
+            return "no tenant selected: pick one in the tenant list"
+        return None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if self.failed:
+            return action in ("quit", "help_quit")
+        if action == "focus_tenants" and self.focused is not None and self.focused.id == "tenants":
+            return False  # already there: off the footer, which needs the room at 80 columns
+        if action == "to_now" and self.as_of is None:
+            return False  # on the footer only in the past
+        if action == "focus_search":
+            # Bound with priority, so it is asked first on every screen: off in a dialog, in what
+            # takes "/" as text, and before the views have mounted (the search box is not there).
+            return self.screen is self.screen_stack[0] and not self.typing_here()
+        return None if self.disabled_reason(action) else True
+
+    def typing_here(self) -> bool:
+        """The focused widget takes printable keys as text: a text field, or an open Select's type-to-search."""
+        from textual.widgets import Select  # loaded with Textual's App already: no cost to the first frame
+
+        focused = self.focused
+        return isinstance(focused, Input) or (focused is not None and isinstance(focused.parent, Select))
+
+    def on_key(self, event: events.Key) -> None:
+        """A key whose action is disabled says why, instead of doing nothing."""
+        active = self.screen.active_bindings.get(event.key)
+        if active is None or active.enabled:
+            return
+        # The widget that owns the key says why, if it has its own reasons (the checkpoints table).
+        reasons = getattr(active.node, "disabled_reason", self.disabled_reason)
+        reason = reasons(active.binding.action.split(".")[-1].split("(")[0])
+        if reason:
+            event.stop()
+            self.notify(f"{active.binding.description}: {reason}", severity="warning")
+
+    def action_show_view(self, name: str) -> None:
+        if not self.query("#tabs"):  # pressed before the views exist: shown once they do
+            self.early_view = name
+            return
+        tabs = self.query_one("#tabs")
+        leaving = self.focused is not None and tabs in self.focused.ancestors
+        tabs.active = name
+        if leaving:
+            # Focus would otherwise fall back to a widget of the hidden tab (the search field, whose
+            # text it selected), and that switches the tab back: go to the shown tab's list instead.
+            self.screen.set_focus(self.query_one(MAIN_TABLE[name]))
+
+    def action_focus_search(self) -> None:
+        if not self.query("#query"):  # before the views exist: a box of its own takes the text
+            early = self.query_one("#early-query", Input)
+            early.display = True
+            self.screen.set_focus(early)
+            return
+        self.action_show_view("search")
+        # At once, not as Widget.focus() does it (a callback queued behind keys already typed):
+        # the next key reaching the App goes to whatever has the focus when it is handed on.
+        self.screen.set_focus(self.query_one("#query", Input))
+
+    def checkpoint_action(self, action: str) -> None:
+        """For the command palette: ``action`` on the checkpoint under the cursor, if the user is in the checkpoints table."""
+        focused: Any = self.focused
+        if focused is None or focused.id != "checkpoints-table":
+            self.notify(f"{action}: pick a checkpoint in the Sessions view first", severity="warning")
+            return
+        reason = focused.disabled_reason(action)
+        if reason:
+            self.notify(f"{action}: {reason}", severity="warning")
+            return
+        focused.post_message(focused.Wanted(action, focused.selected()))
+
+    def action_focus_tenants(self) -> None:
+        self.query_one("#tenants", OptionList).focus()
+
+    def allowed(self, action: str) -> bool:
+        """For actions reached without their key (the command palette): refuse with the reason."""
+        reason = self.disabled_reason(action)
+        if reason:
+            self.notify(f"{action}: {reason}", severity="warning")
+            return False
+        if action in ("export", "forget") and self.visible_tenant() != self.user_id:
+            self.notify(f"{action}: no tenant selected: pick one in the tenant list", severity="warning")
+            return False  # never act on a tenant the list does not show selected
+        return True
+
+    def action_export(self) -> None:
+        if not self.allowed("export"):
+            return
+        stamp = self.now().strftime("%Y%m%d-%H%M%S")
+        name = "anonymous" if self.user_id is None else "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in self.user_id)
+        default = str(Path.cwd() / f"memlens-export-{name}-{stamp}.jsonl")
+        user = self.user_id
+
+        def chosen(path: str | None) -> None:
+            if path:
+                self.export_tenant(user, path)
+
+        from .screens.dialogs import ExportScreen
+
+        self.push_screen(ExportScreen(user, default), chosen)
+
+    def export_tenant(self, user_id: Any, path: str) -> None:
+        store, target = self.store, Path(path).expanduser()
+        fmt = "json" if target.suffix == ".json" else "jsonl"
+        call_store(
+            self,
+            "export",
+            lambda: store.export_to(target, user_ids=[user_id], fmt=fmt, actor="inspector"),
+            lambda manifest: messages.ExportDone(str(target.resolve()), manifest),
+            group="export",
+            errors=(OSError,),
+        )
+
+    def on_export_done(self, m: messages.ExportDone) -> None:
+        total = sum(m.manifest["counts"].values())
+        unrecorded = " (read-only store: not in its audit log)" if self.read_only_reason else ""
+        self.notify(f"exported {total} records to {m.path}{unrecorded}", title="export", timeout=10)
+
+    def action_forget(self) -> None:
+        if not self.allowed("forget"):
+            return
+        user = self.user_id
+
+        def chosen(scope) -> None:
+            if scope is not None:
+                self.forget(user, *scope)
+
+        from .screens.dialogs import ForgetScreen
+
+        store = self.store
+
+        def preview(session_id: str | None, before: datetime | None) -> Any:
+            return store.forget(user_id=user, session_id=session_id, before=before, dry_run=True, actor="inspector")
+
+        self.push_screen(ForgetScreen(user, self.tenant_views().session_names, preview), chosen)
+
+    def forget(self, user_id: Any, session_id: str | None, before: datetime | None) -> None:
+        store = self.store
+        call_store(
+            self,
+            "forget",
+            lambda: store.forget(user_id=user_id, session_id=session_id, before=before, actor="inspector"),
+            messages.ForgetDone,
+            group="forget",
+        )
+
+    def on_forget_done(self, m: messages.ForgetDone) -> None:
+        self.tenant_views().clear_detail()  # it may show a record that is gone now
+        from .screens.dialogs import ReceiptScreen
+
+        self.push_screen(ReceiptScreen(m.receipt))
+        self.load_tenants()
+        self.reload_tenant_views()
 
     # --- the tenant list ---------------------------------------------------------------------------
 

@@ -1,13 +1,11 @@
 """What the App's parts need from the App, stated once.
 
-The actions (``actions.ActionsMixin``) and the store's life (``lifecycle.StoreLifecycleMixin``)
-are mixed into the App; the search (``searching.Search``) is a part the App holds; the tenant list
-(``widgets.tenant_list``) and the tenant's views (``widgets.tenant_views``) are widgets bound to the
-App's reactives; the command palette (``commands``) calls the App's actions. None of them imports the App: each relies on this
-interface, the state it declares in its own class body (which only it uses), and Textual's own
-``App`` API (notify, push_screen, query_one, run_worker...); and
-``tests/test_inspector_layout.py`` checks that they use nothing else of the App and that the App
-provides all of it.
+The App has no mixins. The search (``searching.Search``) is a part it holds; the tenant list
+(``widgets.tenant_list``) and the tenant's views (``widgets.tenant_views``) are widgets bound to
+its reactives; the dialogs get what they load as functions; the command palette (``commands``)
+calls the App's actions. None of them imports the App: the search and the tenant views rely on
+this interface (what they read on ``self.host``), and ``tests/test_inspector_layout.py`` checks
+that they use nothing else of the App and that the App provides all of it.
 """
 
 from __future__ import annotations

@@ -6,7 +6,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
 from textual.app import App
 
 import inspector
@@ -74,47 +73,19 @@ def declared(cls) -> set[str]:
     return set(getattr(cls, "__annotations__", {})) | {n for n in vars(cls) if not n.startswith("_")}
 
 
-def used_on_self(path: Path) -> dict[str, set[str]]:
-    """For each class of ``path``: the names it reads or calls on ``self``, and what it defines."""
-    out = {}
-    for cls in (n for n in ast.parse(path.read_text()).body if isinstance(n, ast.ClassDef)):
-        used = {n.attr for n in ast.walk(cls) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self"}
-        defined = {n.name for n in ast.walk(cls) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-        out[cls.name] = used - defined
-    return out
+def test_the_app_is_built_without_mixins():
+    """Its parts are held (the search), mounted (the tenant list, the tenant views) or opened
+    (the dialogs); each of its base classes is Textual's own."""
+    from inspector.app import MemlensApp
 
-
-MIXINS = [
-    ("actions", "ActionsMixin"),
-    ("lifecycle", "StoreLifecycleMixin"),
-]
-
-
-def own_state(module: str, mixin: str) -> set[str]:
-    """The attributes a mixin declares in its class body: its own state, which no other part uses."""
-    cls = next(n for n in ast.parse((PACKAGE / f"{module}.py").read_text()).body if isinstance(n, ast.ClassDef) and n.name == mixin)
-    return {n.target.id for n in cls.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
-
-
-@pytest.mark.parametrize("module, mixin", MIXINS)
-def test_a_mixin_uses_only_the_host_interface_and_textuals_app(module, mixin):
-    textual_app = {n for n in dir(App)} | {"_exit"}
-    undeclared = used_on_self(PACKAGE / f"{module}.py")[mixin] - declared(Host) - own_state(module, mixin) - textual_app
-    assert undeclared == set(), f"{mixin} uses App attributes inspector.host.Host does not state: {sorted(undeclared)}"
-
-
-@pytest.mark.parametrize("module, mixin", MIXINS)
-def test_a_mixins_own_state_is_used_by_no_other_part(module, mixin):
-    others = [used_on_self(PACKAGE / f"{m}.py")[name] for m, name in MIXINS if name != mixin]
-    borrowed = own_state(module, mixin) & set().union(*others)
-    assert borrowed == set(), f"state of {mixin} used elsewhere: declare it in inspector.host.Host instead: {sorted(borrowed)}"
+    bases = MemlensApp.__mro__[1 : MemlensApp.__mro__.index(App)]
+    assert bases == () and MemlensApp.__bases__ == (App,)
 
 
 async def test_the_app_provides_the_whole_interface(demo):
     app = app_for(demo)
     assert isinstance(app, Host) and isinstance(app, Commands)
-    own = set().union(*(own_state(m, name) for m, name in MIXINS))
-    missing = {name for name in declared(Host) | declared(Commands) | own if not hasattr(app, name)}
+    missing = {name for name in declared(Host) | declared(Commands) if not hasattr(app, name)}
     assert missing == set()
 
 
@@ -136,4 +107,11 @@ def test_the_search_part_uses_only_the_host_interface():
     """The search is held by the App, not mixed into it: what it asks of the App is stated."""
     used = used_on_host(PACKAGE / "searching.py", "Search")
     assert {"store", "user_id", "as_of", "run_worker", "post_message"} <= used
+    assert used - declared(Host) == set()
+
+
+def test_the_tenant_views_use_only_the_host_interface():
+    """The tenant views get their tenant and moment from bound reactives; what else they ask of the App is stated."""
+    used = used_on_host(PACKAGE / "widgets" / "tenant_views.py", "TenantViews")
+    assert {"store", "failed", "now"} <= used
     assert used - declared(Host) == set()
