@@ -115,3 +115,16 @@ def test_the_tenant_views_use_only_the_host_interface():
     used = used_on_host(PACKAGE / "widgets" / "tenant_views.py", "TenantViews")
     assert {"store", "failed", "now"} <= used
     assert used - declared(Host) == set()
+
+
+def test_every_message_is_a_carrier():
+    """One message style: each message the inspector defines derives from messages.Carrier, none is a dataclass."""
+    others = []
+    for name, path in MODULES.items():
+        for cls in (n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.ClassDef)):
+            bases = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in cls.bases}
+            decorated = {d.id if isinstance(d, ast.Name) else getattr(d, "attr", "") for d in cls.decorator_list}
+            if ("Message" in bases and cls.name != "Carrier") or ("Carrier" in bases and "dataclass" in decorated):
+                others.append(f"{name}.{cls.name}")
+    assert others == []
+    assert "Carrier" in (PACKAGE / "widgets" / "views.py").read_text()  # the scan reads the widgets it checks

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -12,7 +11,6 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label
 from textual.worker import Worker
@@ -21,6 +19,7 @@ from store.validation import utcnow
 
 from .. import messages
 from ..formatting import count, one_line
+from ..messages import Carrier
 from ..printable import tenant_label
 from ..time_travel import NOW, TICK, diff_title, moment_label, parse_moment
 from ..widgets.views import RecordTable
@@ -41,8 +40,7 @@ class TimelineScreen(ModalScreen[Any]):
         Binding("m", "mark", "Mark"),
     ]
 
-    @dataclass
-    class DiffWanted(Message):
+    class DiffWanted(Carrier):
         """The App should show the whole tenant's changes from ``a`` to ``b``."""
 
         a: datetime

@@ -3,21 +3,19 @@ message a table sends to have one shown."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
-from textual.message import Message
 
 from ..formatting import count, highlighted, one_line, pretty_json, rank, remaining, score, when
+from ..messages import Carrier
 from ..printable import tenant_label
 
 
-@dataclass
-class ShowDetail(Message):
+class ShowDetail(Carrier):
     title: str
     body: Any
     source: Any = None

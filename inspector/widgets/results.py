@@ -25,11 +25,11 @@ from textual import events
 from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
 from textual.geometry import Size
-from textual.message import Message
 from textual.reactive import Reactive, reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from ..messages import Carrier
 from .detail import ShowDetail
 
 CACHED_ROWS = 512  # a few screens of rows, each kept per content, widths and style
@@ -95,7 +95,7 @@ class ResultsTable(ScrollView, can_focus=True):
     # widget's own size never depends on it; only its scrollbars do, and they are updated below.
     virtual_size: Reactive[Size] = Reactive(Size(0, 0), layout=False)
 
-    class ModeWanted(Message):
+    class ModeWanted(Carrier):
         """``m``: the same query in the next mode (the search view owns the modes)."""
 
     def __init__(self, *columns: str, render: Callable[[Any], tuple[str, Any]] | None = None, **kwargs: Any):

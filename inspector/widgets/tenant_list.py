@@ -15,12 +15,12 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Button, Input, OptionList
 from textual.widgets.option_list import Option
 
 from ..formatting import count, when
+from ..messages import Carrier
 from ..printable import tenant_label
 
 NO_TENANT: Any = object()
@@ -44,8 +44,7 @@ class TenantList(Vertical):
 
     BINDINGS = [Binding("a", "app.store_audit", "Audit log"), Binding("down", "pick_tenant", "Tenants", show=False)]
 
-    @dataclass
-    class Picked(Message):
+    class Picked(Carrier):
         """The user highlighted a tenant, or the filter hid the selected one (NO_TENANT)."""
 
         user_id: Any

@@ -4,7 +4,6 @@ user asks for something; they never touch the store."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -15,13 +14,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.geometry import Size
-from textual.message import Message
 from textual.reactive import Reactive
 from textual.render import measure
 from textual.widgets import Checkbox, DataTable, Input, Label, ProgressBar, Select, Static
 
 from ..formatting import audit_action, highlighted, one_line, parse_day, rank, remaining, score, score_bars, when
-from ..messages import SearchResults
+from ..messages import Carrier, SearchResults
 from . import detail
 from .cells import CachedCells
 from .detail import ShowDetail
@@ -115,8 +113,7 @@ class CheckpointsTable(RecordTable):
         Binding("r", "restore", "Restore"),
     ]
 
-    @dataclass
-    class Wanted(Message):
+    class Wanted(Carrier):
         """``action`` ("diff", "mark" or "restore") on ``checkpoint``."""
 
         action: str
@@ -154,8 +151,7 @@ class BlocksTable(RecordTable):
 
     BINDINGS = [Binding("h", "history", "History")]
 
-    @dataclass
-    class HistoryWanted(Message):
+    class HistoryWanted(Carrier):
         block: Any
 
     def action_history(self) -> None:
@@ -180,8 +176,7 @@ class QueryInput(Input):
 
 
 class SearchView(Vertical):
-    @dataclass
-    class Changed(Message):
+    class Changed(Carrier):
         query: str
         kind: str
         session_id: str | None
@@ -329,8 +324,7 @@ class BlocksView(Vertical):
 
 
 class EpisodesView(Vertical):
-    @dataclass
-    class Wanted(Message):
+    class Wanted(Carrier):
         """The App should load episodes: the first page (``cursor`` None) or the next one."""
 
         session_id: str | None
@@ -403,8 +397,7 @@ class EpisodesView(Vertical):
 
 
 class FactsView(Vertical):
-    @dataclass
-    class Wanted(Message):
+    class Wanted(Carrier):
         valid_at: datetime | None
         history: bool
 
@@ -481,8 +474,7 @@ def facts_headline(facts: list[Any], valid_at: datetime | None, history: bool, k
 
 
 class SessionsView(Horizontal):
-    @dataclass
-    class Picked(Message):
+    class Picked(Carrier):
         session_id: str
 
     shown_session: str | None = None
