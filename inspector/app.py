@@ -17,7 +17,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.notifications import SeverityLevel
 from textual.reactive import reactive
-from textual.widgets import Button, Header, Input, Label, OptionList
+from textual.widgets import Header, Input, Label
 from textual.worker import Worker
 
 from . import config, messages
@@ -26,6 +26,7 @@ from .failures import describe, is_damage
 from .locations import is_server_url, shown
 from .opening import Glance
 from .printable import printable
+from .screens.main import MainScreen
 from .searching import SEARCH_LIMIT, Search
 from .widgets.footer import KeysFooter
 from .widgets.tenant_list import NO_TENANT, TenantList, TenantName
@@ -38,7 +39,7 @@ __all__ = ["MemlensApp", "make_app", "is_idle", "NO_TENANT", "SEARCH_LIMIT"]
 # when first needed, just after that frame: their modules and the default CSS of their widgets
 # were part of what the first frame waited for.
 
-VIEWS = ["search", "blocks", "episodes", "facts", "sessions", "audit"]
+
 LONG_LIVED = ("poll", "search", "vectors")  # worker groups that are not one-off loads
 
 
@@ -51,17 +52,6 @@ def is_idle(app: MemlensApp) -> bool:
     if warm and app.model_thread is not None and app.model_thread.is_alive():
         return False
     return not app.opening and not app.search.busy and not any(w.is_running for w in app.workers if w.group not in LONG_LIVED)
-
-
-MAIN_TABLE = {
-    "search": "#results",
-    "blocks": "#blocks-table",
-    "episodes": "#episodes-table",
-    "facts": "#facts-table",
-    "sessions": "#sessions-table",
-    "audit": "#audit-table",
-}
-"""Each view's list, where a digit key puts the focus."""
 
 
 def freeze_startup_objects() -> None:
@@ -81,29 +71,9 @@ class MemlensApp(App):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
     BINDINGS = [
-        # A priority binding: it acts when "/" reaches the App, before the next key is handed to
-        # the widget that had the focus. An ordinary binding acts only after "/" has gone to that
-        # widget and bubbled back, and a fast typist's next letter was by then queued at the
-        # tenant list and lost. check_action lets "/" through wherever it types.
-        Binding("slash", "focus_search", "Search", priority=True),
-        Binding("t", "focus_tenants", "Tenants"),
-        Binding("escape", "focus_tenants", "Tenants", show=False),
-        Binding("e", "export", "Export"),
-        Binding("f", "forget", "Forget"),
-        Binding("question_mark", "help", "Help"),
-        Binding("q", "quit", "Quit"),
-        # Ctrl+C quits, as in every terminal program (Textual would only say "press ctrl+q").
+        # Ctrl+C quits, as in every terminal program (Textual would only say "press ctrl+q"). The
+        # other keys are the main screen's (screens.main) and each dialog's.
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
-        Binding("ctrl+r", "reload", "Reload", show=False),
-        # Time travel: every view of the selected tenant as of a past moment (inspector.time_travel).
-        # Off the footer, which is full at 80 columns; the help, the palette and the banner shown
-        # in the past name them.
-        Binding("T", "timeline", "Timeline", show=False),
-        Binding("left_square_bracket", "step_back", "Earlier", show=False),
-        Binding("right_square_bracket", "step_forward", "Later", show=False),
-        Binding("D", "diff_with_now", "Diff with now", show=False),
-        Binding("n", "to_now", "Now"),
-        *[Binding(str(i + 1), f"show_view('{name}')", name.title(), show=False) for i, name in enumerate(VIEWS)],
     ]
 
     as_of: reactive[datetime | None] = reactive(None, init=False)
@@ -178,14 +148,14 @@ class MemlensApp(App):
         digit, and the text typed after "/" (with the focus, if it is still there)."""
         early = self.query_one("#early-query", Input)
         if self.early_view is not None:
-            self.action_show_view(self.early_view)
+            self.main_screen.action_show_view(self.early_view)
         if early.display:
             had_focus = self.focused is early
             query = self.query_one("#query", Input)
             query.value = early.value
             query.cursor_position = early.cursor_position
             if had_focus:
-                self.action_focus_search()
+                self.main_screen.action_focus_search()
                 # The box selects all its text when it gains the focus, and the next key would
                 # replace it: put the cursor back where it was, after that Focus is handled.
                 query.call_later(setattr, query, "cursor_position", early.cursor_position)
@@ -199,7 +169,7 @@ class MemlensApp(App):
     def get_system_commands(self, screen):
         yield from super().get_system_commands(screen)
         if not self.failed:
-            yield from system_commands(self)
+            yield from system_commands(self.main_screen)
 
     def notify(
         self,
@@ -222,6 +192,20 @@ class MemlensApp(App):
             config.save(theme=theme)
         except OSError as error:
             self.notify(f"the theme is not kept for next time: {error}", severity="warning")
+
+    def get_default_screen(self) -> MainScreen:
+        return MainScreen(id="_default")
+
+    @property
+    def main_screen(self) -> MainScreen:
+        """The screen the App composes into, under any dialog."""
+        screen = self.screen_stack[0]
+        assert isinstance(screen, MainScreen)
+        return screen
+
+    def on_timeline_screen_diff_wanted(self, m: Any) -> None:
+        """The timeline (a dialog over the main screen, so its messages come here) asks for a diff."""
+        self.main_screen.tenant_diff(m.a, m.b, m.title)
 
     def tenant_views(self) -> Any:
         """The selected tenant's views (widgets.tenant_views.TenantViews), or None before they have mounted."""
@@ -348,41 +332,7 @@ class MemlensApp(App):
         self.load_tenants()
         self.reload_tenant_views()
 
-    # --- keys and actions: which are enabled (and why not), tab switching, export and forget ------
-
-    def disabled_reason(self, action: str) -> str | None:
-        """Why ``action`` cannot run now, or None. Keys of disabled actions show dimmed and say this."""
-        if action in ("forget", "restore") and self.read_only_reason:
-            return f"the store is read-only ({self.read_only_reason})"
-        if action in ("export", "forget", "restore") and self.as_of is not None:
-            return "the views show a past moment, read-only: press n for now"
-        if action in ("export", "forget", "restore") and self.opening:
-            return "the store is still opening"  # the tenant names show before the store has opened
-        if action in ("export", "forget") and (self.store is None or self.user_id is NO_TENANT):
-            return "no tenant selected: pick one in the tenant list"
-        if action in ("timeline", "step_back", "step_forward", "diff_with_now") and (self.store is None or self.user_id is NO_TENANT):
-            return "no tenant selected: pick one in the tenant list"
-        return None
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if self.failed:
-            return action in ("quit", "help_quit")
-        if action == "focus_tenants" and self.focused is not None and self.focused.id == "tenants":
-            return False  # already there: off the footer, which needs the room at 80 columns
-        if action == "to_now" and self.as_of is None:
-            return False  # on the footer only in the past
-        if action == "focus_search":
-            # Bound with priority, so it is asked first on every screen: off in a dialog, in what
-            # takes "/" as text, and before the views have mounted (the search box is not there).
-            return self.screen is self.screen_stack[0] and not self.typing_here()
-        return None if self.disabled_reason(action) else True
-
-    def typing_here(self) -> bool:
-        """The focused widget takes printable keys as text: a text field, or an open Select's type-to-search."""
-        from textual.widgets import Select  # loaded with Textual's App already: no cost to the first frame
-
-        focused = self.focused
-        return isinstance(focused, Input) or (focused is not None and isinstance(focused.parent, Select))
+    # --- keys ---
 
     def on_key(self, event: events.Key) -> None:
         """A key whose action is disabled says why, instead of doing nothing."""
@@ -390,129 +340,11 @@ class MemlensApp(App):
         if active is None or active.enabled:
             return
         # The widget that owns the key says why, if it has its own reasons (the checkpoints table).
-        reasons = getattr(active.node, "disabled_reason", self.disabled_reason)
-        reason = reasons(active.binding.action.split(".")[-1].split("(")[0])
+        reasons = getattr(active.node, "disabled_reason", None)
+        reason = reasons(active.binding.action.split(".")[-1].split("(")[0]) if reasons else None
         if reason:
             event.stop()
             self.notify(f"{active.binding.description}: {reason}", severity="warning")
-
-    def action_show_view(self, name: str) -> None:
-        if not self.query("#tabs"):  # pressed before the views exist: shown once they do
-            self.early_view = name
-            return
-        tabs = self.query_one("#tabs")
-        leaving = self.focused is not None and tabs in self.focused.ancestors
-        tabs.active = name
-        if leaving:
-            # Focus would otherwise fall back to a widget of the hidden tab (the search field, whose
-            # text it selected), and that switches the tab back: go to the shown tab's list instead.
-            self.screen.set_focus(self.query_one(MAIN_TABLE[name]))
-
-    def action_focus_search(self) -> None:
-        if not self.query("#query"):  # before the views exist: a box of its own takes the text
-            early = self.query_one("#early-query", Input)
-            early.display = True
-            self.screen.set_focus(early)
-            return
-        self.action_show_view("search")
-        # At once, not as Widget.focus() does it (a callback queued behind keys already typed):
-        # the next key reaching the App goes to whatever has the focus when it is handed on.
-        self.screen.set_focus(self.query_one("#query", Input))
-
-    def checkpoint_action(self, action: str) -> None:
-        """For the command palette: ``action`` on the checkpoint under the cursor, if the user is in the checkpoints table."""
-        focused: Any = self.focused
-        if focused is None or focused.id != "checkpoints-table":
-            self.notify(f"{action}: pick a checkpoint in the Sessions view first", severity="warning")
-            return
-        reason = focused.disabled_reason(action)
-        if reason:
-            self.notify(f"{action}: {reason}", severity="warning")
-            return
-        focused.post_message(focused.Wanted(action, focused.selected()))
-
-    def action_focus_tenants(self) -> None:
-        self.query_one("#tenants", OptionList).focus()
-
-    def allowed(self, action: str) -> bool:
-        """For actions reached without their key (the command palette): refuse with the reason."""
-        reason = self.disabled_reason(action)
-        if reason:
-            self.notify(f"{action}: {reason}", severity="warning")
-            return False
-        if action in ("export", "forget") and self.visible_tenant() != self.user_id:
-            self.notify(f"{action}: no tenant selected: pick one in the tenant list", severity="warning")
-            return False  # never act on a tenant the list does not show selected
-        return True
-
-    def action_export(self) -> None:
-        if not self.allowed("export"):
-            return
-        stamp = self.now().strftime("%Y%m%d-%H%M%S")
-        name = "anonymous" if self.user_id is None else "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in self.user_id)
-        default = str(Path.cwd() / f"memlens-export-{name}-{stamp}.jsonl")
-        user = self.user_id
-
-        def chosen(path: str | None) -> None:
-            if path:
-                self.export_tenant(user, path)
-
-        from .screens.dialogs import ExportScreen
-
-        self.push_screen(ExportScreen(user, default), chosen)
-
-    def export_tenant(self, user_id: Any, path: str) -> None:
-        store, target = self.store, Path(path).expanduser()
-        fmt = "json" if target.suffix == ".json" else "jsonl"
-        call_store(
-            self,
-            "export",
-            lambda: store.export_to(target, user_ids=[user_id], fmt=fmt, actor="inspector"),
-            lambda manifest: messages.ExportDone(str(target.resolve()), manifest),
-            group="export",
-            errors=(OSError,),
-        )
-
-    def on_export_done(self, m: messages.ExportDone) -> None:
-        total = sum(m.manifest["counts"].values())
-        unrecorded = " (read-only store: not in its audit log)" if self.read_only_reason else ""
-        self.notify(f"exported {total} records to {m.path}{unrecorded}", title="export", timeout=10)
-
-    def action_forget(self) -> None:
-        if not self.allowed("forget"):
-            return
-        user = self.user_id
-
-        def chosen(scope) -> None:
-            if scope is not None:
-                self.forget(user, *scope)
-
-        from .screens.dialogs import ForgetScreen
-
-        store = self.store
-
-        def preview(session_id: str | None, before: datetime | None) -> Any:
-            return store.forget(user_id=user, session_id=session_id, before=before, dry_run=True, actor="inspector")
-
-        self.push_screen(ForgetScreen(user, self.tenant_views().session_names, preview), chosen)
-
-    def forget(self, user_id: Any, session_id: str | None, before: datetime | None) -> None:
-        store = self.store
-        call_store(
-            self,
-            "forget",
-            lambda: store.forget(user_id=user_id, session_id=session_id, before=before, actor="inspector"),
-            messages.ForgetDone,
-            group="forget",
-        )
-
-    def on_forget_done(self, m: messages.ForgetDone) -> None:
-        self.tenant_views().clear_detail()  # it may show a record that is gone now
-        from .screens.dialogs import ReceiptScreen
-
-        self.push_screen(ReceiptScreen(m.receipt))
-        self.load_tenants()
-        self.reload_tenant_views()
 
     # --- the tenant list ---------------------------------------------------------------------------
 
@@ -575,101 +407,7 @@ class MemlensApp(App):
                 # The moment and "read-only" first: at 80 columns the line ends in an ellipsis after "n now".
                 banner.update(f"AS OF {moment_label(at)} · read-only · n now · [ ] step · T timeline · D diff with now")
 
-    def action_timeline(self) -> None:
-        if not self.allowed("timeline"):
-            return
-        from .screens.timeline import TimelineScreen
-        from .time_travel import NOW
-
-        store, user = self.store, self.user_id
-
-        def chosen(moment: Any) -> None:
-            if moment is not None and user == self.user_id:
-                self.as_of = None if moment == NOW else moment
-
-        self.push_screen(TimelineScreen(user, self.as_of, lambda: store.timeline(user_id=user, limit=1000)), chosen)
-
-    def on_timeline_screen_diff_wanted(self, m: Any) -> None:
-        self.tenant_diff(m.a, m.b, m.title)
-
-    def action_step_back(self) -> None:
-        self._step(back=True)
-
-    def action_step_forward(self) -> None:
-        if self.as_of is None:
-            self.notify("already at now: [ steps back one change", severity="warning")
-            return
-        self._step(back=False)
-
-    def _step(self, *, back: bool) -> None:
-        if not self.allowed("timeline"):
-            return
-        from .time_travel import TICK, moments_of, step_back, step_forward
-
-        store, user, shown = self.store, self.user_id, self.as_of
-        if back:
-            # The changes up to the moment shown, newest first: the two newest moments are all a
-            # step back needs, however long the tenant's history is.
-            until = None if shown is None else shown + TICK
-            read = lambda: store.timeline(user_id=user, until=until, limit=1000)  # noqa: E731
-        else:
-            # The changes after it (a history of more than 10,000 changes since the moment would
-            # step to the oldest of the newest 10,000).
-            read = lambda: store.timeline(user_id=user, since=shown + TICK, limit=10_000)  # noqa: E731
-
-        def target(changes: list[Any]) -> messages.MomentChosen:
-            moments = moments_of(changes)
-            return messages.MomentChosen(user, shown, step_back(moments, shown) if back else step_forward(moments, shown))
-
-        call_store(self, "timeline", read, target, group="step", exclusive=True)
-
-    @on(messages.MomentChosen)
-    def _moment_chosen(self, m: messages.MomentChosen) -> None:
-        from .time_travel import NOW
-
-        if m.user_id != self.user_id or m.shown != self.as_of:
-            return  # the user has moved on since the step was asked for
-        if m.moment is None:
-            self.notify("no earlier change: this is the memory before its first", severity="warning")
-        else:
-            self.as_of = None if m.moment == NOW else m.moment
-
-    def action_to_now(self) -> None:
-        self.as_of = None
-
-    def action_diff_with_now(self) -> None:
-        if self.as_of is None:
-            self.notify("Diff with now: go to a past moment first ([ or T)", severity="warning")
-            return
-        from .time_travel import diff_title
-
-        self.tenant_diff(self.as_of, self.now(), diff_title(self.as_of, None))
-
-    def tenant_diff(self, a: datetime, b: datetime, title: str) -> None:
-        """The whole tenant's changes from ``a`` to ``b``, in a dialog."""
-        store, user = self.store, self.user_id
-        call_store(
-            self,
-            "diff",
-            lambda: store.memory_diff(user_id=user, a=a, b=b),
-            lambda diff: messages.TenantDiffed(title, diff),
-            group="diff",
-            exclusive=True,
-        )
-
-    @on(messages.TenantDiffed)
-    def _tenant_diffed(self, m: messages.TenantDiffed) -> None:
-        from .screens.dialogs import DiffScreen
-        from .widgets.detail import memory_diff
-
-        self.push_screen(DiffScreen(m.title, memory_diff(m.diff)))
-
     # --- actions -------------------------------------------------------------------------------------
-
-    def action_reload(self) -> None:
-        if self.store is not None:
-            self.load_tenants()
-            self.reload_tenant_views()
 
     def reload_tenant_views(self) -> None:
         views = self.tenant_views()
@@ -681,20 +419,6 @@ class MemlensApp(App):
         views = self.tenant_views()
         if event.widget.id == "tenants" and views is not None:
             views.clear_detail()
-
-    def action_help(self) -> None:
-        from .screens.help_screen import HelpScreen
-
-        self.push_screen(HelpScreen())
-
-    @on(Button.Pressed, "#store-audit")
-    def action_store_audit(self) -> None:
-        if self.store is None:
-            return
-        from .screens.dialogs import StoreAuditScreen
-
-        store = self.store
-        self.push_screen(StoreAuditScreen(lambda: store.audit_log(all_tenants=True)))
 
     async def on_unmount(self) -> None:
         gc.unfreeze()  # whatever this App leaves behind is garbage like any other (tests run many Apps)

@@ -1,11 +1,12 @@
 """What the App's parts need from the App, stated once.
 
-The App has no mixins. The search (``searching.Search``) is a part it holds; the tenant list
-(``widgets.tenant_list``) and the tenant's views (``widgets.tenant_views``) are widgets bound to
-its reactives; the dialogs get what they load as functions; the command palette (``commands``)
-calls the App's actions. None of them imports the App: the search and the tenant views rely on
-this interface (what they read on ``self.host``), and ``tests/test_inspector_layout.py`` checks
-that they use nothing else of the App and that the App provides all of it.
+The App has no mixins. Its keys and what they do are the main screen's (``screens.main``); the
+search (``searching.Search``) is a part it holds; the tenant list (``widgets.tenant_list``) and
+the tenant's views (``widgets.tenant_views``) are widgets bound to its reactives; the dialogs get
+what they load as functions; the command palette (``commands``) calls the main screen's actions.
+None of them imports the App: the main screen, the search and the tenant views rely on this
+interface (what they read on ``self.host``), and ``tests/test_inspector_layout.py`` checks that
+they use nothing else of the App and that the App provides all of it.
 """
 
 from __future__ import annotations
@@ -52,16 +53,12 @@ class Host(Protocol):
 
     def update_subtitle(self) -> None: ...
 
-    def disabled_reason(self, action: str) -> str | None:
-        """Why ``action`` cannot run now (a read-only store, a past moment...), or None; also asked by the checkpoints table."""
-        ...
-
     def reload_tenant_views(self) -> None: ...
 
 
 @runtime_checkable
 class Commands(Protocol):
-    """The actions the command palette offers."""
+    """The actions the command palette offers (the main screen's, screens.main)."""
 
     def action_export(self) -> None: ...
     def action_forget(self) -> None: ...

@@ -93,7 +93,7 @@ async def shoot(store_path: Path) -> None:
         await wait(pilot, lambda: status(app).startswith("KEYWORD") and idle(app))
         await save("search-keyword")
         for view in ("blocks", "episodes", "facts", "audit"):
-            app.action_show_view(view)
+            app.main_screen.action_show_view(view)
             if view == "facts":
                 app.query_one("#facts-history").value = True
             await wait(pilot, lambda: idle(app))
@@ -103,7 +103,7 @@ async def shoot(store_path: Path) -> None:
                 table.move_cursor(row=3)
             await pilot.pause(0.3)
             await save(view)
-        app.action_show_view("sessions")
+        app.main_screen.action_show_view("sessions")
         sessions = app.query_one("#sessions-table", RecordTable)
         sessions.focus()
         sessions.move_cursor(row=sessions.get_row_index("trip-lisbon"))
@@ -130,7 +130,7 @@ async def shoot(store_path: Path) -> None:
         await save("help")
         await pilot.press("escape")
         # Time travel: one change back, the blocks as they read then; the timeline; the diff with now.
-        app.action_show_view("blocks")
+        app.main_screen.action_show_view("blocks")
         app.query_one("#blocks-table", RecordTable).focus()
         await pilot.press("left_square_bracket")
         await wait(pilot, lambda: app.as_of is not None and idle(app))
@@ -147,7 +147,7 @@ async def shoot(store_path: Path) -> None:
         await wait(pilot, lambda: app.as_of is None and idle(app))
         # The DPO's view after an erasure: the store-wide audit log keeps the erased tenant's entry.
         app.store.forget(user_id="carol", actor="dpo@example.com")
-        app.action_reload()
+        app.main_screen.action_reload()
         await wait(pilot, lambda: all(t.user_id != "carol" for t in app.tenants) and idle(app))
         app.query_one("#tenants").focus()
         await pilot.press("a")

@@ -116,7 +116,7 @@ async def open_session(pilot, app, session_id: str):
     """Show the Sessions view with ``session_id`` selected and its working memory loaded."""
     from inspector.widgets.views import RecordTable, SessionsView
 
-    app.action_show_view("sessions")
+    app.main_screen.action_show_view("sessions")
     sessions = app.query_one("#sessions-table", RecordTable)
     sessions.focus()
     sessions.move_cursor(row=sessions.get_row_index(session_id))

@@ -149,12 +149,12 @@ def test_quitting_during_the_first_model_export_ends_at_once_and_says_so(tmp_pat
 
 
 PLANTED_FAULT = """
-import inspector.app
+import inspector.screens.main
 
 def planted(self):
     raise RuntimeError("a planted fault")
 
-inspector.app.MemlensApp.action_help = planted
+inspector.screens.main.MainScreen.action_help = planted
 """
 
 

@@ -80,7 +80,7 @@ async def test_selecting_a_record_shows_it_whole(demo):
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         await open_tenant(pilot, app, "alice")
-        app.action_show_view("episodes")
+        app.main_screen.action_show_view("episodes")
         episodes = table(app, "#episodes-table")
         episodes.focus()
         booking = next(k for k, e in episodes.records.items() if e.tool_calls)
@@ -97,7 +97,7 @@ async def test_facts_as_of_a_date_and_history(demo):
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         await open_tenant(pilot, app, "alice")
-        app.action_show_view("facts")
+        app.main_screen.action_show_view("facts")
         facts = table(app, "#facts-table")
 
         def objects():
@@ -233,7 +233,7 @@ async def test_episodes_page_in_as_you_scroll(tmp_path):
     app = app_for(path)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
-        app.action_show_view("episodes")
+        app.main_screen.action_show_view("episodes")
         episodes = table(app, "#episodes-table")
         assert episodes.row_count == 100
         episodes.focus()
@@ -373,7 +373,7 @@ async def test_views_refresh_when_another_process_writes(demo):
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         await open_tenant(pilot, app, "carol")
-        app.action_show_view("episodes")
+        app.main_screen.action_show_view("episodes")
         episodes = table(app, "#episodes-table")
         episodes.focus()
         episodes.move_cursor(row=3)
@@ -393,7 +393,7 @@ async def test_help_and_command_palette(demo):
         await pilot.press("escape")
         titles = [c.title for c in app.get_system_commands(app.screen)]
         assert "tenant: export to a file" in titles and "tenant: forget…" in titles
-        assert any(b.key == "f" and b.show for b in app.BINDINGS)
+        assert any(b.key == "f" and b.show for b in app.main_screen.BINDINGS)
 
 
 @pytest.mark.parametrize(
@@ -447,7 +447,7 @@ async def test_h_on_a_block_shows_its_versions_newest_first_as_changes(demo):
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         await open_tenant(pilot, app, "alice")
-        app.action_show_view("blocks")
+        app.main_screen.action_show_view("blocks")
         await settle(pilot, app)
         blocks = table(app, "#blocks-table")
         blocks.focus()

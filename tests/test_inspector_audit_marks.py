@@ -23,7 +23,7 @@ async def test_both_audit_tables_mark_imported_history(tmp_path):
     app = app_for(target)
     async with app.run_test(size=(160, 48)) as pilot:
         await open_tenant(pilot, app, "alice")
-        app.action_show_view("audit")
+        app.main_screen.action_show_view("audit")
         await settle(pilot, app)
         assert "export (imported)" in screen_text(app)
         app.query_one("#tenants").focus()

@@ -25,7 +25,7 @@ async def test_the_sessions_list_shows_whole_update_times(demo, size):
     app = app_for(demo)
     async with app.run_test(size=size) as pilot:
         await open_tenant(pilot, app, "alice")
-        app.action_show_view("sessions")
+        app.main_screen.action_show_view("sessions")
         await settle(pilot, app)
         table = app.query_one("#sessions-table", RecordTable)
         rows = [table.get_row_at(i) for i in range(table.row_count)]
@@ -39,7 +39,7 @@ async def test_a_superseded_fact_says_so_in_words_at_80_columns(demo):
     app = app_for(demo)
     async with app.run_test(size=(80, 24)) as pilot:
         await open_tenant(pilot, app, "alice")
-        app.action_show_view("facts")
+        app.main_screen.action_show_view("facts")
         await settle(pilot, app)
         app.query_one("#facts-history").value = True
         await settle(pilot, app)

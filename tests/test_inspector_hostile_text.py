@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from inspector.app import VIEWS
 from inspector.screens.dialogs import ConfirmScreen, DiffScreen, ExportScreen, ForgetScreen, StoreAuditScreen
+from inspector.screens.main import VIEWS
 from inspector.widgets.views import RecordTable
 from store import MemoryStore
 from store.embedding import FakeEmbedder
@@ -73,7 +73,7 @@ async def test_hostile_markup_is_text_in_every_view_detail_and_dialog(hostile):
         await open_tenant(pilot, app, USER)
         assert USER in screen_text(app)
         for view in VIEWS:
-            app.action_show_view(view)
+            app.main_screen.action_show_view(view)
             await settle(pilot, app)
             if view in TABLES:
                 await walk_rows(pilot, app, TABLES[view])
@@ -121,7 +121,7 @@ async def test_hostile_markup_is_text_in_every_view_detail_and_dialog(hostile):
         await pilot.press("escape")
         # A search that finds the hostile memory, and one for the markup itself.
         for query in ("x q", MARKUP):
-            app.action_show_view("search")
+            app.main_screen.action_show_view("search")
             await pilot.press("slash")
             app.query_one("#query").value = query
             await settle(pilot, app)

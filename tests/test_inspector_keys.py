@@ -12,7 +12,7 @@ import pytest
 from textual.binding import Binding
 
 from inspector import app
-from inspector.screens import dialogs, help_screen, timeline
+from inspector.screens import dialogs, help_screen, main, timeline
 from inspector.widgets import results, tenant_list, views
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -21,9 +21,10 @@ TEXTUALS_OWN = {"tab", "shift+tab", "ctrl+p", "↑", "enter"}  # focus, palette,
 
 
 # Where each class's keys act, as the key tables say it: a row giving the key must name this.
-# None: everywhere (the App's keys, and the "cannot open" screen's quit keys, the App's own).
+# None: everywhere (the App's and the main screen's keys, and the "cannot open" screen's quit keys, the App's own).
 FOCUS = {
     "MemlensApp": None,
+    "MainScreen": None,
     "FatalScreen": None,
     "TenantList": "tenant",
     "CheckpointsTable": "checkpoints",
@@ -44,7 +45,7 @@ FOCUS = {
 def bindings() -> dict[str, set[str]]:
     """Class name -> the keys it binds, for every class of the inspector's UI modules with BINDINGS."""
     found: dict[str, set[str]] = {}
-    for module in (app, views, results, tenant_list, dialogs, help_screen, timeline):
+    for module in (app, main, views, results, tenant_list, dialogs, help_screen, timeline):
         for cls in vars(module).values():
             if isinstance(cls, type) and "BINDINGS" in vars(cls) and cls.__module__ == module.__name__:
                 for binding in cls.BINDINGS:

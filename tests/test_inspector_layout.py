@@ -82,11 +82,14 @@ def test_the_app_is_built_without_mixins():
     assert bases == () and MemlensApp.__bases__ == (App,)
 
 
-async def test_the_app_provides_the_whole_interface(demo):
+async def test_the_app_and_its_main_screen_provide_the_whole_interface(demo):
     app = app_for(demo)
-    assert isinstance(app, Host) and isinstance(app, Commands)
-    missing = {name for name in declared(Host) | declared(Commands) if not hasattr(app, name)}
-    assert missing == set()
+    async with app.run_test():
+        screen = app.main_screen
+        assert isinstance(app, Host) and isinstance(screen, Commands)
+        missing = {name for name in declared(Host) if not hasattr(app, name)}
+        missing |= {name for name in declared(Commands) if not hasattr(screen, name)}
+        assert missing == set()
 
 
 def used_on_host(path: Path, cls_name: str) -> set[str]:
@@ -107,6 +110,13 @@ def test_the_search_part_uses_only_the_host_interface():
     """The search is held by the App, not mixed into it: what it asks of the App is stated."""
     used = used_on_host(PACKAGE / "searching.py", "Search")
     assert {"store", "user_id", "as_of", "run_worker", "post_message"} <= used
+    assert used - declared(Host) == set()
+
+
+def test_the_main_screen_uses_only_the_host_interface():
+    """The keys act on the App's state through the stated interface."""
+    used = used_on_host(PACKAGE / "screens" / "main.py", "MainScreen")
+    assert {"store", "user_id", "as_of", "read_only_reason"} <= used
     assert used - declared(Host) == set()
 
 

@@ -75,7 +75,7 @@ async def test_a_record_replaces_the_overview_and_going_back_to_the_tenants_brin
         await open_tenant(pilot, app, "alice")
         overview = app.query_one(TenantOverview)
         await wait_for(pilot, lambda: overview.display, what="overview")
-        app.action_show_view("episodes")
+        app.main_screen.action_show_view("episodes")
         await settle(pilot, app)
         app.query_one("#episodes-table", RecordTable).focus()
         await wait_for(pilot, lambda: not overview.display and "episode" in app.query_one(DetailPane).border_title, what="record")

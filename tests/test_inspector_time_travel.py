@@ -99,7 +99,7 @@ async def test_stepping_back_shows_every_view_as_it_was_and_says_so(demo):
     app = app_for(demo)
     async with app.run_test(size=SIZE) as pilot:
         await open_tenant(pilot, app, "alice")
-        app.action_show_view("blocks")
+        app.main_screen.action_show_view("blocks")
         await pilot.press("left_square_bracket")
         await wait_for(pilot, lambda: app.as_of == back, what="the moment before the latest change")
         await settle(pilot, app)

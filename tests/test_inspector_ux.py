@@ -167,8 +167,8 @@ async def test_the_command_palette_never_forgets_a_tenant_the_list_does_not_show
         await open_tenant(pilot, app, "alice")
         app.query_one("#tenants").highlighted = None  # the list shows nothing selected, by any route
         await pilot.pause(0.1)
-        app.action_forget()
-        app.action_export()
+        app.main_screen.action_forget()
+        app.main_screen.action_export()
         await pilot.pause(0.2)
         assert not isinstance(app.screen, (ForgetScreen, ExportScreen))
 
@@ -380,7 +380,7 @@ async def test_checkpoint_keys_act_only_on_a_checkpoint_the_user_picked(demo):
             await pilot.pause(0.2)
             assert not isinstance(app.screen, (DiffScreen, ConfirmScreen)), where
         assert app.query_one("#tabs").active == "search"  # d and r did not jump to the sessions view
-        app.action_show_view("sessions")
+        app.main_screen.action_show_view("sessions")
         table(app, "#checkpoints-table").focus()
         await pilot.pause(0.1)
         assert {"d", "r"} <= {k for k, b in app.screen.active_bindings.items() if b.binding.show}
@@ -451,7 +451,7 @@ async def test_at_80x24_every_tab_label_the_quit_key_and_the_session_detail_fit(
         assert detail.region.width >= 45 and table(app, "#kv-table").region.width >= 45
         app.query_one("#tenants").focus()
         await wait_for(pilot, lambda: "q Quit" in footer(app), what="q Quit in the footer")
-        app.action_show_view("search")
+        app.main_screen.action_show_view("search")
         await pilot.pause(0.2)
         for field in ("#search-kind", "#search-session", "#search-since", "#search-until"):
             assert fully_on_screen(app, app.query_one(field)), field
@@ -461,7 +461,7 @@ async def test_the_detail_pane_clears_on_tab_and_tenant_change(demo):
     app = app_for(demo)
     async with app.run_test(size=WIDE) as pilot:
         await open_tenant(pilot, app, "alice")
-        app.action_show_view("episodes")
+        app.main_screen.action_show_view("episodes")
         episodes = table(app, "#episodes-table")
         episodes.focus()
         episode = episodes.selected()
@@ -481,7 +481,7 @@ async def test_an_erased_tenants_records_leave_the_screen(demo):
     app = app_for(demo)
     async with app.run_test(size=WIDE) as pilot:
         await open_tenant(pilot, app, "bob")
-        app.action_show_view("episodes")
+        app.main_screen.action_show_view("episodes")
         episodes = table(app, "#episodes-table")
         episodes.focus()
         episode = episodes.selected()
@@ -502,7 +502,7 @@ async def test_the_facts_headline_counts_what_is_shown_with_history(demo):
     app = app_for(demo)
     async with app.run_test(size=WIDE) as pilot:
         await open_tenant(pilot, app, "alice")
-        app.action_show_view("facts")
+        app.main_screen.action_show_view("facts")
         status = app.query_one("#facts-status")
         assert str(status.render()) == "4 facts believed now"
         app.query_one("#facts-history").value = True

@@ -36,7 +36,7 @@ async def test_the_inspector_on_postgres_shows_another_connections_write(pg_url)
         await wait_for(pilot, lambda: [t.user_id for t in app.tenants] == ["carol"], what="tenants from the store")
         assert "hunter2" not in app.sub_title and "hunter2" not in str(app.store.path)
         await open_tenant(pilot, app, "carol")
-        app.action_show_view("episodes")
+        app.main_screen.action_show_view("episodes")
         episodes = app.query_one("#episodes-table", RecordTable)
         await wait_for(pilot, lambda: episodes.row_count == 3, what="the three episodes")
         with MemoryStore.open(pg_url, embedder=FakeEmbedder()) as agent:

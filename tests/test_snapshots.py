@@ -98,7 +98,7 @@ class TestMainViews:
 
         async def run_before(pilot):
             await open_tenant(pilot, app, "alice")
-            app.action_show_view(view)
+            app.main_screen.action_show_view(view)
             if view == "facts":
                 app.query_one("#facts-history").value = True
             await settle(pilot, app)
@@ -186,7 +186,7 @@ class TestDialogs:
 
         async def run_before(pilot):
             await open_tenant(pilot, app, "alice")
-            app.action_show_view("blocks")
+            app.main_screen.action_show_view("blocks")
             await settle(pilot, app)
             blocks = app.query_one("#blocks-table", RecordTable)
             blocks.focus()
@@ -216,7 +216,7 @@ class TestDialogs:
         async def run_before(pilot):
             await open_tenant(pilot, app, "bob")
             app.store.forget(user_id="bob", actor="dpo@example.com")
-            app.action_reload()
+            app.main_screen.action_reload()
             await wait_for(pilot, lambda: all(t.user_id != "bob" for t in app.tenants))
             await settle(pilot, app)
             app.query_one("#tenants").focus()
@@ -248,7 +248,7 @@ class TestTimeTravel:
 
         async def run_before(pilot):
             await open_tenant(pilot, app, "alice")
-            app.action_show_view("blocks")
+            app.main_screen.action_show_view("blocks")
             await go_to(pilot, app, "2026-11-03 18:30")
             app.query_one("#blocks-table").focus()
             await settle(pilot, app)

@@ -42,7 +42,7 @@ def option_id(user_id: Any) -> str:
 class TenantList(Vertical):
     """The sidebar. Posts :class:`Picked` when the user highlights another tenant."""
 
-    BINDINGS = [Binding("a", "app.store_audit", "Audit log"), Binding("down", "pick_tenant", "Tenants", show=False)]
+    BINDINGS = [Binding("a", "screen.store_audit", "Audit log"), Binding("down", "pick_tenant", "Tenants", show=False)]
 
     class Picked(Carrier):
         """The user highlighted a tenant, or the filter hid the selected one (NO_TENANT)."""

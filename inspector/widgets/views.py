@@ -123,8 +123,8 @@ class CheckpointsTable(RecordTable):
         """Why a checkpoint key cannot act now, or None (the App says it when the key is pressed)."""
         if self.selected() is None:
             return "pick a checkpoint in the Sessions view first"
-        # Restoring writes: the App knows whether the store or the moment shown allows it.
-        return self.app.disabled_reason("restore") if action == "restore" else None
+        # Restoring writes: the main screen knows whether the store or the moment shown allows it.
+        return self.screen.disabled_reason("restore") if action == "restore" else None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("diff", "mark", "restore"):
