@@ -91,8 +91,10 @@ class MainScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if self.host.failed:
             return action in ("quit", "help_quit")
-        if action == "focus_tenants" and self.focused is not None and self.focused.id == "tenants":
-            return False  # already there: off the footer, which needs the room at 80 columns
+        if action == "focus_tenants" and self.app.focused is not None and self.app.focused.id == "tenants":
+            # Already there: off the footer, which needs the room at 80 columns. (The App's focus,
+            # which under a dialog is the dialog's: the footer behind it lists t, as it always has.)
+            return False
         if action == "to_now" and self.host.as_of is None:
             return False  # on the footer only in the past
         if action == "focus_search":
