@@ -188,13 +188,14 @@ class SearchView(Vertical):
 
     MODES = ("hybrid", "vector", "keyword")
     """The order ``m`` cycles through, for a presenter to show the same query's ranks move."""
+    mode: Reactive[str] = Reactive(MODES[0], init=False)
+    """The search mode, which ``m`` steps through: the view searches again in it."""
 
     BINDINGS = [Binding("down", "focus_results", "Results", show=False)]
 
     def __init__(self, *, on_search=None, **kwargs: Any):
         super().__init__(**kwargs)
         self.on_search = on_search
-        self.mode = self.MODES[0]
         self.seq = 0  # the newest request's number
 
     def compose(self) -> ComposeResult:
@@ -273,6 +274,8 @@ class SearchView(Vertical):
     def next_mode(self) -> None:
         """Search the same query in the next mode (the search runs on the search thread)."""
         self.mode = self.MODES[(self.MODES.index(self.mode) + 1) % len(self.MODES)]
+
+    def watch_mode(self) -> None:
         self.request()
 
     def show(self, hits: list[Any], status: str) -> None:
