@@ -264,6 +264,10 @@ class Recall:
         stmt = self.tenant.select(facts_t)
         stmt = stmt.where(facts.valid_at_clause(valid_at)) if valid_at is not None else stmt.where(facts_t.c.valid_until.is_(None))
         rows = {r.pk: r for r in self.conn.execute(stmt)}
+        if not rows:
+            # A tenant with no facts (then) has no fact hits: the keyword index would still match
+            # every other tenant's facts before the tenant filter (1.2 ms of each keystroke at 100k).
+            return []
         allowed = np.fromiter(rows, dtype=np.int64)
         vector = self.vector_hits("fact", depth, allowed)
         keyword = []
