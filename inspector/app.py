@@ -207,11 +207,6 @@ class MemlensApp(App):
         """The timeline (a dialog over the main screen, so its messages come here) asks for a diff."""
         self.main_screen.tenant_diff(m.a, m.b, m.title)
 
-    def tenant_views(self) -> Any:
-        """The selected tenant's views (widgets.tenant_views.TenantViews), or None before they have mounted."""
-        found = self.query("#content")
-        return found.first() if found else None
-
     # --- the store's life: opened in a worker, the model warmed in a thread of its own, changes
     # by other processes polled, and a failure (to open, or found later) shown for good -----------
 
@@ -407,7 +402,12 @@ class MemlensApp(App):
                 # The moment and "read-only" first: at 80 columns the line ends in an ellipsis after "n now".
                 banner.update(f"AS OF {moment_label(at)} · read-only · n now · [ ] step · T timeline · D diff with now")
 
-    # --- actions -------------------------------------------------------------------------------------
+    # --- the tenant views ------------------------------------------------------------------------
+
+    def tenant_views(self) -> Any:
+        """The selected tenant's views (widgets.tenant_views.TenantViews), or None before they have mounted."""
+        found = self.query("#content")
+        return found.first() if found else None
 
     def reload_tenant_views(self) -> None:
         views = self.tenant_views()

@@ -21,7 +21,7 @@ class Host(Protocol):
     store: Any
     """The open MemoryStore, or None while opening or after a failure."""
     user_id: Any
-    """The selected tenant (None: the anonymous bucket), or loading.NO_TENANT."""
+    """The selected tenant (None: the anonymous bucket), or widgets.tenant_list.NO_TENANT."""
     opening: bool
     failed: str | None
     read_only_reason: str | None
@@ -37,21 +37,13 @@ class Host(Protocol):
         """The selected tenant's views (widgets.tenant_views.TenantViews), or None before they have mounted."""
         ...
 
-    def visible_tenant(self, options: Any = None) -> Any: ...
+    def visible_tenant(self) -> Any: ...
 
     def load_tenants(self) -> None: ...
-
-    # What one part offers the others.
-    search: Any
-    """The search as the user types (searching.Search): the worker-failure handler restarts its thread."""
 
     def post_message(self, message: Any) -> bool: ...
 
     def run_worker(self, work: Any, *args: Any, **kwargs: Any) -> Any: ...
-
-    def select_tenant(self, user_id: Any) -> None: ...
-
-    def update_subtitle(self) -> None: ...
 
     def reload_tenant_views(self) -> None: ...
 

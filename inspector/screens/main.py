@@ -80,9 +80,7 @@ class MainScreen(Screen[None]):
             return "the views show a past moment, read-only: press n for now"
         if action in ("export", "forget", "restore") and self.host.opening:
             return "the store is still opening"  # the tenant names show before the store has opened
-        if action in ("export", "forget") and (self.host.store is None or self.host.user_id is NO_TENANT):
-            return "no tenant selected: pick one in the tenant list"
-        if action in ("timeline", "step_back", "step_forward", "diff_with_now") and (
+        if action in ("export", "forget", "timeline", "step_back", "step_forward", "diff_with_now") and (
             self.host.store is None or self.host.user_id is NO_TENANT
         ):
             return "no tenant selected: pick one in the tenant list"
@@ -139,11 +137,9 @@ class MainScreen(Screen[None]):
         if focused is None or focused.id != "checkpoints-table":
             self.notify(f"{action}: pick a checkpoint in the Sessions view first", severity="warning")
             return
-        reason = focused.disabled_reason(action)
+        reason = focused.want(action)
         if reason:
             self.notify(f"{action}: {reason}", severity="warning")
-            return
-        focused.post_message(focused.Wanted(action, focused.selected()))
 
     def action_focus_tenants(self) -> None:
         self.query_one("#tenants", OptionList).focus()
@@ -243,9 +239,6 @@ class MainScreen(Screen[None]):
                 self.host.as_of = None if moment == NOW else moment
 
         self.app.push_screen(TimelineScreen(user, self.host.as_of, lambda: store.timeline(user_id=user, limit=1000)), chosen)
-
-    def on_timeline_screen_diff_wanted(self, m: Any) -> None:
-        self.tenant_diff(m.a, m.b, m.title)
 
     def action_step_back(self) -> None:
         self._step(back=True)

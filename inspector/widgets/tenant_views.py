@@ -117,7 +117,6 @@ class TenantViews(Vertical):
         """Run ``call`` in a worker; ``make(tenant, result)`` is the message posted back, stamped
         with the tenant and moment shown when it was asked for."""
         tenant, moment = self.user_id, self.as_of
-
         call_store(self, view, call, lambda data: make(tenant, data).at(moment), group=f"view-{view}", exclusive=True)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:

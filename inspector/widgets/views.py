@@ -132,18 +132,21 @@ class CheckpointsTable(RecordTable):
             return None if self.disabled_reason(action) or self.app.screen is not self.screen else True
         return True
 
-    def _want(self, action: str) -> None:
-        if self.disabled_reason(action) is None:
+    def want(self, action: str) -> str | None:
+        """Ask for ``action`` on the checkpoint under the cursor, or say why it cannot be."""
+        reason = self.disabled_reason(action)
+        if reason is None:
             self.post_message(self.Wanted(action, self.selected()))
+        return reason
 
     def action_diff(self) -> None:
-        self._want("diff")
+        self.want("diff")
 
     def action_mark(self) -> None:
-        self._want("mark")
+        self.want("mark")
 
     def action_restore(self) -> None:
-        self._want("restore")
+        self.want("restore")
 
 
 class BlocksTable(RecordTable):
