@@ -18,7 +18,7 @@ from textual.containers import Horizontal
 from textual.notifications import SeverityLevel
 from textual.reactive import reactive
 from textual.widgets import Header, Input, Label
-from textual.worker import Worker
+from textual.worker import Worker, WorkerState
 
 from . import config, messages
 from .commands import system_commands
@@ -30,7 +30,7 @@ from .screens.main import MainScreen
 from .searching import SEARCH_LIMIT, Search
 from .widgets.footer import KeysFooter
 from .widgets.tenant_list import NO_TENANT, TenantList, TenantName
-from .workers import call_store, report_failure
+from .workers import call_store
 
 __all__ = ["MemlensApp", "make_app", "is_idle", "NO_TENANT", "SEARCH_LIMIT"]
 
@@ -257,7 +257,10 @@ class MemlensApp(App):
         self.notify(f"{m.what}: {m.error}", title="failed", severity="error", timeout=15)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        report_failure(self, event)
+        """The App's own workers (the open, the search thread, the names): one that raised is
+        reported as the widgets' are (inspector.workers)."""
+        if event.state == WorkerState.ERROR:
+            self.post_message(messages.WorkerFailed(event.worker, event.worker.error))
 
     def on_worker_failed(self, m: messages.WorkerFailed) -> None:
         """A worker (the App's or a widget's) raised: say so, and keep the app usable (the open

@@ -208,7 +208,7 @@ class ActionFailed(Carrier):
 
 
 class WorkerFailed(Carrier):
-    """A widget's worker raised something that is not a store error (inspector.workers)."""
+    """A worker raised something that is not a store error (inspector.workers)."""
 
     worker: Any
     error: BaseException | None

@@ -1,10 +1,10 @@
 """The one way the inspector runs store work: a thread worker of the widget or screen that asked,
 whose result comes back to that widget as a message, and whose failure reaches the App.
 
-A store error becomes an ``ActionFailed`` (a damaged store a ``StoreFailed``), posted to the
-widget and bubbling up to the App, which shows it. A worker that raised anything else posts a
-``WorkerFailed`` the same way: Textual's ``Worker.StateChanged`` does not bubble, so without it a
-widget's failed worker would go unseen.
+A store error becomes an ``ActionFailed`` (a damaged store a ``StoreFailed``); anything else the
+work raises, a ``WorkerFailed``. Each is posted to the widget and bubbles up to the App, which
+shows it. Reported here, in the worker, because Textual's ``Worker.StateChanged`` does not bubble:
+left to fail, a widget's worker would go unseen unless every widget handled its own.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from textual.dom import DOMNode
-from textual.worker import Worker, WorkerState, get_current_worker
+from textual.worker import get_current_worker
 
 from . import messages
 from .failures import is_damage
@@ -31,28 +31,26 @@ def call_store(
 ) -> None:
     """Run ``call`` in a thread worker of ``node``, then ``then(result)`` there too; a message it
     returns is posted to ``node``. A store error (or one of ``errors``) is posted as an
-    ActionFailed, a damaged store as a StoreFailed; anything else fails the worker (see
-    :func:`report_failure`). The result of a worker replaced by a newer one in an exclusive group
-    is dropped."""
+    ActionFailed, a damaged store as a StoreFailed, anything else as a WorkerFailed. The result
+    of a worker replaced by a newer one in an exclusive group is dropped."""
     from store.errors import MemlensError
 
     expected: tuple[type[BaseException], ...] = (MemlensError, *errors)
 
     def job() -> None:
+        worker = get_current_worker()
         try:
             result = call()
+            if worker.is_cancelled:
+                return
+            message = then(result)
         except expected as error:
             node.post_message(messages.StoreFailed(str(error)) if is_damage(error) else messages.ActionFailed(what, str(error)))
             return
-        if not get_current_worker().is_cancelled:
-            message = then(result)
-            if message is not None:
-                node.post_message(message)
+        except Exception as error:  # a bug, not the store's refusal: the App shows it and stays usable
+            node.post_message(messages.WorkerFailed(worker, error))
+            return
+        if message is not None:
+            node.post_message(message)
 
     node.run_worker(job, thread=True, group=group, exclusive=exclusive, exit_on_error=False)
-
-
-def report_failure(node: DOMNode, event: Worker.StateChanged) -> None:
-    """For a widget's ``on_worker_state_changed``: a worker that raised is posted as a WorkerFailed, which bubbles to the App."""
-    if event.state == WorkerState.ERROR:
-        node.post_message(messages.WorkerFailed(event.worker, event.worker.error))

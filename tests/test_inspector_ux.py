@@ -584,6 +584,23 @@ async def test_a_failing_load_is_reported_and_the_app_stays_usable(demo):
         assert table(app, "#episodes-table").row_count == 12  # the rest of bob's views loaded
 
 
+@pytest.mark.parametrize("key, method", [("T", "timeline"), ("f", "forget"), ("a", "audit_log")])
+async def test_a_dialog_whose_load_fails_says_so_and_closes(demo, key, method):
+    """The dialogs load what they show in workers of their own: a bug there (not a store
+    error) is shown like any other worker's, and the dialog still closes."""
+    app = app_for(demo)
+    async with app.run_test(size=WIDE) as pilot:
+        await open_tenant(pilot, app, "alice")
+        setattr(app.store, method, lambda *_, **__: (_ for _ in ()).throw(RuntimeError(f"{method} unreadable")))
+        app.query_one("#tenants").focus()
+        await pilot.pause(0.1)
+        await pilot.press(key)
+        await wait_for(pilot, lambda: any(f"{method} unreadable" in n for n in notes(app)), what="the failure shown")
+        assert len(app.screen_stack) == 2
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: len(app.screen_stack) == 1, what="the dialog closed")
+
+
 async def test_an_os_error_while_opening_is_shown_not_left_at_opening(demo, monkeypatch):
     import inspector.opening
 

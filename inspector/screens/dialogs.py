@@ -20,7 +20,6 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, RadioButton, RadioSet, Select, Static
-from textual.worker import Worker
 
 from .. import messages
 from ..formatting import audit_action, count, parse_day, when
@@ -28,7 +27,7 @@ from ..printable import printable, tenant_label
 from ..widgets import detail
 from ..widgets.footer import KeysFooter
 from ..widgets.views import RecordTable
-from ..workers import call_store, report_failure
+from ..workers import call_store
 
 COUNT_COLUMNS = 3  # nine tiers in three rows: the whole dry run fits an 80x24 dialog
 
@@ -121,9 +120,6 @@ class ForgetScreen(ModalScreen[tuple[str | None, datetime | None] | None]):
         self.query_one("#forget-counts", Static).update(Text("counting…", style="dim"))
         preview = self.preview
         call_store(self, "forget", lambda: preview(*scope), messages.ForgetPreview, group="forget-preview", exclusive=True)
-
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        report_failure(self, event)
 
     @on(messages.ForgetPreview)
     def _show_preview(self, m: messages.ForgetPreview) -> None:
@@ -316,9 +312,6 @@ class StoreAuditScreen(ModalScreen[None]):
     def on_mount(self) -> None:
         self.query_one("#store-audit-table").focus()
         call_store(self, "audit log", self.read, messages.StoreAuditLoaded, group="store-audit")
-
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        report_failure(self, event)
 
     @on(messages.StoreAuditLoaded)
     def _loaded(self, m: messages.StoreAuditLoaded) -> None:

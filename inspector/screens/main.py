@@ -18,12 +18,11 @@ from textual import on
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Button, Input, OptionList
-from textual.worker import Worker
 
 from .. import messages
 from ..host import Host
 from ..widgets.tenant_list import NO_TENANT
-from ..workers import call_store, report_failure
+from ..workers import call_store
 
 VIEWS = ["search", "blocks", "episodes", "facts", "sessions", "audit"]
 MAIN_TABLE = {
@@ -66,9 +65,6 @@ class MainScreen(Screen[None]):
     def host(self) -> Host:
         """The App, as far as this screen uses it."""
         return cast(Host, self.app)
-
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        report_failure(self, event)
 
     # --- which actions are enabled (and why not), switching views, export and forget -------------
 

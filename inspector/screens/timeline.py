@@ -13,7 +13,6 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label
-from textual.worker import Worker
 
 from store.validation import utcnow
 
@@ -23,7 +22,7 @@ from ..messages import Carrier
 from ..printable import tenant_label
 from ..time_travel import NOW, TICK, diff_title, moment_label, parse_moment
 from ..widgets.views import RecordTable
-from ..workers import call_store, report_failure
+from ..workers import call_store
 from .dialogs import buttons
 
 
@@ -66,9 +65,6 @@ class TimelineScreen(ModalScreen[Any]):
     def on_mount(self) -> None:
         self.query_one("#timeline-table", RecordTable).focus()
         call_store(self, "timeline", self.read, messages.TimelineLoaded, group="timeline", exclusive=True)
-
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        report_failure(self, event)
 
     @on(messages.TimelineLoaded)
     def _loaded(self, m: messages.TimelineLoaded) -> None:

@@ -20,12 +20,11 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import Label, TabbedContent, TabPane
-from textual.worker import Worker
 
 from .. import messages
 from ..printable import tenant_label
 from ..time_travel import past_counts, session_source, up_to
-from ..workers import call_store, report_failure
+from ..workers import call_store
 from . import detail
 from .detail import ShowDetail
 from .overview import ACTIVITY_DAYS, DetailPane
@@ -119,9 +118,6 @@ class TenantViews(Vertical):
         tenant, moment = self.user_id, self.as_of
         call_store(self, view, call, lambda data: make(tenant, data).at(moment), group=f"view-{view}", exclusive=True)
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        report_failure(self, event)
-
     def reload(self) -> None:
         """Load every view of the tenant and moment shown."""
         store = self.host.store
@@ -133,7 +129,7 @@ class TenantViews(Vertical):
             return
         user, at = self.user_id, self.as_of
         if store.model_ready:
-            self.run_worker(lambda: store.warm_vectors(user_id=user), thread=True, group="vectors", exclusive=True, exit_on_error=False)
+            call_store(self, "vectors", lambda: store.warm_vectors(user_id=user), lambda _: None, group="vectors", exclusive=True)
         if at is not None:  # as the memory stood at that moment (inspector.time_travel): one snapshot
             self.fetch(
                 "past",
