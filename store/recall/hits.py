@@ -265,8 +265,8 @@ class Recall:
         stmt = stmt.where(facts.valid_at_clause(valid_at)) if valid_at is not None else stmt.where(facts_t.c.valid_until.is_(None))
         rows = {r.pk: r for r in self.conn.execute(stmt)}
         if not rows:
-            # A tenant with no facts (then) has no fact hits: the keyword index would still match
-            # every other tenant's facts before the tenant filter (1.2 ms of each keystroke at 100k).
+            # A tenant with no facts (then) has no fact hits: the vector search, the keyword query
+            # and the fusion ran for nothing, 0.9 ms of a facts search at 100k episodes.
             return []
         allowed = np.fromiter(rows, dtype=np.int64)
         vector = self.vector_hits("fact", depth, allowed)
