@@ -61,10 +61,11 @@ def test_an_embedder_of_another_width_is_refused_on_open(pg_url):
 def test_a_writer_kept_waiting_gets_store_busy_and_nothing_is_written(pg_url, monkeypatch):
     import psycopg
 
-    from store.backend.postgres import backend, locks
+    from store.backend.postgres import errors as pg_errors
+    from store.backend.postgres import locks
     from store.errors import StoreBusyError
 
-    monkeypatch.setattr(backend, "LOCK_TIMEOUT_S", 1)
+    monkeypatch.setattr(pg_errors, "LOCK_TIMEOUT_S", 1)
     with MemoryStore.open(pg_url, embedder=FakeEmbedder()) as s:
         s.remember("first", user_id="u")
         with psycopg.connect(pg_url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True) as other:

@@ -11,7 +11,7 @@ id checks, a block's slot, the open fact a new one supersedes), and two writers 
 both read before either wrote would lose one's update. What the services read-then-write across
 tenants (the erasure counter, the pending-scrub record, the embedding model's name) takes a
 record lock of its own just before it reads (:meth:`~.sql.PostgresSql.serialise`). A writer waits
-at most :data:`~.errors.LOCK_TIMEOUT_S` for a lock, then gets :class:`~store.errors.StoreBusyError`.
+at most :data:`~.errors.LOCK_TIMEOUT_S` (read at each use, so one setting governs every lock wait) for a lock, then gets :class:`~store.errors.StoreBusyError`.
 Reads are ``REPEATABLE READ, READ ONLY``: one snapshot for everything read inside.
 """
 
@@ -39,8 +39,9 @@ from ...errors import (
 from ...tenancy import Tenant, being_erased
 from ..shared import wait_out_erasure
 from . import ddl, engine, locks, partitions, scrub
+from . import errors as pg_errors
 from .changes import ChangeCounter
-from .errors import LOCK_TIMEOUT_S, translate, translated
+from .errors import translate, translated
 from .keyword import SNAPSHOT_VERSION, PostgresKeywordIndex
 from .vectors import PgvectorIndex
 
@@ -208,7 +209,7 @@ class PostgresBackend:
             with translated(self.path), self.engine.connect() as conn:
                 transaction = conn.begin()
                 try:
-                    conn.execute(text(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT_S}s'"))
+                    conn.execute(text(f"SET LOCAL lock_timeout = '{pg_errors.LOCK_TIMEOUT_S}s'"))
                     locks.take(conn, tenants, exclusive=exclusive)
                     # Checked under the tenants' locks, which a whole-tenant erasure holds while it
                     # drops their partitions: this process may still believe they exist.

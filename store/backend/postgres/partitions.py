@@ -20,9 +20,9 @@ from contextlib import contextmanager
 from sqlalchemy import Connection, Engine, text
 
 from ...tenancy import Tenant
+from . import errors as pg_errors
 from . import locks
 from .ddl import PARTITIONED, SESSION_CHILDREN, session_key
-from .errors import LOCK_TIMEOUT_S
 
 
 def suffix(tenant: Tenant) -> str:
@@ -96,7 +96,7 @@ def tenant_locked(engine: Engine, tenant: Tenant) -> Iterator[Connection]:
     conn = engine.connect().execution_options(isolation_level="AUTOCOMMIT")
     try:
         # As long as a writer waits for these locks (a store-wide write may hold them), then busy.
-        conn.exec_driver_sql(f"SET lock_timeout = '{LOCK_TIMEOUT_S}s'")
+        conn.exec_driver_sql(f"SET lock_timeout = '{pg_errors.LOCK_TIMEOUT_S}s'")
         locks.hold_for_drop(conn, tenant)
         yield conn
         locks.release(conn)
