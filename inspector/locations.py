@@ -7,14 +7,17 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from store.locations import is_server_url
+from store.locations import foreign_scheme, is_server_url
 
-__all__ = ["is_server_url", "shown"]
+__all__ = ["foreign_scheme", "is_server_url", "shown"]
 
 
 def shown(location: str | Path) -> str:
     """How a title names the store: a file's name, or a server URL's database and host, never
     its password."""
+    scheme = foreign_scheme(location)
+    if scheme is not None:
+        return f"{Path(str(location).removeprefix(scheme + ':')).name} ({scheme})"
     if not is_server_url(location):
         return Path(location).name
     parts = urlsplit(str(location))

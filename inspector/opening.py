@@ -15,14 +15,20 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from .locations import is_server_url
+from .locations import foreign_scheme, is_server_url
+
+# Why the inspector shows another library's memory read-only (its keys that write say this).
+FOREIGN_READ_ONLY = "another library's memory, shown where it lives: memlens never writes to it"
 
 
-def open_for_inspection(path: Path, embedder: Any) -> tuple[Any, str | None]:
+def open_for_inspection(path: Path | str, embedder: Any) -> tuple[Any, str | None]:
     """(store, why it is read-only or None). Raises the store's typed errors."""
     from store import MemoryStore
     from store.errors import ReadOnlyStoreError
 
+    if foreign_scheme(path) is not None:
+        # Its vectors' model is not recorded: keyword search over the text, and the title says so.
+        return MemoryStore.open(path, embedder=None), FOREIGN_READ_ONLY
     try:
         return MemoryStore.open(path, embedder=embedder, create=False), None
     except ReadOnlyStoreError as error:
@@ -36,7 +42,7 @@ class Glance:
     def __init__(self, path: Path | str):
         self.names: list[Any] | None = None
         self.done = threading.Event()
-        if is_server_url(path):  # no file to glance at: the open lists the tenants
+        if is_server_url(path) or foreign_scheme(path):  # no memlens file to glance at: the open lists the tenants
             self.done.set()
             return
         threading.Thread(target=self._read, args=(path,), name="memlens-glance", daemon=True).start()

@@ -14,6 +14,16 @@ def scheme(location: str | Path) -> str:
     return raw.split("://", 1)[0].split("+", 1)[0].lower() if "://" in raw else "sqlite"
 
 
+# Memory another library keeps, shown where it lives (read-only): ``loomflow-sqlite:PATH``.
+FOREIGN_SCHEMES = ("loomflow-sqlite",)
+
+
+def foreign_scheme(location: str | Path) -> str | None:
+    """The scheme of an address naming another library's memory (``loomflow-sqlite:bot.db``), or None."""
+    raw = str(location)
+    return next((s for s in FOREIGN_SCHEMES if raw.startswith(s + ":")), None)
+
+
 def is_server_url(location: str | Path) -> bool:
     """A store on a database server (``postgresql://...``), not a file."""
     return scheme(location) != "sqlite"

@@ -10,13 +10,14 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from . import schema, tenancy
 from .backend import Backend, open_backend
 from .consolidation import Consolidation
 from .embedding import Embedder
 from .errors import DuplicateIdError, InvalidInputError, ReadOnlyStoreError
+from .locations import foreign_scheme
 from .models import (
     Activity,
     AuditEntry,
@@ -106,6 +107,10 @@ class MemoryStore:
     ) -> MemoryStore:
         """Open (or create) the store at ``path_or_url``, a file path or an ``sqlite:///`` URL.
 
+        ``loomflow-sqlite:PATH`` opens a loomflow ``SqliteMemory`` file where it lives, read-only
+        and live (:mod:`store.compat.loomflow_view`): the same read API, writes raise
+        :class:`~store.errors.ReadOnlyStoreError`, and the file is never changed.
+
         A file that is not a memlens store is refused without being changed; an older
         schema is migrated in one transaction; a newer one is refused. A missing file is
         created owner-only (0600) unless ``create=False``, which raises
@@ -124,6 +129,11 @@ class MemoryStore:
         check_int(block_versions_kept, "block_versions_kept", minimum=1)
         check_int(scratchpad_limit, "scratchpad_limit", minimum=1)
         check_flag(read_only, "read_only")
+        if foreign_scheme(path_or_url) is not None:
+            # Another library's memory, shown where it lives: a live, read-only view with the read API.
+            from .compat.loomflow_view import open_loomflow_view
+
+            return cast(MemoryStore, open_loomflow_view(path_or_url, embedder=embedder))
         embedder = indexing.make_embedder(embedder)  # looked up at call time, so tests can swap it
         width = embedder.dim if embedder is not None and check_model else None
         db = open_backend(path_or_url, read_only=read_only, create=create, vector_dim=width)

@@ -7,7 +7,7 @@ import argparse
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..locations import is_server_url
+from ..locations import foreign_scheme, is_server_url
 
 DEFAULT_DEMO_PATH = Path("memlens-demo.db")
 
@@ -50,7 +50,7 @@ def _actor(parser: argparse.ArgumentParser) -> None:
 def location(value: str) -> Path | str:
     """A store's location: a file path, or a server URL kept as typed (``postgresql://...``; a
     Path would fold its ``//``)."""
-    return value if is_server_url(value) else Path(value)
+    return value if is_server_url(value) or foreign_scheme(value) else Path(value)
 
 
 COMMANDS = ("open", "demo", "stats", "export", "import", "forget", "audit", "reembed", "migrate", "scrub", "index")

@@ -8,13 +8,14 @@ import signal
 from pathlib import Path
 
 
-def run_inspector(path: Path) -> int:
+def run_inspector(path: Path | str) -> int:
     from store.errors import StoreNotFoundError
 
     from ..app import make_app
-    from ..locations import is_server_url
+    from ..locations import foreign_scheme, is_server_url
 
-    if not is_server_url(path) and not path.exists():
+    # Another library's memory is checked by its reader, which names what is wrong with it.
+    if not is_server_url(path) and not foreign_scheme(path) and not Path(path).exists():
         raise StoreNotFoundError(f"{path} does not exist; nothing was created (`memlens demo` builds a demo store)")
     # Raised from a handler, Stopped would land inside Textual's event loop; the TUI keeps the default.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)

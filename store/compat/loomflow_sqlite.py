@@ -145,7 +145,9 @@ def _located(message: str, field: str | None, where: list[str]) -> str:
 # --- reading the source without changing it ---------------------------------------------------
 
 
-def _stamp(path: Path) -> list[tuple[str, int, int] | None]:
+def source_stamp(path: Path) -> list[tuple[str, int, int] | None]:
+    """The size and mtime of the file and each of its side files (None: absent): equal stamps
+    before and after a read mean nobody wrote meanwhile."""
     out: list[tuple[str, int, int] | None] = []
     for suffix in ("", *PENDING, "-shm"):
         try:
@@ -162,7 +164,7 @@ def _read(path: Path) -> tuple[dict[str, Any], list[str], int]:
     # SQLite keeps the -wal of a database opened through a symlink beside the file it points to:
     # from here on, messages name that file.
     path = Path(os.path.realpath(path))
-    before = _stamp(path)
+    before = source_stamp(path)
     pending = [s for s in PENDING if (path.parent / (path.name + s)).is_file() and (path.parent / (path.name + s)).stat().st_size]
     try:
         if pending:
@@ -171,14 +173,14 @@ def _read(path: Path) -> tuple[dict[str, Any], list[str], int]:
                 shutil.copyfile(path, copy)
                 for suffix in pending:
                     shutil.copyfile(path.parent / (path.name + suffix), Path(folder) / ("source.db" + suffix))
-                if _stamp(path) != before:
+                if source_stamp(path) != before:
                     raise SourceChangedError(f"{path} changed while it was being copied; nothing was imported (is an agent writing to it?)")
                 result = read_memory(path, sqlite3.connect(copy))
         else:
             result = read_memory(path, sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True))
     except sqlite3.Error as exc:
         raise UnrecognizedSourceError(f"{path} is not a readable loomflow database ({exc}); nothing was imported") from None
-    if _stamp(path) != before:
+    if source_stamp(path) != before:
         raise SourceChangedError(f"{path} changed while it was being read; nothing was imported (is an agent writing to it?)")
     return result
 

@@ -1,0 +1,210 @@
+"""A loomflow agent's memory, looked at where it lives: ``MemoryStore.open("loomflow-sqlite:PATH")``
+(and ``memlens loomflow-sqlite:PATH``) shows a loomflow ``SqliteMemory`` file read-only and live.
+
+The file is loomflow's, so memlens never opens it for writing, nor as a database SQLite could
+write side files for: each reading goes through :func:`.loomflow_sqlite.read_loomflow_sqlite`
+(``immutable=1``, or a private copy while loomflow's WAL holds pending content; the file's and its
+side files' sizes and mtimes compared before and after). What it reads is held in a private
+memlens store, a *mirror*, in a folder only this user can read (0700), deleted on :meth:`close`;
+every read of the view is a read of that mirror, so search, time travel and every tier behave as
+on any memlens store, with the tenant partition of the store itself.
+
+Live: :meth:`LoomflowView.data_version` (which the inspector polls) first compares the source's
+stamp with the one last read; when it moved, the source is read again and imported into the
+mirror, which writes only what is new. When the import cannot express the change (a record that
+changed, or records loomflow deleted: the mirror would hold more than the source), the mirror is
+built again from the source, and replaces the old one. A reading that meets loomflow writing
+(the stamp moved while reading) keeps the mirror as it was and tries again at the next poll.
+
+Writes raise :class:`~store.errors.ReadOnlyStoreError` naming the source. Semantic search: loomflow
+does not record which model made its vectors, so the mirror embeds with the embedder it is given
+(none by default: keyword search only, and the inspector says so).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .. import SessionMemory
+from ..errors import ImportMismatchError, ReadOnlyStoreError, SourceChangedError
+from ..memory import MemoryStore
+from .loomflow_sqlite import LoomflowSource, import_loomflow_sqlite, read_loomflow_sqlite, source_stamp
+
+__all__ = ["LoomflowView", "SCHEME", "open_loomflow_view"]
+
+SCHEME = "loomflow-sqlite:"
+_TIERS = ("episodes", "facts", "blocks")
+
+
+def open_loomflow_view(path: str | Path, *, embedder: Any = None) -> LoomflowView:
+    """A read-only, live view of the loomflow ``SqliteMemory`` database at ``path``; a file that is
+    missing, not loomflow's or of a newer schema raises the importer's typed errors."""
+    source = Path(str(path).removeprefix(SCHEME))
+    return LoomflowView(source, embedder)
+
+
+class _Mirror:
+    """A private memlens store holding what was read of the source: a writer for the syncing,
+    and the read-only store every read of the view goes to, with the calls under way on it."""
+
+    def __init__(self, read: LoomflowSource, embedder: Any):
+        self.folder = Path(tempfile.mkdtemp(prefix="memlens-view-"))  # 0700
+        self._calls = 0
+        self._idle = threading.Condition()
+        try:
+            self.writer = MemoryStore.open(self.folder / "mirror.db", embedder=embedder)
+            import_loomflow_sqlite(self.writer, read, actor="loomflow-view")
+            self.reader = MemoryStore.open(self.folder / "mirror.db", embedder=embedder, read_only=True)
+        except BaseException:
+            self.close()
+            raise
+
+    def holds_exactly(self, read: LoomflowSource) -> bool:
+        """Whether every tenant holds as many records of each tier as the source (more: deleted there)."""
+        wanted: Counter[tuple[str | None, str]] = Counter((r["user_id"], r["type"] + "s") for r in read.document["records"])
+        held: Counter[tuple[str | None, str]] = Counter()
+        for tenant in self.writer.tenants():
+            for tier in _TIERS:
+                held[(tenant.user_id, tier)] = getattr(tenant.counts, tier)
+        return +held == +wanted
+
+    def enter(self) -> None:
+        with self._idle:
+            self._calls += 1
+
+    def leave(self) -> None:
+        with self._idle:
+            self._calls -= 1
+            self._idle.notify_all()
+
+    def close(self) -> None:
+        """Once the calls under way on it have returned: closed, and its folder deleted (it may
+        hold what loomflow has since erased)."""
+        with self._idle:
+            self._idle.wait_for(lambda: self._calls == 0)
+        for store in (getattr(self, "reader", None), getattr(self, "writer", None)):
+            if store is not None:
+                store.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class LoomflowView:
+    """The read API of :class:`~store.memory.MemoryStore` over a loomflow file (see the module's
+    docstring); every other method raises :class:`~store.errors.ReadOnlyStoreError`."""
+
+    read_only = True
+
+    def __init__(self, source: Path, embedder: Any = None):
+        self.source = source
+        # SQLite keeps the -wal of a file opened through a symlink beside the file it points to.
+        self._real = Path(os.path.realpath(source))
+        self._embedder = embedder
+        self._sync_lock = threading.Lock()  # one reading of the source at a time
+        self._swap_lock = threading.Lock()  # a call takes the current mirror, or waits for the new one
+        self._stamp = source_stamp(self._real)
+        self._mirror = _Mirror(read_loomflow_sqlite(source), embedder)
+        self._generation = 0
+
+    @property
+    def path(self) -> str:
+        return f"{SCHEME}{self.source}"
+
+    def __repr__(self) -> str:
+        return f"LoomflowView({self.path!r})"
+
+    def data_version(self) -> int:
+        """Changes whenever the source did (read again first, if it moved since the last reading)."""
+        self.sync()
+        return self._generation
+
+    def sync(self) -> bool:
+        """Read the source again if it changed since the last reading; True if the view changed."""
+        with self._sync_lock:
+            stamp = source_stamp(self._real)
+            if stamp == self._stamp:
+                return False
+            try:
+                read = read_loomflow_sqlite(self.source)
+            except SourceChangedError:
+                return False  # loomflow is writing: the next poll reads it whole
+            try:
+                import_loomflow_sqlite(self._mirror.writer, read, actor="loomflow-view")
+                current = self._mirror.holds_exactly(read)
+            except (ImportMismatchError, SourceChangedError):  # a record loomflow changed in place
+                current = False
+            if not current:
+                # Records loomflow deleted or changed: a new mirror from the source; the old one
+                # goes (with what loomflow erased) as soon as the calls under way on it return.
+                fresh = _Mirror(read, self._embedder)
+                with self._swap_lock:
+                    old, self._mirror = self._mirror, fresh
+                old.close()
+            self._stamp = stamp
+            self._generation += 1
+            return True
+
+    def close(self) -> None:
+        with self._sync_lock:
+            self._mirror.close()
+
+    def __enter__(self) -> LoomflowView:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __getattr__(self, name: str) -> Any:
+        # The store's public methods and properties, read from the mirror current at the call.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        value = getattr(self._mirror.reader, name)
+        if not callable(value):
+            return value
+        return self._calling(lambda reader: getattr(reader, name), name)
+
+    def _calling(self, method_of: Callable[[MemoryStore], Callable[..., Any]], name: str) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with self._swap_lock:
+                mirror = self._mirror
+                mirror.enter()
+            try:
+                return self._read_only(method_of(mirror.reader)(*args, **kwargs))
+            except ReadOnlyStoreError as error:
+                # A write: the reader's refusal, said again in the source's terms.
+                raise ReadOnlyStoreError(
+                    f"{self.path} is a loomflow agent's memory, shown read-only: memlens never writes to it "
+                    "(import it into a memlens store with `memlens import --from loomflow-sqlite` to work on a copy)",
+                    reason=error.reason,
+                ) from None
+            finally:
+                mirror.leave()
+
+        call.__name__ = name
+        return call
+
+    def _read_only(self, value: Any) -> Any:
+        """A session a method returned, its writes refused as the view's are."""
+        return _Session(value, self) if isinstance(value, SessionMemory) else value
+
+
+class _Session:
+    """A session of the view: its reads, and its writes refused in the source's terms."""
+
+    def __init__(self, inner: SessionMemory, view: LoomflowView):
+        self._inner, self._view = inner, view
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        value = getattr(self._inner, name)
+        if not callable(value):
+            return value
+        inner = self._inner
+        return self._view._calling(lambda _reader: getattr(inner, name), name)
