@@ -18,7 +18,7 @@ from typing import Any
 from .locations import foreign_scheme, is_server_url
 
 # Why the inspector shows another library's memory read-only (its keys that write say this).
-FOREIGN_READ_ONLY = "another library's memory, shown where it lives: memlens never writes to it"
+FOREIGN_READ_ONLY = "another library's memory, shown where it lives: memlens only erases from it, through that library"
 
 
 def open_for_inspection(path: Path | str, embedder: Any) -> tuple[Any, str | None]:

@@ -180,8 +180,8 @@ class OutputExistsError(OutputPathError):
 
 
 class SourceError(MemlensError):
-    """A database another library wrote could not be imported; the source and the store are
-    both unchanged."""
+    """A database another library wrote could not be imported, shown or erased in place; the
+    source and the store are both unchanged unless the message says otherwise."""
 
 
 class SourceNotFoundError(SourceError):
@@ -202,6 +202,16 @@ class SourceSchemaTooNewError(SourceError):
 class SourceChangedError(SourceError):
     """The source changed while it was being read (its library was writing to it); nothing was
     imported. Stop the agent that writes it, or try again."""
+
+
+class SourceBusyError(SourceError):
+    """Another process holds the source's write lock (its agent is writing): nothing was erased.
+    Stop the agent, or try again."""
+
+
+class SourceToolMissingError(SourceError):
+    """Changing another library's file in place goes through that library, which is not
+    installed (``pip install 'memlens[compat]'``); nothing was changed."""
 
 
 class ImportMismatchError(InvalidInputError):

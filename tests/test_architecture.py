@@ -144,9 +144,10 @@ ALLOWED = {
     # Conversation text, not engine knowledge: the compact demo's developer asks about SQLite
     # (frozen, since the snapshot baselines are built on it).
     "store/demo_data/compact.py",
-    # Read a file loomflow wrote (and show it live): SQLite is that file's format, not memlens's backend.
+    # Read a file loomflow wrote (show it live, erase from it in place): SQLite is that file's format, not memlens's backend.
     "store/compat/loomflow_sqlite.py",
     "store/compat/loomflow_view.py",
+    "store/compat/loomflow_erase.py",
     # The tenant names with the standard library's sqlite3 alone, for the inspector's first frame:
     # anything under store/backend/ imports SQLAlchemy (~0.4 s), which this module exists to avoid.
     "store/glance.py",

@@ -70,7 +70,9 @@ class MainScreen(Screen[None]):
 
     def disabled_reason(self, action: str) -> str | None:
         """Why ``action`` cannot run now, or None. Keys of disabled actions show dimmed and say this."""
-        if action in ("forget", "restore") and self.host.read_only_reason:
+        # Another library's memory is read-only, but erasable in place (through that library).
+        erasable = action == "forget" and getattr(self.host.store, "erases_in_place", False)
+        if action in ("forget", "restore") and self.host.read_only_reason and not erasable:
             return f"the store is read-only ({self.host.read_only_reason})"
         if action in ("export", "forget", "restore") and self.host.as_of is not None:
             return "the views show a past moment, read-only: press n for now"

@@ -16,7 +16,9 @@ changed, or records loomflow deleted: the mirror would hold more than the source
 built again from the source, and replaces the old one. A reading that meets loomflow writing
 (the stamp moved while reading) keeps the mirror as it was and tries again at the next poll.
 
-Writes raise :class:`~store.errors.ReadOnlyStoreError` naming the source. Semantic search: loomflow
+Writes raise :class:`~store.errors.ReadOnlyStoreError` naming the source, but for one:
+:meth:`LoomflowView.forget` erases a user, or one session, from the file itself, through
+loomflow's own forget, then scrubs and checks the file (:mod:`.loomflow_erase`). Semantic search: loomflow
 does not record which model made its vectors, so the mirror embeds with the embedder it is given
 (none by default: keyword search only, and the inspector says so).
 """
@@ -29,18 +31,22 @@ import tempfile
 import threading
 from collections import Counter
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from .. import SessionMemory
-from ..errors import ImportMismatchError, ReadOnlyStoreError, SourceChangedError
+from ..errors import ImportMismatchError, InvalidInputError, ReadOnlyStoreError, SourceChangedError, UnknownSessionError
 from ..memory import MemoryStore
+from ..models import ForgetReceipt
+from .loomflow_erase import forget_in_place, scrub_in_place
 from .loomflow_sqlite import LoomflowSource, import_loomflow_sqlite, read_loomflow_sqlite, source_stamp
 
 __all__ = ["LoomflowView", "SCHEME", "open_loomflow_view"]
 
 SCHEME = "loomflow-sqlite:"
 _TIERS = ("episodes", "facts", "blocks")
+_UNSET: Any = object()
 
 
 def open_loomflow_view(path: str | Path, *, embedder: Any = None) -> LoomflowView:
@@ -100,6 +106,8 @@ class LoomflowView:
     docstring); every other method raises :class:`~store.errors.ReadOnlyStoreError`."""
 
     read_only = True
+    # The one write it offers: forget (and scrub), erasing from the loomflow file in place.
+    erases_in_place = True
 
     def __init__(self, source: Path, embedder: Any = None):
         self.source = source
@@ -149,6 +157,51 @@ class LoomflowView:
             self._stamp = stamp
             self._generation += 1
             return True
+
+    def forget(
+        self,
+        *,
+        user_id: Any = _UNSET,
+        session_id: str | None = None,
+        before: datetime | None = None,
+        dry_run: bool = False,
+        actor: str = "api",
+        missing_ok: bool = False,
+        facts_only: bool = False,
+    ) -> ForgetReceipt:
+        """Erase a user, or one session of it, from the loomflow file itself, through loomflow's
+        own forget, then scrubbed and checked (:mod:`.loomflow_erase`); the view is read again,
+        so what was erased leaves its mirror too. Only those two forms: ``before`` and
+        ``facts_only`` raise :class:`~store.errors.InvalidInputError`."""
+        if user_id is _UNSET:
+            raise InvalidInputError("forget needs user_id: name the user to erase, or pass user_id=None for the anonymous bucket")
+        if before is not None or facts_only:
+            raise InvalidInputError(
+                f"{self.path}: in place, a whole user or one session of it is erased (as loomflow's forget does); "
+                "to erase by date or facts alone, import the file into a memlens store"
+            )
+        if user_id is not None and not isinstance(user_id, str):
+            raise InvalidInputError(f"user_id must be a string or None, not {type(user_id).__name__}")
+        held = self._calling(lambda reader: reader.require_tenant, "require_tenant")(user_id=user_id, missing_ok=missing_ok)
+        sessions = {s.session_id for s in self.sessions(user_id=user_id)} if held and session_id is not None else set()
+        if held and session_id is not None and session_id not in sessions and not missing_ok:
+            raise UnknownSessionError(f"{self.path} holds no session {session_id!r} of this user; nothing was erased")
+        with self._sync_lock:
+            receipt = forget_in_place(self._real, user_id=user_id, session_id=session_id, dry_run=dry_run, actor=actor)
+        if not dry_run:
+            self.sync()
+        return receipt
+
+    def scrub(self) -> bool:
+        """VACUUM the loomflow file and truncate its -wal (refused while another process writes
+        it); False if a reader of the agent kept the -wal from being truncated."""
+        with self._sync_lock:
+            done, _ = scrub_in_place(self._real)
+        return done
+
+    def pending_scrub(self) -> None:
+        """None: the file keeps no record of erasures (:meth:`forget`'s receipt says whether it was scrubbed)."""
+        return None
 
     def close(self) -> None:
         with self._sync_lock:

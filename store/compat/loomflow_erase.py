@@ -1,0 +1,187 @@
+"""Erasing a user from a loomflow ``SqliteMemory`` file in place, verified: what a forget through
+a ``loomflow-sqlite:`` view does (``memlens forget --db loomflow-sqlite:bot.db --user U``).
+
+The rows go through loomflow's own ``forget``, so the file stays what the agent expects (its
+foreign keys take the tool transcripts, its fact store the facts). memlens then does what
+loomflow leaves undone and checks the result the way it checks its own files:
+
+1. Refused, with nothing changed, while another process holds the file's write lock (the agent
+   is writing): a probe takes the lock without waiting.
+2. loomflow's forget (``secure_delete`` is on in its connections: freed cells are zeroed).
+3. The scrub: ``VACUUM`` and a ``TRUNCATE`` checkpoint, so no old page image of the erased rows
+   stays in the file or its ``-wal``. A reader of the agent in the middle of a read keeps the WAL
+   from being truncated: then the receipt says the bytes are not yet scrubbed, and why.
+4. The byte scan: every text of the erased records that no remaining record holds (the user's
+   inputs and outputs, transcript messages, block contents, fact objects, ids) is looked for in
+   the file and each side file; one found is reported on the receipt.
+
+No audit entry is written (the file is loomflow's, and it keeps no audit log): the receipt,
+with its digest, is the record. Copies of the file made elsewhere (backups) are out of reach.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import sqlite3
+from collections import Counter
+from collections.abc import Callable, Coroutine, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ..errors import SourceBusyError, SourceError, SourceToolMissingError
+from ..models import ForgetReceipt
+from .loomflow_sqlite import PENDING, read_loomflow_sqlite
+
+__all__ = ["forget_in_place", "scrub_in_place", "OUT_OF_REACH"]
+
+OUT_OF_REACH = "copies of the loomflow file made outside memlens (backups, synced folders); the file itself keeps no audit log"
+# Texts shorter than this are left out of the byte scan: a word that short occurs by chance.
+_MIN_NEEDLE = 4
+_TIERS = {"episode": "episodes", "fact": "facts", "block": "blocks"}
+
+
+def forget_in_place(path: Path, *, user_id: str | None, session_id: str | None, dry_run: bool, actor: str) -> ForgetReceipt:
+    """Erase ``user_id`` (only ``session_id``'s episodes, if given) from the loomflow file at
+    ``path``; see the module's docstring. A dry run reads and counts, and changes nothing."""
+    path = Path(os.path.realpath(path))  # SQLite keeps a linked file's -wal beside its target
+    before = read_loomflow_sqlite(path)
+    records = before.document["records"]
+    doomed = [r for r in records if _erased_by(r, user_id, session_id)]
+    counts = _counts(doomed)
+    at = datetime.now(UTC)
+    scope = {"session_id": session_id, "in_place": "loomflow-sqlite"}
+    digest = hashlib.sha256(
+        json.dumps(
+            {"action": "forget", "user_id": user_id, "scope": scope, "counts": counts, "at": at.isoformat()}, sort_keys=True
+        ).encode()
+    ).hexdigest()
+    receipt = ForgetReceipt(
+        user_id=user_id, session_id=session_id, before=None, dry_run=dry_run, counts=counts, at=at, actor=actor, digest=digest
+    )
+    if dry_run:
+        return receipt
+    if not any(counts.values()):
+        return receipt.model_copy(update={"disk_scrubbed": True, "out_of_reach": OUT_OF_REACH})
+    memory_class = _loomflow_memory()
+    _refuse_while_written(path)
+    try:
+        _run(lambda: memory_class(path, embedder=None).forget(user_id=user_id, session_id=session_id))
+    except sqlite3.OperationalError as error:  # the agent took the write lock after the probe
+        raise SourceBusyError(f"{path}: loomflow could not erase ({error}); is the agent writing? Try again once it is stopped") from None
+    after = read_loomflow_sqlite(path)
+    left = [r for r in after.document["records"] if _erased_by(r, user_id, session_id)]
+    if left:
+        raise SourceError(f"{path}: loomflow's forget left {len(left)} of the user's records; the file is as loomflow left it")
+    scrubbed, reason = _scrub(path, f"run `memlens scrub loomflow-sqlite:{path}`")
+    traces = _traces(path, _needles(doomed, after.document["records"]))
+    if traces:
+        scrubbed = False
+        reason = (reason + "; " if reason else "") + f"erased text is still in {', '.join(sorted(traces))}"
+    return receipt.model_copy(update={"disk_scrubbed": scrubbed, "scrub_pending_reason": reason, "out_of_reach": OUT_OF_REACH})
+
+
+def _run(coroutine: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
+    """Run loomflow's coroutine to its end, from a thread with an event loop running or not."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine())
+    with ThreadPoolExecutor(1) as pool:  # asyncio.run refuses to nest in a running loop
+        return pool.submit(asyncio.run, coroutine()).result()
+
+
+def _erased_by(record: dict[str, Any], user_id: str | None, session_id: str | None) -> bool:
+    if record["user_id"] != user_id:
+        return False
+    # loomflow's forget of one session takes its episodes alone (blocks and facts have no session).
+    return session_id is None or (record["type"] == "episode" and record["session_id"] == session_id)
+
+
+def _counts(records: list[dict[str, Any]]) -> dict[str, int]:
+    counted = Counter(_TIERS[r["type"]] for r in records)
+    messages = sum(len(r["metadata"].get("tool_transcript", [])) for r in records if r["type"] == "episode")
+    return {"episodes": counted["episodes"], "facts": counted["facts"], "blocks": counted["blocks"], "tool_transcript_messages": messages}
+
+
+def _loomflow_memory() -> Any:
+    try:
+        from loomflow.memory.sqlite import SqliteMemory
+    except ImportError:
+        raise SourceToolMissingError(
+            "erasing in place goes through loomflow's own forget, so the file stays valid for the agent: "
+            "install loomflow (pip install 'memlens[compat]'); nothing was erased"
+        ) from None
+    return SqliteMemory
+
+
+def _refuse_while_written(path: Path) -> None:
+    """Take the write lock without waiting, and let it go: held by another process, the erasure is refused."""
+    with closing(sqlite3.connect(path, timeout=0, isolation_level=None)) as conn:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError:
+            raise SourceBusyError(
+                f"{path} is being written by another process (it holds the file's write lock); nothing was erased. "
+                "Stop the agent, or try again"
+            ) from None
+        conn.execute("ROLLBACK")
+
+
+def scrub_in_place(path: Path) -> tuple[bool, str | None]:
+    """The scrub of :func:`forget_in_place` alone (``memlens scrub loomflow-sqlite:PATH``),
+    refused while another process writes the file; (scrubbed, why not)."""
+    path = Path(os.path.realpath(path))
+    read_loomflow_sqlite(path)  # loomflow's file, or a typed error before anything is written
+    _refuse_while_written(path)
+    return _scrub(path, "run it again")
+
+
+def _scrub(path: Path, again: str) -> tuple[bool, str | None]:
+    """VACUUM, then a TRUNCATE checkpoint; (scrubbed, why not), ``again`` saying what to run next."""
+    with closing(sqlite3.connect(path, timeout=5, isolation_level=None)) as conn:
+        conn.execute("PRAGMA secure_delete = ON")
+        try:
+            conn.execute("VACUUM")
+        except sqlite3.OperationalError as error:
+            return False, f"the file could not be rewritten ({error}); {again} once the agent is stopped"
+        busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    if busy:
+        return False, f"a reader of the agent kept the -wal from being truncated; {again} once the agent is stopped"
+    return True, None
+
+
+def _needles(erased: list[dict[str, Any]], remaining: list[dict[str, Any]]) -> set[bytes]:
+    """The erased records' texts that no remaining record holds (those may stay, as others' data)."""
+    kept = "\x00".join(_texts(remaining))
+    return {t.encode() for t in _texts(erased) if len(t) >= _MIN_NEEDLE and t not in kept}
+
+
+def _texts(records: Iterable[dict[str, Any]]) -> list[str]:
+    found: list[str] = []
+    for r in records:
+        if r["type"] == "episode":
+            found += [r["id"], r["input"], r["output"]]
+            found += [m.get("content") or "" for m in r["metadata"].get("tool_transcript", [])]
+        elif r["type"] == "block":
+            found.append(r["content"])
+        else:
+            found += [r["id"], r["object"]]
+    return [t for t in found if t]
+
+
+def _traces(path: Path, needles: set[bytes]) -> list[str]:
+    """The file and side files that still hold one of ``needles``."""
+    found = []
+    for suffix in ("", *PENDING, "-shm"):
+        side = path.parent / (path.name + suffix)
+        if side.is_file():
+            data = side.read_bytes()
+            if any(n in data for n in needles):
+                found.append(side.name)
+    return found
