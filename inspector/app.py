@@ -309,6 +309,8 @@ class MemlensApp(App):
             if self.store.model_ready
             else ("model warming…" if self.store.embedder is not None else "no model: keyword search only")
         )
+        # A view of another library's memory says why it has no model (its vectors' is not recorded).
+        model = getattr(self.store, "search_note", None) or model
         access = " · read-only" if self.read_only_reason else ""
         if self.as_of is not None:
             from .time_travel import moment_label

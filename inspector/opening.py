@@ -17,9 +17,6 @@ from typing import Any
 
 from .locations import foreign_scheme, is_server_url
 
-# Why the inspector shows another library's memory read-only (its keys that write say this).
-FOREIGN_READ_ONLY = "another library's memory, shown where it lives: memlens only erases from it, through that library"
-
 
 def open_for_inspection(path: Path | str, embedder: Any) -> tuple[Any, str | None]:
     """(store, why it is read-only or None). Raises the store's typed errors."""
@@ -28,7 +25,9 @@ def open_for_inspection(path: Path | str, embedder: Any) -> tuple[Any, str | Non
 
     if foreign_scheme(path) is not None:
         # Its vectors' model is not recorded: keyword search over the text, and the title says so.
-        return MemoryStore.open(path, embedder=None), FOREIGN_READ_ONLY
+        # The view says why it is read-only (its keys that write say this).
+        view: Any = MemoryStore.open(path, embedder=None)
+        return view, view.read_only_reason
     try:
         return MemoryStore.open(path, embedder=embedder, create=False), None
     except ReadOnlyStoreError as error:

@@ -107,9 +107,10 @@ class MemoryStore:
     ) -> MemoryStore:
         """Open (or create) the store at ``path_or_url``, a file path or an ``sqlite:///`` URL.
 
-        ``loomflow-sqlite:PATH`` opens a loomflow ``SqliteMemory`` file where it lives, read-only
-        and live (:mod:`store.compat.loomflow_view`): the same read API, writes raise
-        :class:`~store.errors.ReadOnlyStoreError`, and the file is never changed.
+        ``loomflow-sqlite:PATH`` (a loomflow ``SqliteMemory`` file) or ``chroma:DIR`` (a loomflow
+        ``ChromaMemory`` directory) opens that memory where it lives, read-only and live
+        (:mod:`store.compat.loomflow_view`): the same read API; writes raise
+        :class:`~store.errors.ReadOnlyStoreError` (a loomflow file's view erases in place).
 
         A file that is not a memlens store is refused without being changed; an older
         schema is migrated in one transaction; a newer one is refused. A missing file is
@@ -131,9 +132,9 @@ class MemoryStore:
         check_flag(read_only, "read_only")
         if foreign_scheme(path_or_url) is not None:
             # Another library's memory, shown where it lives: a live, read-only view with the read API.
-            from .compat.loomflow_view import open_loomflow_view
+            from .compat.loomflow_view import open_view
 
-            return cast(MemoryStore, open_loomflow_view(path_or_url, embedder=embedder))
+            return cast(MemoryStore, open_view(path_or_url, embedder=embedder))
         embedder = indexing.make_embedder(embedder)  # looked up at call time, so tests can swap it
         width = embedder.dim if embedder is not None and check_model else None
         db = open_backend(path_or_url, read_only=read_only, create=create, vector_dim=width)

@@ -91,9 +91,13 @@ def violations(root: Path) -> list[str]:
             if me.startswith("store.compat") and target not in compat_ok and not target.startswith("store.compat"):
                 found.append(f"{where}: compat adapters use only the public API (and each other)")
             # The inspector uses the public API, plus the tier registry (names and labels for its columns)
-            # the loomflow importer, a shipped public module (`memlens import --from loomflow-sqlite`),
+            # the loomflow importers, shipped public modules (`memlens import --from loomflow-sqlite|chroma`),
             # and store.glance (the tenant names for its first frame, without SQLAlchemy's import).
-            allowed = PUBLIC | BASE | {"store.demo", "store.tiers.registry", "store.compat.loomflow_sqlite", "store.glance"}
+            allowed = (
+                PUBLIC
+                | BASE
+                | {"store.demo", "store.tiers.registry", "store.compat.loomflow_sqlite", "store.compat.chroma_source", "store.glance"}
+            )
             if me.startswith("inspector") and target not in allowed:
                 found.append(f"{where}: the inspector uses the store's public API")
     return found
@@ -148,6 +152,8 @@ ALLOWED = {
     "store/compat/loomflow_sqlite.py",
     "store/compat/loomflow_view.py",
     "store/compat/loomflow_erase.py",
+    # Reads a loomflow Chroma directory through the loomflow file importer's record shape.
+    "store/compat/chroma_source.py",
     # The tenant names with the standard library's sqlite3 alone, for the inspector's first frame:
     # anything under store/backend/ imports SQLAlchemy (~0.4 s), which this module exists to avoid.
     "store/glance.py",

@@ -162,12 +162,13 @@ def add_import_options(imp: argparse.ArgumentParser) -> None:
     :func:`.store_commands.cmd_import`."""
     imp.add_argument("--db", type=location, required=True, help="the store: a file, or a postgresql:// URL")
     imp.add_argument("--create", action="store_true", help="create the store if it does not exist")
-    imp.add_argument("file", type=Path, help="a file written by `memlens export` (or the database --from names)")
+    imp.add_argument("file", type=Path, help="a file written by `memlens export` (or the database or directory --from names)")
     imp.add_argument(
         "--from",
         dest="source",
-        choices=["loomflow-sqlite"],
-        help="read another library's memory instead: loomflow-sqlite is a loomflow SqliteMemory database (never changed)",
+        choices=["loomflow-sqlite", "chroma"],
+        help="read another library's memory instead (never changed): loomflow-sqlite is a loomflow SqliteMemory "
+        "database, chroma a loomflow ChromaMemory directory",
     )
     _actor(imp)
     imp.add_argument("--as-user", metavar="NAME", help="import a one-tenant export under this user id instead of its own")

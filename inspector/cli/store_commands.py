@@ -131,9 +131,10 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise CommandLineError("--as-user imports a memlens export; a loomflow database keeps each user as its own tenant")
     source = None
     if args.source is not None:  # read and checked before --create makes a store for nothing
+        from store.compat.chroma_source import read_chroma
         from store.compat.loomflow_sqlite import read_loomflow_sqlite
 
-        source = read_loomflow_sqlite(args.file)
+        source = read_chroma(args.file) if args.source == "chroma" else read_loomflow_sqlite(args.file)
     if args.create:
         opened = MemoryStore.open(args.db, check_model=False)
     else:
@@ -162,7 +163,8 @@ def _import_loomflow(store, source, args: argparse.Namespace) -> int:
 
     report = import_loomflow_sqlite(store, source, actor=args.actor)
     into = ", ".join(tenant_label(t) for t in report.tenants) or "no tenant"
-    print(f"imported {args.file} (loomflow SqliteMemory) into {into}; the source was not changed")
+    kind = "loomflow ChromaMemory" if args.source == "chroma" else "loomflow SqliteMemory"
+    print(f"imported {args.file} ({kind}) into {into}; the source was not changed")
     for tier, count in report.tiers.items():
         print(f"  {tier:<9} read {count.read:>7}   written {count.written:>7}   already held {count.unchanged:>7}")
     print(f"  tool transcript messages {report.tool_transcript_messages}, re-embedded {report.reembedded}")

@@ -238,7 +238,7 @@ def _records(path: Path, conn: sqlite3.Connection, tables: set[str]) -> tuple[di
             "SELECT t.episode_id, t.sequence, t.message_json FROM episode_tool_transcripts t "
             "JOIN episodes e ON e.id = t.episode_id ORDER BY t.episode_id, t.sequence"
         ):
-            transcripts.setdefault(episode_id, []).append(_message(raw, f"episode_tool_transcripts[{episode_id!r}, {sequence!r}]"))
+            transcripts.setdefault(episode_id, []).append(message(raw, f"episode_tool_transcripts[{episode_id!r}, {sequence!r}]"))
             messages += 1
     for eid, session_id, user_id, occurred_at, input_, output in conn.execute(
         "SELECT id, session_id, user_id, occurred_at, input, output FROM episodes ORDER BY occurred_at, id"
@@ -322,7 +322,7 @@ def _sources(raw: Any, where: str) -> Any:
         raise ImportValidationError(f"{where}: not the JSON list loomflow writes") from None
 
 
-def _message(raw: Any, where: str) -> dict[str, Any]:
+def message(raw: Any, where: str) -> dict[str, Any]:
     """A loomflow ``Message`` (its ``model_dump_json``) as memlens keeps a transcript step, the
     same conversion the loomflow adapter makes when it remembers one."""
     try:

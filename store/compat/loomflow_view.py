@@ -1,26 +1,31 @@
-"""A loomflow agent's memory, looked at where it lives: ``MemoryStore.open("loomflow-sqlite:PATH")``
-(and ``memlens loomflow-sqlite:PATH``) shows a loomflow ``SqliteMemory`` file read-only and live.
+"""A loomflow agent's memory, looked at where it lives: ``MemoryStore.open("loomflow-sqlite:FILE")``
+or ``MemoryStore.open("chroma:DIR")`` (and ``memlens loomflow-sqlite:FILE``, ``memlens chroma:DIR``)
+shows a loomflow ``SqliteMemory`` file or ``ChromaMemory`` directory, read-only and live.
 
-The file is loomflow's, so memlens never opens it for writing, nor as a database SQLite could
-write side files for: each reading goes through :func:`.loomflow_sqlite.read_loomflow_sqlite`
-(``immutable=1``, or a private copy while loomflow's WAL holds pending content; the file's and its
-side files' sizes and mtimes compared before and after). What it reads is held in a private
-memlens store, a *mirror*, in a folder only this user can read (0700), deleted on :meth:`close`;
-every read of the view is a read of that mirror, so search, time travel and every tier behave as
-on any memlens store, with the tenant partition of the store itself.
+The source is loomflow's, so memlens never opens it for writing: each reading goes through the
+importer's reader (:func:`.loomflow_sqlite.read_loomflow_sqlite`: ``immutable=1``, or a private
+copy while loomflow's WAL holds pending content; :func:`.chroma_source.read_chroma`: a private
+copy read with chromadb's client), which compares the sizes and mtimes of the source's files
+before and after. What it reads is held in a private memlens store, a *mirror*, in a folder only
+this user can read (0700), deleted on :meth:`LoomflowView.close`; every read of the view is a read
+of that mirror, so search and every tier behave as on any memlens store, with the store's own
+tenant partition. (Time travel reaches back to the view's first reading only; facts keep the
+times loomflow gave them.)
 
 Live: :meth:`LoomflowView.data_version` (which the inspector polls) first compares the source's
 stamp with the one last read; when it moved, the source is read again and imported into the
 mirror, which writes only what is new. When the import cannot express the change (a record that
 changed, or records loomflow deleted: the mirror would hold more than the source), the mirror is
-built again from the source, and replaces the old one. A reading that meets loomflow writing
-(the stamp moved while reading) keeps the mirror as it was and tries again at the next poll.
+built again from the source and replaces the old one, which is deleted once the calls under way
+on it return. A reading that meets loomflow writing keeps the mirror as it was and tries again at
+the next poll.
 
-Writes raise :class:`~store.errors.ReadOnlyStoreError` naming the source, but for one:
-:meth:`LoomflowView.forget` erases a user, or one session, from the file itself, through
-loomflow's own forget, then scrubs and checks the file (:mod:`.loomflow_erase`). Semantic search: loomflow
-does not record which model made its vectors, so the mirror embeds with the embedder it is given
-(none by default: keyword search only, and the inspector says so).
+Writes raise :class:`~store.errors.ReadOnlyStoreError` naming the source, but for one: on a
+loomflow file, :meth:`LoomflowView.forget` erases a user, or one session, from the file itself,
+through loomflow's own forget, then scrubs and checks it (:mod:`.loomflow_erase`). A Chroma
+directory is not erased in place (its kind says why). loomflow does not record which model made
+its vectors, so the mirror embeds with the embedder it is given (none by default: keyword
+search only, and the inspector says so).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import tempfile
 import threading
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -39,21 +45,60 @@ from .. import SessionMemory
 from ..errors import ImportMismatchError, InvalidInputError, ReadOnlyStoreError, SourceChangedError, UnknownSessionError
 from ..memory import MemoryStore
 from ..models import ForgetReceipt
+from .chroma_source import directory_stamp, read_chroma
 from .loomflow_erase import forget_in_place, scrub_in_place
 from .loomflow_sqlite import LoomflowSource, import_loomflow_sqlite, read_loomflow_sqlite, source_stamp
 
-__all__ = ["LoomflowView", "SCHEME", "open_loomflow_view"]
+__all__ = ["LoomflowView", "SourceKind", "KINDS", "open_view", "open_loomflow_view"]
 
-SCHEME = "loomflow-sqlite:"
+
+@dataclass(frozen=True)
+class SourceKind:
+    """How a view reads one kind of source, and what it may do to it."""
+
+    scheme: str
+    read: Callable[[Path], LoomflowSource]
+    stamp: Callable[[Path], Any]
+    # Erasable in place (through the library that owns the source), or why not.
+    erasable: bool
+    read_only_reason: str
+
+
+KINDS = {
+    "loomflow-sqlite": SourceKind(
+        "loomflow-sqlite",
+        lambda path: read_loomflow_sqlite(path),  # looked up at each reading, so tests can make one fail
+        source_stamp,
+        True,
+        "another library's memory, shown where it lives: memlens only erases from it, through that library",
+    ),
+    "chroma": SourceKind(
+        "chroma",
+        lambda path: read_chroma(path),
+        directory_stamp,
+        False,
+        "a Chroma directory, shown where it lives: memlens does not erase from it in place, since Chroma keeps "
+        "vectors in segment files memlens can neither scrub nor check byte for byte; erase with loomflow's "
+        "ChromaMemory.forget, or import it into a memlens store",
+    ),
+}
 _TIERS = ("episodes", "facts", "blocks")
 _UNSET: Any = object()
 
 
+def open_view(address: str | Path, *, embedder: Any = None) -> LoomflowView:
+    """A read-only, live view of the loomflow memory ``address`` names (``loomflow-sqlite:FILE``
+    or ``chroma:DIR``); a source that is missing, not loomflow's or of a newer schema raises the
+    importer's typed errors."""
+    scheme, _, rest = str(address).partition(":")
+    if scheme not in KINDS:
+        raise InvalidInputError(f"{address}: not a source memlens can show ({', '.join(k + ':PATH' for k in KINDS)})")
+    return LoomflowView(Path(rest), embedder, KINDS[scheme])
+
+
 def open_loomflow_view(path: str | Path, *, embedder: Any = None) -> LoomflowView:
-    """A read-only, live view of the loomflow ``SqliteMemory`` database at ``path``; a file that is
-    missing, not loomflow's or of a newer schema raises the importer's typed errors."""
-    source = Path(str(path).removeprefix(SCHEME))
-    return LoomflowView(source, embedder)
+    """A read-only, live view of the loomflow ``SqliteMemory`` database at ``path``."""
+    return LoomflowView(Path(str(path).removeprefix("loomflow-sqlite:")), embedder, KINDS["loomflow-sqlite"])
 
 
 class _Mirror:
@@ -106,23 +151,26 @@ class LoomflowView:
     docstring); every other method raises :class:`~store.errors.ReadOnlyStoreError`."""
 
     read_only = True
-    # The one write it offers: forget (and scrub), erasing from the loomflow file in place.
-    erases_in_place = True
 
-    def __init__(self, source: Path, embedder: Any = None):
-        self.source = source
+    def __init__(self, source: Path, embedder: Any, kind: SourceKind):
+        self.source, self.kind = source, kind
+        # The one write a loomflow file's view offers: forget (and scrub), erasing in place.
+        self.erases_in_place = kind.erasable
+        self.read_only_reason = kind.read_only_reason
+        # What the inspector's title says of search when the view embeds nothing.
+        self.search_note = None if embedder is not None else "keyword search only: loomflow does not record its vectors' model"
         # SQLite keeps the -wal of a file opened through a symlink beside the file it points to.
         self._real = Path(os.path.realpath(source))
         self._embedder = embedder
         self._sync_lock = threading.Lock()  # one reading of the source at a time
         self._swap_lock = threading.Lock()  # a call takes the current mirror, or waits for the new one
-        self._stamp = source_stamp(self._real)
-        self._mirror = _Mirror(read_loomflow_sqlite(source), embedder)
+        self._stamp = kind.stamp(self._real)
+        self._mirror = _Mirror(kind.read(source), embedder)
         self._generation = 0
 
     @property
     def path(self) -> str:
-        return f"{SCHEME}{self.source}"
+        return f"{self.kind.scheme}:{self.source}"
 
     def __repr__(self) -> str:
         return f"LoomflowView({self.path!r})"
@@ -135,11 +183,11 @@ class LoomflowView:
     def sync(self) -> bool:
         """Read the source again if it changed since the last reading; True if the view changed."""
         with self._sync_lock:
-            stamp = source_stamp(self._real)
+            stamp = self.kind.stamp(self._real)
             if stamp == self._stamp:
                 return False
             try:
-                read = read_loomflow_sqlite(self.source)
+                read = self.kind.read(self.source)
             except SourceChangedError:
                 return False  # loomflow is writing: the next poll reads it whole
             try:
@@ -173,6 +221,8 @@ class LoomflowView:
         own forget, then scrubbed and checked (:mod:`.loomflow_erase`); the view is read again,
         so what was erased leaves its mirror too. Only those two forms: ``before`` and
         ``facts_only`` raise :class:`~store.errors.InvalidInputError`."""
+        if not self.erases_in_place:
+            raise ReadOnlyStoreError(f"{self.path}: {self.read_only_reason}")
         if user_id is _UNSET:
             raise InvalidInputError("forget needs user_id: name the user to erase, or pass user_id=None for the anonymous bucket")
         if before is not None or facts_only:
@@ -195,6 +245,8 @@ class LoomflowView:
     def scrub(self) -> bool:
         """VACUUM the loomflow file and truncate its -wal (refused while another process writes
         it); False if a reader of the agent kept the -wal from being truncated."""
+        if not self.erases_in_place:
+            raise ReadOnlyStoreError(f"{self.path}: {self.read_only_reason}")
         with self._sync_lock:
             done, _ = scrub_in_place(self._real)
         return done
@@ -233,7 +285,7 @@ class LoomflowView:
                 # A write: the reader's refusal, said again in the source's terms.
                 raise ReadOnlyStoreError(
                     f"{self.path} is a loomflow agent's memory, shown read-only: memlens never writes to it "
-                    "(import it into a memlens store with `memlens import --from loomflow-sqlite` to work on a copy)",
+                    f"(import it into a memlens store with `memlens import --from {self.kind.scheme}` to work on a copy)",
                     reason=error.reason,
                 ) from None
             finally:
