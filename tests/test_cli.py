@@ -1,5 +1,6 @@
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -88,3 +89,11 @@ def test_errors_are_one_line_not_a_traceback(tmp_path):
     assert result.returncode == 2 and "not an SQLite database" in result.stderr and "Traceback" not in result.stderr
     missing_session = run("forget", "--db", str(bad), "--user", "x", "--session", "s", "--yes")
     assert missing_session.returncode == 2
+
+
+def test_version_prints_the_installed_distributions_version():
+    from importlib.metadata import version
+
+    done = subprocess.run([str(Path(sys.executable).parent / "memlens"), "--version"], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stderr == ""
+    assert done.stdout == f"memlens {version('memlens')}\n"

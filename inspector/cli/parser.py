@@ -67,10 +67,32 @@ class _NotParsed:
         return self
 
 
+def installed_version() -> str:
+    """The version the installed distribution's metadata records (one place: pyproject.toml)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("memlens")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
+class _Version(argparse.Action):
+    """``--version``: the metadata is read only when asked (every start builds this parser)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help=str(kwargs.get("help", "")))
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
+        print(f"memlens {installed_version()}")
+        parser.exit()
+
+
 def build_parser(only: str | None = None) -> Parser:
     """The whole command line; with ``only`` (one of :data:`COMMANDS`), just that sub-command,
     which parses its arguments the same way."""
     parser = Parser(prog="memlens", description="Look inside an AI agent's memory.")
+    parser.add_argument("--version", action=_Version, help="print the installed version and exit")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     def command(name: str, help: str) -> argparse.ArgumentParser:
