@@ -3,6 +3,7 @@ keyword policy and its data-version cache, and how a writer waits out a tenant's
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 import time
@@ -39,6 +40,25 @@ MIN_EPISODES_FOR_CUT = 1000
 # beside the newest MAX_KEYWORD_MATCHES of the whole query, so an id or a tag behind a common word
 # ("find the note tagged #48213") is not cut away with the older matches of the common one.
 RARE_MATCHES = MAX_KEYWORD_MATCHES
+
+
+# BM25 as FTS5 ranks (its constants, and an IDF of 1e-6 for a word in half the documents or more),
+# so keyword scores mean the same on every engine.
+K1, B, IDF_FLOOR = 1.2, 0.75, 1e-6
+
+
+def bm25(count: int, average: float, df: list[int], tf: list[int], length: int) -> float:
+    """A document's BM25 (higher is better): ``count`` documents of ``average`` length, each
+    query item's document count ``df`` and frequency in this document ``tf``, its ``length``."""
+    score = 0.0
+    for n, f in zip(df, tf, strict=True):
+        if not f:
+            continue
+        idf = max(math.log((count - n + 0.5) / (n + 0.5)), IDF_FLOOR)
+        # FTS5's own order of operations, to the last bit: equal scores stay equal, so ties
+        # break the same way (newest first) as when FTS5 ranks.
+        score += idf * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * length / (average or 1.0))))
+    return score
 
 
 def is_rare(prefix: bool, matches: int) -> bool:

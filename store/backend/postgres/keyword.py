@@ -18,7 +18,6 @@ tsquery's own text form.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Hashable
 from datetime import datetime
@@ -45,9 +44,8 @@ from sqlalchemy.dialects.postgresql import TSQUERY, array
 from ...schema import episodes_t, facts_t
 from ...tenancy import Tenant
 from ..interface import KeywordHit
-from ..shared import COMMON_SHARE, MAX_KEYWORD_MATCHES, MIN_EPISODES_FOR_CUT, DataVersionCache, filtered, is_rare, marked_terms
+from ..shared import COMMON_SHARE, MAX_KEYWORD_MATCHES, MIN_EPISODES_FOR_CUT, DataVersionCache, bm25, filtered, is_rare, marked_terms
 
-K1, B, IDF_FLOOR = 1.2, 0.75, 1e-6
 _ITEM = re.compile(r"'((?:[^']|'')*)'(:\*)?")
 _HEADLINE = "StartSel=\x02, StopSel=\x03, HighlightAll=true"
 
@@ -127,16 +125,6 @@ def _term_counts(table: Table, query_items: list[tuple[str, bool]]) -> list[Labe
         counts.append(func.coalesce(func.sum(occurrences).filter(hit), 0))
     per_item = select(array(counts)).select_from(words)
     return [per_item.scalar_subquery().label("tf")]
-
-
-def bm25(count: int, average: float, df: list[int], tf: list[int], length: int) -> float:
-    score = 0.0
-    for n, f in zip(df, tf, strict=True):
-        if not f:
-            continue
-        idf = max(math.log((count - n + 0.5) / (n + 0.5)), IDF_FLOOR)
-        score += idf * f * (K1 + 1) / (f + K1 * (1 - B + B * length / (average or 1.0)))
-    return score
 
 
 def _ranked(

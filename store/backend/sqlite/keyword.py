@@ -1,9 +1,11 @@
 """The keyword index on SQLite: FTS5 tables over episodes and facts, ranked by BM25.
 
 The tenant partition is part of every candidate query (the FTS join filters on the tenant
-before LIMIT), so ranking never sees another tenant's rows. BM25's document statistics are
-index-wide, as FTS5 keeps them (another tenant's writes can change the order of this tenant's
-hits, never which words its query keeps: :func:`common_terms` reads the tenant's episodes only).
+before LIMIT), so ranking never sees another tenant's rows. FTS5's BM25 statistics are
+index-wide: they are the tenant's own only while it holds every episode; otherwise the
+candidates are ranked over the tenant's own statistics (:mod:`.tenant_bm25`), so another
+tenant's writes never change the order of this tenant's hits, nor which words its query keeps
+(:func:`common_terms` reads the tenant's episodes only).
 """
 
 from __future__ import annotations
@@ -46,7 +48,8 @@ from ..shared import (
     is_rare,
     marked_terms,
 )
-from . import highlight
+from . import highlight, tenant_bm25
+from .tenant_bm25 import TenantStatistics
 
 
 def fts_expression(terms: list[str], *, min_prefix: int | None, too_common: AbstractSet[str] = frozenset()) -> str | None:
@@ -241,6 +244,57 @@ def _filter_values(session_id: str | None, since: datetime | None, until: dateti
     return {name: value for name, value in (("session_id", session_id), ("since", since), ("until", until)) if value is not None}
 
 
+_DOCSIZE = table("episodes_fts_docsize", column("id"), column("sz"))
+
+
+@lru_cache(maxsize=256)
+def _ranked_candidates(tenant: Tenant, session: bool, since: bool, until: bool, rare: bool) -> Select[Any]:
+    """The query's newest :window matches (``rare``: every match of ``:rare``, its rare words),
+    with FTS5's bm25() over the whole index and each one's token counts."""
+    e = episodes_t
+    stmt = tenant.select(e, e.c.pk, func.bm25(_EPISODES_REF).label("rank"), _DOCSIZE.c.sz)
+    stmt = stmt.select_from(_EPISODES_FTS.join(e, e.c.pk == _EPISODES_FTS.c.rowid).join(_DOCSIZE, _DOCSIZE.c.id == e.c.pk))
+    stmt = filtered(stmt.where(_MATCHES), **_shape(session, since, until))
+    if not rare:
+        return stmt.order_by(_EPISODES_FTS.c.rowid.desc()).limit(bindparam("window"))
+    rare_rows: Select[Any] = (
+        select(literal_column("rowid"))
+        .select_from(table("episodes_fts"))
+        .where(literal_column("episodes_fts").op("MATCH")(bindparam("rare")))
+        .correlate(None)
+    )
+    return stmt.where(literal_column("+episodes_fts.rowid").in_(rare_rows.scalar_subquery()))  # see _every_match_of
+
+
+def ranked_by_tenant(
+    conn: Connection,
+    tenant: Tenant,
+    expression: str,
+    limit: int,
+    filters: dict[str, Any],
+    totals: tuple[int, int],
+    statistics: TenantStatistics,
+) -> list[tuple[int, float, list[str]]]:
+    """The query's candidates (its newest MAX_KEYWORD_MATCHES matches, and every match of its
+    words rare in the tenant's episodes) ranked by BM25 over the tenant's own statistics: those
+    FTS5's score leaves in reach of the best (:func:`.tenant_bm25.shortlist`), exactly."""
+    shape = (filters.get("session_id") is not None, filters.get("since") is not None, filters.get("until") is not None)
+    items = expression.split(" OR ")  # fts_expression's own form: each part one quoted word
+    matches = statistics.matches(tenant, items)
+    values = {"expression": expression, "window": MAX_KEYWORD_MATCHES, **filters}
+    candidates = {
+        pk: (-score, sum(tenant_bm25.varints(sz))) for pk, score, sz in conn.execute(_ranked_candidates(tenant, *shape, False), values)
+    }
+    rare = [item for item, n in zip(items, matches, strict=True) if is_rare(item.endswith("*"), n)]
+    if rare:
+        found = conn.execute(_ranked_candidates(tenant, *shape, True), {**values, "rare": " OR ".join(rare)})
+        candidates.update((pk, (-score, sum(tenant_bm25.varints(sz)))) for pk, score, sz in found)
+    index = (statistics.store_totals(), statistics.matches(None, items))
+    keys = tenant_bm25.shortlist(candidates, (totals, matches), index, limit)
+    rows = [tuple(row) for row in conn.execute(_texts_by_key(tenant), {"keys": keys})] if keys else []
+    return [(pk, score, []) for pk, score in tenant_bm25.rank(rows, items, totals, matches, limit)]
+
+
 def keyword_episodes(
     conn: Connection,
     tenant: Tenant,
@@ -249,7 +303,11 @@ def keyword_episodes(
     session_id: str | None,
     since: datetime | None,
     until: datetime | None,
+    statistics: TenantStatistics | None = None,
 ) -> list[tuple[int, float, list[str]]]:
+    totals = None if statistics is None else statistics.totals(tenant)
+    if statistics is not None and totals is not None:  # FTS5's statistics are not the tenant's alone
+        return ranked_by_tenant(conn, tenant, expression, limit, _filter_values(session_id, since, until), totals, statistics)
     shape = (session_id is not None, since is not None, until is not None)
     values = {"expression": expression, "window": MAX_KEYWORD_MATCHES, "limit": limit, **_filter_values(session_id, since, until)}
     found: dict[int, float] = dict(conn.execute(_newest_matches(tenant, *shape), values).all())
@@ -301,6 +359,7 @@ class SqliteKeywordIndex:
 
     def __init__(self, read: Callable[[], AbstractContextManager[Connection]], data_version: Callable[[], int]):
         self.common_words = CommonWords(read, data_version)
+        self.statistics = TenantStatistics(read, data_version)
 
     def expression(self, conn: Connection, tenant: Tenant, terms: list[str], *, min_prefix: int | None, cut_common: bool) -> str | None:
         common = self.common_words(tenant, terms) if cut_common else set()
@@ -317,7 +376,7 @@ class SqliteKeywordIndex:
         since: datetime | None,
         until: datetime | None,
     ) -> list[KeywordHit]:
-        return keyword_episodes(conn, tenant, expression, limit, session_id, since, until)
+        return keyword_episodes(conn, tenant, expression, limit, session_id, since, until, self.statistics)
 
     def episode_highlights(self, conn: Connection, tenant: Tenant, expression: str, pks: list[int]) -> dict[int, list[str]]:
         return episode_highlights(conn, tenant, expression, pks)

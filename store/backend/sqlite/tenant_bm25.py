@@ -1,0 +1,221 @@
+"""BM25 over a tenant's own statistics on SQLite, where FTS5's are index-wide.
+
+FTS5's ``bm25()`` counts documents, lengths and each word's documents over the whole index, so
+another tenant's writes reorder a tenant's keyword results. While one tenant holds every episode
+those statistics are its own and ``bm25()`` is kept (the common case: an agent's store, the
+benchmarks). Otherwise the candidates FTS5 finds are ranked here, with the formula FTS5 uses
+(:func:`..shared.bm25`) over the tenant's episode count, its average length and each query
+word's count of the tenant's episodes, as on PostgreSQL.
+
+A candidate's length is the token count FTS5 keeps for it (its ``docsize`` row). Its frequency of
+each query word comes from FTS5 itself: the candidates' texts are put in a small in-memory FTS5
+table with the same tokenizer (as :mod:`.highlight` does to mark them), where ``bm25()`` of one
+word at a time gives back the frequency, the only unknown left in its formula. So the words a
+query matches, stems and prefixes included, are FTS5's, never a re-implementation of them.
+
+The statistics are kept until anyone commits (:class:`..shared.DataVersionCache`), read in a
+read transaction of their own begun after the change counter was read.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
+from typing import Any
+
+from sqlalchemy import Connection, Select, column, func, literal_column, select, table, text
+
+from ...schema import episodes_t
+from ...tenancy import Tenant
+from ..shared import IDF_FLOOR, K1, B, DataVersionCache, bm25
+from .migrations import _FTS_TOKENIZER
+
+_local = threading.local()
+
+
+def varints(blob: bytes) -> list[int]:
+    """The SQLite varints a blob holds, one after another (FTS5's docsize and averages records):
+    big-endian, seven bits a byte while the high bit is set, all eight in a ninth byte."""
+    if blob and max(blob) < 0x80:  # every value under 128, as nearly every column's token count
+        return list(blob)
+    values, i = [], 0
+    while i < len(blob):
+        value = 0
+        for j in range(9):
+            byte = blob[i]
+            i += 1
+            if j == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if not byte & 0x80:
+                break
+        values.append(value)
+    return values
+
+
+class TenantStatistics:
+    """The tenant's episode count, token count and each query item's count of its episodes,
+    by the store's change counter; None for a tenant that holds every episode (FTS5's own
+    statistics are then exactly its own)."""
+
+    def __init__(self, read: Callable[[], AbstractContextManager[Connection]], data_version: Callable[[], int]):
+        self._read, self._data_version = read, data_version
+        self._cache = DataVersionCache()
+
+    def totals(self, tenant: Tenant) -> tuple[int, int] | None:
+        """(episodes, tokens) of the tenant, or None when it holds every episode of the store."""
+        version = self._data_version()
+        found = self._cache.get(version, (tenant.key, "totals"))
+        if found is DataVersionCache.MISSING:
+            with self._read() as conn:
+                found = _totals(conn, tenant)
+            self._cache.keep(version, {(tenant.key, "totals"): found})
+        return found  # type: ignore[no-any-return]
+
+    def matches(self, tenant: Tenant | None, items: list[str]) -> list[int]:
+        """How many of the tenant's episodes (None: of the whole index) each FTS5 query item (a
+        quoted word, maybe a prefix) matches."""
+        version, owner = self._data_version(), None if tenant is None else tenant.key
+        counts = {item: self._cache.get(version, (owner, "matches", item)) for item in items}
+        missing = [item for item, n in counts.items() if n is DataVersionCache.MISSING]
+        if missing:
+            with self._read() as conn:
+                fresh = {item: _matches(conn, tenant, item) if tenant else _store_matches(conn, item) for item in missing}
+            self._cache.keep(version, {(owner, "matches", item): n for item, n in fresh.items()})
+            counts.update(fresh)
+        return [counts[item] for item in items]
+
+    def store_totals(self) -> tuple[int, int]:
+        """(episodes, tokens) of the whole index: the statistics FTS5's bm25() ranks with."""
+        version = self._data_version()
+        found = self._cache.get(version, (None, "totals"))
+        if found is DataVersionCache.MISSING:
+            with self._read() as conn:
+                found = _store_totals(conn)
+            self._cache.keep(version, {(None, "totals"): found})
+        return found  # type: ignore[no-any-return]
+
+
+_DOCSIZE = table("episodes_fts_docsize", column("id"), column("sz"))
+
+
+def _store_totals(conn: Connection) -> tuple[int, int]:
+    """(episodes, tokens) of the whole index, from FTS5's averages record."""
+    averages = conn.execute(text("SELECT block FROM episodes_fts_data WHERE id = 1")).scalar()
+    values = varints(averages) if averages else [0]
+    return values[0], sum(values[1:])
+
+
+def _store_matches(conn: Connection, item: str) -> int:
+    counted: int = conn.execute(text("SELECT count(*) FROM episodes_fts WHERE episodes_fts MATCH :item"), {"item": item}).scalar_one()
+    return counted
+
+
+def _totals(conn: Connection, tenant: Tenant) -> tuple[int, int] | None:
+    e = episodes_t
+    held: int = conn.execute(tenant.select(e, func.count())).scalar_one()
+    averages = conn.execute(text("SELECT block FROM episodes_fts_data WHERE id = 1")).scalar()
+    everyone = varints(averages)[0] if averages else 0  # the index's row count comes first
+    if held == everyone:
+        return None
+    sizes = conn.execute(tenant.select(e, _DOCSIZE.c.sz).select_from(e.join(_DOCSIZE, _DOCSIZE.c.id == e.c.pk))).scalars()
+    return held, sum(sum(varints(sz)) for sz in sizes)
+
+
+def _matches(conn: Connection, tenant: Tenant, item: str) -> int:
+    e = episodes_t
+    matching: Select[Any] = (
+        select(literal_column("rowid")).select_from(table("episodes_fts")).where(literal_column("episodes_fts").op("MATCH")(item))
+    )
+    counted: int = conn.execute(tenant.select(e, func.count()).where(e.c.pk.in_(matching.scalar_subquery()))).scalar_one()
+    return counted
+
+
+def _scratch() -> sqlite3.Connection:
+    """This thread's in-memory database holding the empty ranking table (nothing persists in it)."""
+    con = getattr(_local, "con", None)
+    if con is None:
+        con = sqlite3.connect(":memory:", isolation_level=None)
+        con.execute(f"CREATE VIRTUAL TABLE ranks USING fts5(a, b, tokenize='{_FTS_TOKENIZER}')")
+        _local.con = con
+    return con
+
+
+def frequencies(rows: Iterable[tuple[int, str, str]], items: list[str]) -> tuple[dict[int, list[int]], dict[int, int]]:
+    """Each row's frequency of each query item, and its token count, as FTS5 counts them."""
+    con = _scratch()
+    con.execute("BEGIN")
+    try:
+        con.executemany("INSERT INTO ranks(rowid, a, b) VALUES (?, ?, ?)", rows)
+        lengths = {rowid: sum(varints(sz)) for rowid, sz in con.execute("SELECT id, sz FROM ranks_docsize")}
+        count = len(lengths)
+        average = sum(lengths.values()) / count if count else 0.0
+        found: dict[int, list[int]] = {rowid: [0] * len(items) for rowid in lengths}
+        for i, item in enumerate(items):
+            hits = con.execute("SELECT rowid, bm25(ranks) FROM ranks WHERE ranks MATCH ?", (item,)).fetchall()
+            idf = math.log((count - len(hits) + 0.5) / (len(hits) + 0.5))
+            idf = idf if idf > 0 else IDF_FLOOR
+            for rowid, score in hits:
+                # bm25() = -idf * f (k1 + 1) / (f + k1 (1 - b + b D / avgdl)): solved for f.
+                g = -score / idf
+                k = K1 * (1 - B + B * lengths[rowid] / average)
+                found[rowid][i] = round(g * k / (K1 + 1 - g))
+        return found, lengths
+    finally:
+        con.execute("ROLLBACK")
+
+
+def idf(count: int, matches: int) -> float:
+    return max(math.log((count - matches + 0.5) / (matches + 0.5)), IDF_FLOOR)
+
+
+def shortlist(
+    candidates: dict[int, tuple[float, int]],
+    own: tuple[tuple[int, int], list[int]],
+    index: tuple[tuple[int, int], list[int]],
+    limit: int,
+) -> list[int]:
+    """The candidates (key: FTS5's score, token count) that can be among the best ``limit`` by
+    the tenant's statistics (``own``: its totals and matches per item), judged from FTS5's score
+    over the index's (``index``), without reading their texts.
+
+    Per item, the tenant's score term is FTS5's times idf_T / idf_I (one ratio per item) times
+    (f + K_I) / (f + K_T) for the item's frequency f >= 1 and each side's length norm K, which
+    lies between 1 and (1 + K_I) / (1 + K_T). So each candidate's tenant score lies between
+    FTS5's times the smallest such factors and times the largest; one whose upper bound is below
+    the ``limit``-th best lower bound cannot be among the best."""
+    if len(candidates) <= limit:
+        return list(candidates)
+    ((n_own, t_own), m_own), ((n_all, t_all), m_all) = own, index
+    ratios = [idf(n_own, a) / idf(n_all, b) for a, b in zip(m_own, m_all, strict=True)]
+    low_idf, high_idf = min(ratios), max(ratios)
+    avg_own, avg_all = t_own / n_own, t_all / n_all
+    bounds = {}
+    for pk, (score, length) in candidates.items():
+        k_own = K1 * (1 - B + B * length / avg_own)
+        k_all = K1 * (1 - B + B * length / avg_all)
+        norm = (1 + k_all) / (1 + k_own)
+        low, high = min(1.0, norm), max(1.0, norm)
+        # A margin for rounding: a bound a few ulps off must not drop a hit.
+        bounds[pk] = (score * low_idf * low * (1 - 1e-9), score * high_idf * high * (1 + 1e-9))
+    floor = sorted((low for low, _ in bounds.values()), reverse=True)[limit - 1]
+    return [pk for pk, (_, high) in bounds.items() if high >= floor]
+
+
+def rank(
+    rows: list[tuple[int, str, str]], items: list[str], totals: tuple[int, int], matches: list[int], limit: int
+) -> list[tuple[int, float]]:
+    """The best ``limit`` of ``rows`` (key, input, output) by BM25 over the tenant's statistics."""
+    found, lengths = frequencies(rows, items)
+    documents, tokens = totals
+    average = tokens / documents if documents else 0.0
+    scored = [(pk, bm25(documents, average, matches, found[pk], lengths[pk])) for pk in found]
+    scored.sort(key=lambda hit: (-hit[1], -hit[0]))
+    return scored[:limit]
+
+
+__all__ = ["TenantStatistics", "rank", "varints"]
