@@ -14,11 +14,14 @@ word at a time gives back the frequency, the only unknown left in its formula. S
 query matches, stems and prefixes included, are FTS5's, never a re-implementation of them.
 
 The statistics are kept until anyone commits (:class:`..shared.DataVersionCache`), read in a
-read transaction of their own begun after the change counter was read.
+read transaction of their own begun after the change counter was read, and counted from the
+smaller side: a tenant holding most of the index gets the index's totals less the other
+tenants' (at 100k episodes, 21 ms after a commit where reading its own token counts took 165-290).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import sqlite3
 import threading
@@ -26,7 +29,7 @@ from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from typing import Any
 
-from sqlalchemy import Connection, Select, column, func, literal_column, select, table, text
+from sqlalchemy import Connection, Select, column, func, not_, select, table, text
 
 from ...schema import episodes_t
 from ...tenancy import Tenant
@@ -68,6 +71,10 @@ class TenantStatistics:
 
     def totals(self, tenant: Tenant) -> tuple[int, int] | None:
         """(episodes, tokens) of the tenant, or None when it holds every episode of the store."""
+        found = self._totals(tenant)
+        return None if found is None else (found[0], found[1])
+
+    def _totals(self, tenant: Tenant) -> tuple[int, int, bool] | None:
         version = self._data_version()
         found = self._cache.get(version, (tenant.key, "totals"))
         if found is DataVersionCache.MISSING:
@@ -83,8 +90,10 @@ class TenantStatistics:
         counts = {item: self._cache.get(version, (owner, "matches", item)) for item in items}
         missing = [item for item, n in counts.items() if n is DataVersionCache.MISSING]
         if missing:
+            totals = None if tenant is None else self._totals(tenant)
+            most = totals is not None and totals[2]
             with self._read() as conn:
-                fresh = {item: _matches(conn, tenant, item) if tenant else _store_matches(conn, item) for item in missing}
+                fresh = {item: _matches(conn, tenant, item, most) if tenant else _store_matches(conn, item) for item in missing}
             self._cache.keep(version, {(owner, "matches", item): n for item, n in fresh.items()})
             counts.update(fresh)
         return [counts[item] for item in items]
@@ -115,24 +124,45 @@ def _store_matches(conn: Connection, item: str) -> int:
     return counted
 
 
-def _totals(conn: Connection, tenant: Tenant) -> tuple[int, int] | None:
+def _tokens(sizes: Iterable[bytes]) -> int:
+    """The token count of docsize rows; one pass in C when every count is under 128, as nearly always."""
+    joined = b"".join(sizes)
+    return sum(joined) if not joined or max(joined) < 0x80 else sum(sum(varints(sz)) for sz in sizes)
+
+
+def _others(tenant: Tenant) -> Select[Any]:
+    """The keys of every other tenant's episodes: for a tenant holding most of the index, its
+    statistics are the index's less theirs, far fewer rows to read. (Numbers only: no other
+    tenant's content is read, and nothing of theirs reaches a result.)"""
+    e = episodes_t
+    return select(e.c.pk).where(not_(tenant.owns_while_erasing(e)))
+
+
+def _totals(conn: Connection, tenant: Tenant) -> tuple[int, int, bool] | None:
+    """(episodes, tokens, whether it holds most of the index) of the tenant, or None when it holds every episode."""
     e = episodes_t
     held: int = conn.execute(tenant.select(e, func.count())).scalar_one()
-    averages = conn.execute(text("SELECT block FROM episodes_fts_data WHERE id = 1")).scalar()
-    everyone = varints(averages)[0] if averages else 0  # the index's row count comes first
+    everyone, every_token = _store_totals(conn)
     if held == everyone:
         return None
-    sizes = conn.execute(tenant.select(e, _DOCSIZE.c.sz).select_from(e.join(_DOCSIZE, _DOCSIZE.c.id == e.c.pk))).scalars()
-    return held, sum(sum(varints(sz)) for sz in sizes)
+    if 2 * held > everyone:
+        sizes = conn.execute(select(_DOCSIZE.c.sz).where(_DOCSIZE.c.id.in_(_others(tenant).scalar_subquery()))).scalars().all()
+        return held, every_token - _tokens(sizes), True
+    sizes = conn.execute(tenant.select(e, _DOCSIZE.c.sz).select_from(e.join(_DOCSIZE, _DOCSIZE.c.id == e.c.pk))).scalars().all()
+    return held, _tokens(sizes), False
 
 
-def _matches(conn: Connection, tenant: Tenant, item: str) -> int:
+_MATCHING_AMONG = text("SELECT count(*) FROM episodes_fts WHERE episodes_fts MATCH :item AND rowid IN (SELECT value FROM json_each(:keys))")
+
+
+def _matches(conn: Connection, tenant: Tenant, item: str, most: bool) -> int:
+    """The tenant's episodes the item matches, counted by FTS5 among the smaller set of keys:
+    the tenant's own, or for a tenant holding most of the index, the other tenants' (whose
+    matches are then taken from the index's)."""
     e = episodes_t
-    matching: Select[Any] = (
-        select(literal_column("rowid")).select_from(table("episodes_fts")).where(literal_column("episodes_fts").op("MATCH")(item))
-    )
-    counted: int = conn.execute(tenant.select(e, func.count()).where(e.c.pk.in_(matching.scalar_subquery()))).scalar_one()
-    return counted
+    keys = _others(tenant) if most else tenant.select(e, e.c.pk)
+    among: int = conn.execute(_MATCHING_AMONG, {"item": item, "keys": json.dumps(list(conn.execute(keys).scalars()))}).scalar_one()
+    return _store_matches(conn, item) - among if most else among
 
 
 def _scratch() -> sqlite3.Connection:
