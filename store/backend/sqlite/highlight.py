@@ -20,12 +20,15 @@ from .migrations import _FTS_TOKENIZER
 _local = threading.local()
 
 
-def _scratch() -> sqlite3.Connection:
-    """This thread's in-memory database holding the empty marking table (nothing ever persists in it)."""
+def scratch() -> sqlite3.Connection:
+    """This thread's in-memory database with empty FTS5 tables of the store's tokenizer, which
+    marking (``hits``) and ranking by the tenant's statistics (``ranks``, :mod:`.tenant_bm25`)
+    fill inside a transaction they roll back: nothing ever persists in it."""
     con = getattr(_local, "con", None)
     if con is None:
         con = sqlite3.connect(":memory:", isolation_level=None)
         con.execute(f"CREATE VIRTUAL TABLE hits USING fts5(a, b, c, tokenize='{_FTS_TOKENIZER}')")
+        con.execute(f"CREATE VIRTUAL TABLE ranks USING fts5(a, b, tokenize='{_FTS_TOKENIZER}')")
         _local.con = con
     return con
 
@@ -33,7 +36,7 @@ def _scratch() -> sqlite3.Connection:
 def mark(expression: str, rows: Iterable[tuple[int, ...]], columns: int) -> dict[int, list[str]]:
     """The terms ``expression`` matches in each row (``(key, text, ...)`` with ``columns`` texts),
     as :func:`store.backend.shared.marked_terms` lists them; rows it does not match are left out."""
-    con = _scratch()
+    con = scratch()
     padded = [(key, *texts, *([""] * (3 - columns))) for key, *texts in rows]
     if not padded:
         return {}

@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import json
 import math
-import sqlite3
-import threading
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from typing import Any
@@ -34,9 +32,7 @@ from sqlalchemy import Connection, Select, column, func, not_, select, table, te
 from ...schema import episodes_t
 from ...tenancy import Tenant
 from ..shared import IDF_FLOOR, K1, B, DataVersionCache, bm25
-from .migrations import _FTS_TOKENIZER
-
-_local = threading.local()
+from .highlight import scratch
 
 
 def varints(blob: bytes) -> list[int]:
@@ -165,19 +161,9 @@ def _matches(conn: Connection, tenant: Tenant, item: str, most: bool) -> int:
     return _store_matches(conn, item) - among if most else among
 
 
-def _scratch() -> sqlite3.Connection:
-    """This thread's in-memory database holding the empty ranking table (nothing persists in it)."""
-    con = getattr(_local, "con", None)
-    if con is None:
-        con = sqlite3.connect(":memory:", isolation_level=None)
-        con.execute(f"CREATE VIRTUAL TABLE ranks USING fts5(a, b, tokenize='{_FTS_TOKENIZER}')")
-        _local.con = con
-    return con
-
-
 def frequencies(rows: Iterable[tuple[int, str, str]], items: list[str]) -> tuple[dict[int, list[int]], dict[int, int]]:
     """Each row's frequency of each query item, and its token count, as FTS5 counts them."""
-    con = _scratch()
+    con = scratch()
     con.execute("BEGIN")
     try:
         con.executemany("INSERT INTO ranks(rowid, a, b) VALUES (?, ?, ?)", rows)
