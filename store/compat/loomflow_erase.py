@@ -71,7 +71,7 @@ def forget_in_place(path: Path, *, user_id: str | None, session_id: str | None, 
     memory_class = _loomflow_memory()
     _refuse_while_written(path)
     try:
-        _run(lambda: memory_class(path, embedder=None).forget(user_id=user_id, session_id=session_id))
+        _run(lambda: memory_class(path).forget(user_id=user_id, session_id=session_id))
     except sqlite3.OperationalError as error:  # the agent took the write lock after the probe
         raise SourceBusyError(f"{path}: loomflow could not erase ({error}); is the agent writing? Try again once it is stopped") from None
     after = read_loomflow_sqlite(path)
@@ -111,13 +111,15 @@ def _counts(records: list[dict[str, Any]]) -> dict[str, int]:
 
 def _loomflow_memory() -> Any:
     try:
+        from loomflow.memory import HashEmbedder
         from loomflow.memory.sqlite import SqliteMemory
     except ImportError:
         raise SourceToolMissingError(
             "erasing in place goes through loomflow's own forget, so the file stays valid for the agent: "
             "install loomflow (pip install 'memlens[compat]'); nothing was erased"
         ) from None
-    return SqliteMemory
+    # Its forget embeds nothing; an embedder given keeps loomflow from warning that it falls back to one.
+    return lambda path: SqliteMemory(path, embedder=HashEmbedder())
 
 
 def _refuse_while_written(path: Path) -> None:
