@@ -180,6 +180,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
     with open_existing(args.db, read_only=args.dry_run, embedder=None, check_model=False) as store:
         store.require_tenant(user_id=user)  # a typo must not get a receipt for erasing nothing
         receipt = store.forget(user_id=user, session_id=args.session, before=before, dry_run=args.dry_run, actor=args.actor)
+        in_place = getattr(store, "erases_in_place", False)  # another library's file, erased where it lives
     verb = "would erase" if receipt.dry_run else "erased"
     print(
         f"{verb} for {tenant_label(user)}"
@@ -191,6 +192,9 @@ def cmd_forget(args: argparse.Namespace) -> int:
         print(f"  {tier:<20} {count}")
     if not receipt.dry_run:
         print(f"receipt digest {receipt.digest}")
+        if in_place and receipt.disk_scrubbed:
+            # What forget_in_place checked before it returned (it raises if a record was left).
+            print("after: the file read again holds none of these records, and a byte scan of it and its side files none of their text")
         if not receipt.disk_scrubbed:
             print(f"warning: rows erased, bytes not yet scrubbed from the files: {receipt.scrub_pending_reason}", file=sys.stderr)
     return 0

@@ -258,6 +258,7 @@ def test_forget_in_place_erases_through_loomflow_scrubs_and_keeps_the_file_valid
     done = memlens("forget", "--db", f"loomflow-sqlite:{source}", "--user", "bob", "--yes", "--actor", "dpo")
     assert done.returncode == 0, done.stderr
     assert "erased for" in done.stdout and "episodes" in done.stdout and "receipt digest" in done.stdout
+    assert "after: the file read again holds none of these records" in done.stdout
     assert "warning" not in done.stderr
     assert held_in_files(source, BOBS_TEXTS) == {}  # not in the file, nor any side file
 
