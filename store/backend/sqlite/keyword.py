@@ -248,28 +248,6 @@ def _filter_values(session_id: str | None, since: datetime | None, until: dateti
 _SIZES = text("SELECT id, sz FROM episodes_fts_docsize WHERE id IN (SELECT value FROM json_each(:keys))")
 
 
-@lru_cache(maxsize=256)
-def _ranked_candidates(tenant: Tenant, session: bool, since: bool, until: bool, rare: bool) -> Select[Any]:
-    """The query's newest :window matches (``rare``: every match of ``:rare``, its rare words),
-    with FTS5's bm25() over the whole index (their token counts are read apart, by key)."""
-    e = episodes_t
-    stmt = tenant.select(e, e.c.pk, func.bm25(_EPISODES_REF).label("rank"))
-    stmt = stmt.select_from(_EPISODES_FTS.join(e, e.c.pk == _EPISODES_FTS.c.rowid))
-    stmt = filtered(stmt.where(_MATCHES), **_shape(session, since, until))
-    if not rare:
-        return stmt.order_by(_EPISODES_FTS.c.rowid.desc()).limit(bindparam("window"))
-    rare_rows: Select[Any] = (
-        select(literal_column("rowid"))
-        .select_from(table("episodes_fts"))
-        .where(literal_column("episodes_fts").op("MATCH")(bindparam("rare")))
-        .correlate(None)
-    )
-    # As _every_match_of, ordered and capped (at every match of the rare words): without the
-    # ORDER BY, SQLite re-read bm25()'s statistics for each row, 0.18 ms a row.
-    stmt = stmt.where(literal_column("+episodes_fts.rowid").in_(rare_rows.scalar_subquery()))
-    return stmt.order_by(literal_column("rank")).limit(bindparam("cap"))
-
-
 def ranked_by_tenant(
     conn: Connection,
     tenant: Tenant,
@@ -285,12 +263,14 @@ def ranked_by_tenant(
     shape = (filters.get("session_id") is not None, filters.get("since") is not None, filters.get("until") is not None)
     items = expression.split(" OR ")  # fts_expression's own form: each part one quoted word
     matches = statistics.matches(tenant, items)
-    values = {"expression": expression, "window": MAX_KEYWORD_MATCHES, **filters}
-    scores: dict[int, float] = dict(conn.execute(_ranked_candidates(tenant, *shape, False), values).all())
-    rare = [item for item, n in zip(items, matches, strict=True) if is_rare(item.endswith("*"), n)]
+    # The statements FTS5's own ranking uses, with limits that keep every candidate: the whole
+    # window, and every match of the rare words (at most as many as their counts).
+    values = {"expression": expression, "window": MAX_KEYWORD_MATCHES, "limit": MAX_KEYWORD_MATCHES, **filters}
+    scores: dict[int, float] = dict(conn.execute(_newest_matches(tenant, *shape), values).all())
+    rare = {item: n for item, n in zip(items, matches, strict=True) if is_rare(item.endswith("*"), n)}
     if rare:
-        cap = sum(n for item, n in zip(items, matches, strict=True) if item in rare)
-        scores.update(conn.execute(_ranked_candidates(tenant, *shape, True), {**values, "rare": " OR ".join(rare), "cap": cap}).all())
+        every = {**values, "rare": " OR ".join(rare), "limit": sum(rare.values())}
+        scores.update(conn.execute(_every_match_of(tenant, *shape), every).all())
     sizes = conn.execute(_SIZES, {"keys": json.dumps(list(scores))}).all() if scores else []
     candidates = {pk: (-scores[pk], sum(tenant_bm25.varints(sz))) for pk, sz in sizes}
     index = (statistics.store_totals(), statistics.matches(None, items))
