@@ -47,6 +47,12 @@ RARE_MATCHES = MAX_KEYWORD_MATCHES
 K1, B, IDF_FLOOR = 1.2, 0.75, 1e-6
 
 
+def idf(count: int, matches: int) -> float:
+    """A word's IDF among ``count`` documents, ``matches`` of which hold it, as FTS5 computes it."""
+    value = math.log((count - matches + 0.5) / (matches + 0.5))
+    return value if value > 0 else IDF_FLOOR
+
+
 def bm25(count: int, average: float, df: list[int], tf: list[int], length: int) -> float:
     """A document's BM25 (higher is better): ``count`` documents of ``average`` length, each
     query item's document count ``df`` and frequency in this document ``tf``, its ``length``."""
@@ -54,10 +60,9 @@ def bm25(count: int, average: float, df: list[int], tf: list[int], length: int) 
     for n, f in zip(df, tf, strict=True):
         if not f:
             continue
-        idf = max(math.log((count - n + 0.5) / (n + 0.5)), IDF_FLOOR)
         # FTS5's own order of operations, to the last bit: equal scores stay equal, so ties
         # break the same way (newest first) as when FTS5 ranks.
-        score += idf * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * length / (average or 1.0))))
+        score += idf(count, n) * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * length / (average or 1.0))))
     return score
 
 

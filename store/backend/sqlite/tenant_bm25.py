@@ -22,7 +22,6 @@ tenants' (at 100k episodes, 21 ms after a commit where reading its own token cou
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from typing import Any
@@ -31,7 +30,7 @@ from sqlalchemy import Connection, Select, column, func, not_, select, table, te
 
 from ...schema import episodes_t
 from ...tenancy import Tenant
-from ..shared import IDF_FLOOR, K1, B, DataVersionCache, bm25
+from ..shared import K1, B, DataVersionCache, bm25, idf
 from .highlight import scratch
 
 
@@ -71,13 +70,18 @@ class TenantStatistics:
         return None if found is None else (found[0], found[1])
 
     def _totals(self, tenant: Tenant) -> tuple[int, int, bool] | None:
+        found: tuple[int, int, bool] | None = self._kept((tenant.key, "totals"), _totals, tenant)
+        return found
+
+    def _kept(self, key: tuple[Any, ...], count: Callable[..., Any], *args: Any) -> Any:
+        """``count(conn, *args)``, kept under the change counter read before its read transaction."""
         version = self._data_version()
-        found = self._cache.get(version, (tenant.key, "totals"))
-        if found is DataVersionCache.MISSING:
+
+        def counted() -> Any:
             with self._read() as conn:
-                found = _totals(conn, tenant)
-            self._cache.keep(version, {(tenant.key, "totals"): found})
-        return found  # type: ignore[no-any-return]
+                return count(conn, *args)
+
+        return self._cache.kept(version, key, counted)
 
     def matches(self, tenant: Tenant | None, items: list[str]) -> list[int]:
         """How many of the tenant's episodes (None: of the whole index) each FTS5 query item (a
@@ -89,20 +93,19 @@ class TenantStatistics:
             totals = None if tenant is None else self._totals(tenant)
             most = totals is not None and totals[2]
             with self._read() as conn:
-                fresh = {item: _matches(conn, tenant, item, most) if tenant else _store_matches(conn, item) for item in missing}
-            self._cache.keep(version, {(owner, "matches", item): n for item, n in fresh.items()})
+                # The index's counts: the answer for the index, and what a tenant holding most of
+                # it subtracts the others' from; counted once, in the same read, kept for both.
+                everyone = {item: _store_matches(conn, item) for item in missing} if tenant is None or most else {}
+                fresh = everyone if tenant is None else {item: _matches(conn, tenant, item, everyone.get(item)) for item in missing}
+            kept = {(owner, "matches", item): n for item, n in fresh.items()}
+            self._cache.keep(version, kept | {(None, "matches", item): n for item, n in everyone.items()})
             counts.update(fresh)
         return [counts[item] for item in items]
 
     def store_totals(self) -> tuple[int, int]:
         """(episodes, tokens) of the whole index: the statistics FTS5's bm25() ranks with."""
-        version = self._data_version()
-        found = self._cache.get(version, (None, "totals"))
-        if found is DataVersionCache.MISSING:
-            with self._read() as conn:
-                found = _store_totals(conn)
-            self._cache.keep(version, {(None, "totals"): found})
-        return found  # type: ignore[no-any-return]
+        found: tuple[int, int] = self._kept((None, "totals"), _store_totals)
+        return found
 
 
 _DOCSIZE = table("episodes_fts_docsize", column("id"), column("sz"))
@@ -151,14 +154,14 @@ def _totals(conn: Connection, tenant: Tenant) -> tuple[int, int, bool] | None:
 _MATCHING_AMONG = text("SELECT count(*) FROM episodes_fts WHERE episodes_fts MATCH :item AND rowid IN (SELECT value FROM json_each(:keys))")
 
 
-def _matches(conn: Connection, tenant: Tenant, item: str, most: bool) -> int:
+def _matches(conn: Connection, tenant: Tenant, item: str, everyone: int | None) -> int:
     """The tenant's episodes the item matches, counted by FTS5 among the smaller set of keys:
-    the tenant's own, or for a tenant holding most of the index, the other tenants' (whose
-    matches are then taken from the index's)."""
+    the tenant's own, or for a tenant holding most of the index, the other tenants' (subtracted
+    from ``everyone``, the index's count, given only then)."""
     e = episodes_t
-    keys = _others(tenant) if most else tenant.select(e, e.c.pk)
+    keys = tenant.select(e, e.c.pk) if everyone is None else _others(tenant)
     among: int = conn.execute(_MATCHING_AMONG, {"item": item, "keys": json.dumps(list(conn.execute(keys).scalars()))}).scalar_one()
-    return _store_matches(conn, item) - among if most else among
+    return among if everyone is None else everyone - among
 
 
 def frequencies(rows: Iterable[tuple[int, str, str]], items: list[str]) -> tuple[dict[int, list[int]], dict[int, int]]:
@@ -173,20 +176,15 @@ def frequencies(rows: Iterable[tuple[int, str, str]], items: list[str]) -> tuple
         found: dict[int, list[int]] = {rowid: [0] * len(items) for rowid in lengths}
         for i, item in enumerate(items):
             hits = con.execute("SELECT rowid, bm25(ranks) FROM ranks WHERE ranks MATCH ?", (item,)).fetchall()
-            idf = math.log((count - len(hits) + 0.5) / (len(hits) + 0.5))
-            idf = idf if idf > 0 else IDF_FLOOR
+            weight = idf(count, len(hits))
             for rowid, score in hits:
                 # bm25() = -idf * f (k1 + 1) / (f + k1 (1 - b + b D / avgdl)): solved for f.
-                g = -score / idf
+                g = -score / weight
                 k = K1 * (1 - B + B * lengths[rowid] / average)
                 found[rowid][i] = round(g * k / (K1 + 1 - g))
         return found, lengths
     finally:
         con.execute("ROLLBACK")
-
-
-def idf(count: int, matches: int) -> float:
-    return max(math.log((count - matches + 0.5) / (matches + 0.5)), IDF_FLOOR)
 
 
 def shortlist(
