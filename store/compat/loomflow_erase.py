@@ -36,7 +36,7 @@ from typing import Any
 
 from ..errors import SourceBusyError, SourceError, SourceToolMissingError
 from ..models import ForgetReceipt
-from .loomflow_sqlite import PENDING, read_loomflow_sqlite
+from .loomflow_sqlite import read_loomflow_sqlite, with_side_files
 
 __all__ = ["forget_in_place", "scrub_in_place", "OUT_OF_REACH"]
 
@@ -180,10 +180,9 @@ def _texts(records: Iterable[dict[str, Any]]) -> list[str]:
 def _traces(path: Path, needles: set[bytes]) -> list[str]:
     """The file and side files that still hold one of ``needles``."""
     found = []
-    for suffix in ("", *PENDING, "-shm"):
-        side = path.parent / (path.name + suffix)
+    for side in with_side_files(path):
         if side.is_file():
-            data = side.read_bytes()
+            data = side.read_bytes()  # one file in memory at a time
             if any(n in data for n in needles):
                 found.append(side.name)
     return found

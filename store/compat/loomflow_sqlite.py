@@ -145,14 +145,19 @@ def _located(message: str, field: str | None, where: list[str]) -> str:
 # --- reading the source without changing it ---------------------------------------------------
 
 
+def with_side_files(path: Path) -> list[Path]:
+    """The database file and every side file SQLite may keep beside it (present or not)."""
+    return [path.parent / (path.name + suffix) for suffix in ("", *PENDING, "-shm")]
+
+
 def source_stamp(path: Path) -> list[tuple[str, int, int] | None]:
     """The size and mtime of the file and each of its side files (None: absent): equal stamps
     before and after a read mean nobody wrote meanwhile."""
     out: list[tuple[str, int, int] | None] = []
-    for suffix in ("", *PENDING, "-shm"):
+    for side in with_side_files(path):
         try:
-            st = (path.parent / (path.name + suffix)).stat()
-            out.append((suffix, st.st_size, st.st_mtime_ns))
+            st = side.stat()
+            out.append((side.name, st.st_size, st.st_mtime_ns))
         except FileNotFoundError:
             out.append(None)
     return out

@@ -98,7 +98,7 @@ def open_view(address: str | Path, *, embedder: Any = None) -> LoomflowView:
 
 def open_loomflow_view(path: str | Path, *, embedder: Any = None) -> LoomflowView:
     """A read-only, live view of the loomflow ``SqliteMemory`` database at ``path``."""
-    return LoomflowView(Path(str(path).removeprefix("loomflow-sqlite:")), embedder, KINDS["loomflow-sqlite"])
+    return open_view(f"loomflow-sqlite:{str(path).removeprefix('loomflow-sqlite:')}", embedder=embedder)
 
 
 class _Mirror:
@@ -221,8 +221,7 @@ class LoomflowView:
         own forget, then scrubbed and checked (:mod:`.loomflow_erase`); the view is read again,
         so what was erased leaves its mirror too. Only those two forms: ``before`` and
         ``facts_only`` raise :class:`~store.errors.InvalidInputError`."""
-        if not self.erases_in_place:
-            raise ReadOnlyStoreError(f"{self.path}: {self.read_only_reason}")
+        self._refuse_unless_erasable()
         if user_id is _UNSET:
             raise InvalidInputError("forget needs user_id: name the user to erase, or pass user_id=None for the anonymous bucket")
         if before is not None or facts_only:
@@ -232,9 +231,9 @@ class LoomflowView:
             )
         if user_id is not None and not isinstance(user_id, str):
             raise InvalidInputError(f"user_id must be a string or None, not {type(user_id).__name__}")
-        held = self._calling(lambda reader: reader.require_tenant, "require_tenant")(user_id=user_id, missing_ok=missing_ok)
-        sessions = {s.session_id for s in self.sessions(user_id=user_id)} if held and session_id is not None else set()
-        if held and session_id is not None and session_id not in sessions and not missing_ok:
+        held = self.require_tenant(user_id=user_id, missing_ok=missing_ok)
+        unknown = held and session_id is not None and session_id not in {s.session_id for s in self.sessions(user_id=user_id)}
+        if unknown and not missing_ok:
             raise UnknownSessionError(f"{self.path} holds no session {session_id!r} of this user; nothing was erased")
         with self._sync_lock:
             receipt = forget_in_place(self._real, user_id=user_id, session_id=session_id, dry_run=dry_run, actor=actor)
@@ -245,11 +244,14 @@ class LoomflowView:
     def scrub(self) -> bool:
         """VACUUM the loomflow file and truncate its -wal (refused while another process writes
         it); False if a reader of the agent kept the -wal from being truncated."""
-        if not self.erases_in_place:
-            raise ReadOnlyStoreError(f"{self.path}: {self.read_only_reason}")
+        self._refuse_unless_erasable()
         with self._sync_lock:
             done, _ = scrub_in_place(self._real)
         return done
+
+    def _refuse_unless_erasable(self) -> None:
+        if not self.erases_in_place:
+            raise ReadOnlyStoreError(f"{self.path}: {self.read_only_reason}")
 
     def pending_scrub(self) -> None:
         """None: the file keeps no record of erasures (:meth:`forget`'s receipt says whether it was scrubbed)."""
@@ -284,8 +286,8 @@ class LoomflowView:
             except ReadOnlyStoreError as error:
                 # A write: the reader's refusal, said again in the source's terms.
                 raise ReadOnlyStoreError(
-                    f"{self.path} is a loomflow agent's memory, shown read-only: memlens never writes to it "
-                    f"(import it into a memlens store with `memlens import --from {self.kind.scheme}` to work on a copy)",
+                    f"{self.path} is a loomflow agent's memory, shown read-only ({self.read_only_reason}); "
+                    f"import it into a memlens store with `memlens import --from {self.kind.scheme}` to work on a copy",
                     reason=error.reason,
                 ) from None
             finally:
