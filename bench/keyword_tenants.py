@@ -16,6 +16,7 @@ and the first search after another tenant's commit, which counts them again.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import sys
@@ -86,7 +87,7 @@ def main() -> None:
                     results[name]["keys"] += keystrokes(store)
                     results[name]["after"] += after_commits(store, 5)
             index.statistics = own  # type: ignore[attr-defined]
-    load = " ".join(f"{x:.2f}" for x in _load())
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"# keyword search in a shared store: {args.episodes:,} episodes for alice, 200+ for bob, {args.rounds} rounds")
     print(f"\nmachine load average after the run: {load}\n")
     print("| what | calls | p50 | p95 | ratio to index-wide (p50 / p95) |")
@@ -104,12 +105,6 @@ class _IndexWide:
 
     def totals(self, tenant: object) -> None:
         return None
-
-
-def _load() -> tuple[float, float, float]:
-    import os
-
-    return os.getloadavg()
 
 
 if __name__ == "__main__":
