@@ -90,6 +90,82 @@ PEER_OF = {
 }
 
 
+def side_by_side(calls: dict[str, Callable[[str], object]], asked: list[str], seed: int) -> tuple[dict[str, list[float]], list[float]]:
+    """Each text asked of every system, in a new random order per text; the first WARM texts warm
+    them and are not timed. The times per system, and the load average every 50 texts."""
+    rng = random.Random(seed)
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    loads = []
+    for i, text in enumerate(asked):
+        for name in rng.sample(list(calls), len(calls)):
+            started = time.perf_counter()
+            calls[name](text)
+            if i >= WARM:
+                times[name].append(time.perf_counter() - started)
+        if i % 50 == 0:
+            loads.append(os.getloadavg()[0])
+    return times, loads
+
+
+def peer_calls(
+    work: Path, texts: list[str], vectors: np.ndarray, model: LocalModelEmbedder
+) -> tuple[dict[str, Callable[[str], object]], list[str]]:
+    """chromadb's and LanceDB's calls over ``texts`` and ``vectors``, built in ``work``, each
+    encoding its query with ``model``; and the names of the systems not installed."""
+
+    def encode(text: str) -> np.ndarray:
+        return np.asarray(model.embed([text])[0], dtype=np.float32)
+
+    calls: dict[str, Callable[[str], object]] = {}
+    missing = [name for name in ("chromadb", "lancedb") if not installed(name)]
+    if "chromadb" not in missing:
+        start = time.perf_counter()
+        build_chroma(work, vectors, texts)
+        calls |= chroma_calls(work, encode)
+        print(f"chromadb: built in {time.perf_counter() - start:.0f} s", flush=True)
+    if "lancedb" not in missing:
+        start = time.perf_counter()
+        build_lance(work, texts, vectors)
+        calls |= lance_calls(work, encode)
+        print(f"LanceDB: built (vector and full-text indexes) in {time.perf_counter() - start:.0f} s", flush=True)
+    return calls, missing
+
+
+def peers_side_by_side(
+    work: Path, store: MemoryStore, model: LocalModelEmbedder, texts: list[str], vectors: np.ndarray, asked: list[str], seed: int = 3
+) -> tuple[dict[str, list[float]], list[float], list[str]]:
+    """memlens's three modes and the peers over the same texts, vectors and queries (what
+    recall_targets.py prints beside its targets); the first WARM queries warm them, untimed."""
+    peers, missing = peer_calls(work, texts, vectors, model)
+    times, loads = side_by_side(memlens_calls(store) | peers, asked, seed)
+    return times, loads, missing
+
+
+def print_side_by_side(times: dict[str, list[float]], loads: list[float], missing: list[str]) -> None:
+    rows = []
+    for name, taken in times.items():
+        p50, p95 = pct(taken, 50), pct(taken, 95)
+        against = PEER_OF.get(name)
+        ratio = "-" if against is None else f"{p50 / pct(times[against], 50):.2f}x / {p95 / pct(times[against], 95):.2f}x"
+        target = ""
+        if name == "memlens hybrid":
+            target = f"p95 <= 15 ms: {'met' if p95 <= HYBRID_TARGET else 'missed'}"
+        elif against is not None:
+            target = f"memlens leads on p95: {'yes' if p95 > pct(times[against], 95) else 'no'}"
+        encodes = "yes" if "keyword" not in name and "full-text" not in name else "no"
+        rows.append([name, encodes, f"{p50 * 1000:.2f}", f"{p95 * 1000:.2f}", ratio, target])
+    calls = len(next(iter(times.values())))
+    table(
+        f"{calls} never-searched queries each, systems interleaved at random per query (ratio: the peer over memlens in the same mode, "
+        "p50 / p95; above 1, memlens is faster)",
+        ["system", "encodes the query", "p50 ms", "p95 ms", "ratio to memlens", "target"],
+        rows,
+    )
+    for name in missing:
+        print(f"\n{name}: not installed (pip install -e '.[bench]')")
+    print(f"\nload during the side-by-side run {min(loads):.1f}-{max(loads):.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=100_000)
@@ -103,10 +179,6 @@ def main() -> None:
     asked = queries(args.queries + WARM, seed=101)
     model = LocalModelEmbedder()
     model.warm()
-
-    def encode(text: str) -> np.ndarray:
-        return np.asarray(model.embed([text])[0], dtype=np.float32)
-
     print("# recall beside chromadb and LanceDB\n")
     print(f"machine: {os.cpu_count()} cores, load before {os.getloadavg()[0]:.1f}; {args.rows:,} episodes, one tenant, real MiniLM (384-d)")
     with tempfile.TemporaryDirectory() as tmp:
@@ -115,57 +187,11 @@ def main() -> None:
         db = build_memlens(work, texts, vectors)
         print(f"memlens: built, index saved, in {time.perf_counter() - start:.0f} s", flush=True)
         store = MemoryStore.open(db, embedder=model, read_only=True)
-        calls = memlens_calls(store)
-        missing = [name for name in ("chromadb", "lancedb") if not installed(name)]
-        if "chromadb" not in missing:
-            start = time.perf_counter()
-            build_chroma(work, vectors, texts)
-            calls |= chroma_calls(work, encode)
-            print(f"chromadb: built in {time.perf_counter() - start:.0f} s", flush=True)
-        if "lancedb" not in missing:
-            start = time.perf_counter()
-            build_lance(work, texts, vectors)
-            calls |= lance_calls(work, encode)
-            print(f"LanceDB: built (vector and full-text indexes) in {time.perf_counter() - start:.0f} s", flush=True)
+        peers, missing = peer_calls(work, texts, vectors, model)
         store.warm_vectors(user_id=TENANT)
-        rng = random.Random(args.seed)
-        times: dict[str, list[float]] = {name: [] for name in calls}
-        loads = []
-        for i, text in enumerate(asked):
-            for name in rng.sample(list(calls), len(calls)):
-                started = time.perf_counter()
-                calls[name](text)
-                if i >= WARM:
-                    times[name].append(time.perf_counter() - started)
-            if i % 50 == 0:
-                loads.append(os.getloadavg()[0])
+        times, loads = side_by_side(memlens_calls(store) | peers, asked, args.seed)
         store.close()
-    rows = []
-    for name, taken in times.items():
-        p50, p95 = pct(taken, 50), pct(taken, 95)
-        against = PEER_OF.get(name)
-        ratio = "-" if against is None else f"{p50 / pct(times[against], 50):.2f}x / {p95 / pct(times[against], 95):.2f}x"
-        target = ""
-        if name == "memlens hybrid":
-            target = f"p95 <= 15 ms: {'met' if p95 <= HYBRID_TARGET else 'missed'}"
-        rows.append(
-            [
-                name,
-                "yes" if "keyword" not in name and "full-text" not in name else "no",
-                f"{p50 * 1000:.2f}",
-                f"{p95 * 1000:.2f}",
-                ratio,
-                target,
-            ]
-        )
-    table(
-        f"{args.queries} never-searched queries each, systems interleaved at random per query (ratio: against memlens in the same mode, p50 / p95)",
-        ["system", "encodes the query", "p50 ms", "p95 ms", "ratio to memlens", "target"],
-        rows,
-    )
-    for name in missing:
-        print(f"\n{name}: not installed (pip install -e '.[bench]')")
-    print(f"\nload during the run {min(loads):.1f}-{max(loads):.1f}, after {os.getloadavg()[0]:.1f}")
+    print_side_by_side(times, loads, missing)
 
 
 if __name__ == "__main__":

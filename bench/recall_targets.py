@@ -9,6 +9,10 @@
   each query typed one character at a time, every prefix searched;
 - ingest without embeddings >= 20k episodes/s (100k episodes, batches of 10k).
 
+In the same run, on the same vectors and texts, memlens's three modes beside chromadb's vector
+query and LanceDB's hybrid, vector and full-text search (``peers_bench.py``; ``--no-peers`` skips
+them), each encoding its query inside the timed call, interleaved at random for every query.
+
 Wall time is what the targets name; CPU time (of the process for ingest, of the searching thread
 for keystrokes) is printed beside it because on a loaded machine wall time is mostly waiting.
 
@@ -41,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corpus import embeddings, memories, queries  # noqa: E402
 from hybrid_stages import Stages, print_stages  # noqa: E402
+from peers_bench import peers_side_by_side, print_side_by_side  # noqa: E402
 from recall_ab import Lookup, pct  # noqa: E402
 
 from store import MemoryStore  # noqa: E402
@@ -145,12 +150,14 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--typed", type=int, default=40, help="queries typed keystroke by keystroke")
     parser.add_argument("--no-ingest", dest="ingest", action="store_false", help="skip the ingest rates")
+    parser.add_argument("--no-peers", dest="peers", action="store_false", help="skip chromadb and LanceDB")
     args = parser.parse_args()
     texts = memories(100_000)[: args.size]
     vectors = embeddings(memories(100_000), Lookup([], []), cache_dir() / "bench")[: args.size]
     # Distinct texts: a query searched twice would reuse its kept vector instead of the model.
-    all_queries = list(dict.fromkeys(queries(8 * (args.queries + WARM))))[: 2 * args.queries + WARM]
-    warm, query_texts, staged = all_queries[:WARM], all_queries[WARM : WARM + args.queries], all_queries[WARM + args.queries :]
+    all_queries = list(dict.fromkeys(queries(8 * (args.queries + WARM))))[: 3 * args.queries + 2 * WARM]
+    warm, query_texts = all_queries[:WARM], all_queries[WARM : WARM + args.queries]
+    staged, beside_asked = all_queries[WARM + args.queries : WARM + 2 * args.queries], all_queries[WARM + 2 * args.queries :]
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         ingest = ingest_rates(work) if args.ingest else None
@@ -173,6 +180,7 @@ def main() -> None:
         for q in staged:
             stages.recall(q, user_id="bench", limit=10)
         stages.remove()
+        beside = peers_side_by_side(work, store, real, texts, vectors, beside_asked) if args.peers else None
         typed = [q[:i] for q in query_texts[: args.typed] for i in range(1, len(q) + 1)]
         keys, keys_cpu = timed_cpu([lambda t=t: store.recall(t, user_id="bench", limit=10, mode="keyword", prefix=True) for t in typed])
         keys_floor = keyword_floor(db, store, typed)
@@ -205,6 +213,8 @@ def main() -> None:
     )
     print(f"\nThe approximate index was built before the timing ({built:.0f} s on one thread).\n")
     print_stages(stages)
+    if beside is not None:
+        print_side_by_side(*beside)
     if ingest is None:
         return
     print("\n| ingest, 100,000 episodes without embeddings, batches of 10k | wall | CPU | ratio (wall) | target | met |")

@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from .backend.interface import Backend, KeywordIndex
     from .memory import MemoryStore
     from .recall.indexing import Indexer
-    from .recall.vectors import TenantMatrix, VectorCache
+    from .recall.tenant_matrix import TenantMatrix
+    from .recall.vectors import VectorCache
     from .tenancy import Tenant
 
 

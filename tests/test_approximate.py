@@ -269,7 +269,8 @@ def test_an_erasure_keeps_other_tenants_indexes_and_never_returns_what_it_erased
 def test_erasures_the_audit_entries_do_not_account_for_drop_every_tenant():
     """The counter moved by two but one entry names a tenant (an entry lost, or a counter bumped
     by a file replaced underneath): nothing tells which other tenant lost rows, so all go."""
-    from store.recall.vectors import TenantMatrix, VectorCache
+    from store.recall.tenant_matrix import TenantMatrix
+    from store.recall.vectors import VectorCache
 
     counter, entries = [0], []
     cache = VectorCache(None, lambda conn: counter[0], lambda conn, after: [e for e in entries if e[0] > after])

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from .cosines import cosines
+from .split_rows import Rows
 
 # Below this many rows a tenant is searched exactly: bench/ann_bench.py measured the exact
 # scan at 10k rows at about half a millisecond, which an index cannot save much of, while a
@@ -143,7 +144,7 @@ class ApproximateIndex:
         with self._lock:
             self._graph.save(path)
 
-    def extend(self, matrix: np.ndarray, step: int, keep_going: Callable[[], bool]) -> None:
+    def extend(self, matrix: Rows, step: int, keep_going: Callable[[], bool]) -> None:
         """Add the rows of ``matrix`` (whose rows never change) past ``covered``, ``step`` at a time,
         while ``keep_going()``."""
         upto = len(matrix)
@@ -160,7 +161,7 @@ class ApproximateIndex:
                 self._graph.add(np.arange(self.covered, end, dtype=np.uint64), matrix[self.covered : end], threads=1)
                 self.covered = end
 
-    def top_k(self, matrix: np.ndarray, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def top_k(self, matrix: Rows, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Row positions and cosines of the best ``k`` rows of ``matrix`` (this index's matrix,
         or a view of its first rows), best first."""
         size = len(matrix)

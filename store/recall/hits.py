@@ -26,6 +26,7 @@ from .cosines import cosines
 from .indexing import Indexer
 from .query import MIN_PREFIX, query_terms
 from .ranking import Ranked, fuse
+from .split_rows import Rows
 
 Mode = Literal["hybrid", "keyword", "vector"]
 _ENCODER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memlens-query-encode")
@@ -80,7 +81,7 @@ class Recall:
         self.prefix = prefix
         # The halves alone keep their own order; hybrid needs both (without an embedder it is keyword-only).
         self.mode: Mode = "hybrid" if self.use_vectors and self.use_keywords else "vector" if self.use_vectors else "keyword"
-        self._matrices: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._matrices: dict[str, tuple[np.ndarray, Rows]] = {}
         self._candidates: dict[int, Row[Any]] = {}
         # Encode the query in the background while the keyword side runs: onnxruntime and
         # the database both release the GIL, so the two overlap on two cores.

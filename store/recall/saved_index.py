@@ -6,7 +6,10 @@ kind of vector, in the store's index folder (``<store file>-vectors/``, owner-on
 
 - ``<tenant>.<kind>.<digest>.usearch``: the graph (int8 copies of the vectors, keyed by row
   position in the tenant's matrix, whose rows are ordered by key);
-- ``<tenant>.<kind>.json``: which graph file is current, its size and digest, how many rows it
+- ``<tenant>.<kind>.<digest>.f32``: the float32 rows the graph covers, in the same order: a process
+  that maps the graph reads the rows it re-ranks from here, a row at a time, and never reads the
+  saved rows into memory (see :mod:`store.recall.split_rows`);
+- ``<tenant>.<kind>.json``: which graph and rows files are current, their sizes and digests, how many rows it
   covers and a digest of those rows' keys and row versions, and the newest erasure the store had
   recorded when its matrix was loaded. It is replaced atomically, so a reader sees one graph
   and the description of that graph, or none.
@@ -14,13 +17,13 @@ kind of vector, in the store's index folder (``<store file>-vectors/``, owner-on
 ``<tenant>`` is a hash of the tenant key: file names say nothing about whom they hold.
 
 A saved graph is used only if every check passes: the description parses and names this shape,
-the graph file has its recorded size and digest (a mapped file that is not what it claims could
+the graph and rows files have their recorded sizes and digests (a mapped file that is not what it claims could
 crash the process; a hostile or damaged one is ignored), the matrix's first rows are the rows it
 covers, and no erasure of the tenant was recorded after the one it names. Otherwise the store
 builds a new one, as without a saved graph. Even a wrong graph could not return a wrong or erased
 row: candidates are row positions in the matrix just loaded from the store, re-scored from it.
 
-Erasure: every forget of a tenant deletes its files, after the erasure commits (and again when
+Erasure: every forget of a tenant deletes its files (graph, rows and description), after the erasure commits (and again when
 the scrub runs, which also rolls a crashed erasure forward). A process that saves re-checks after
 its save that no erasure of the tenant was recorded since its matrix was loaded, and deletes what
 it saved if one was: whichever of the erasure and the save comes last, no erased vector is left in
@@ -34,15 +37,18 @@ import hashlib
 import json
 import os
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, NamedTuple
 
 import numpy as np
 
 from .approximate import ApproximateIndex
+from .split_rows import RowsFile
 
-FORMAT = 1
+# 2: the float32 rows are saved beside the graph; a format-1 save is rebuilt once.
+FORMAT = 2
 # Digests of graph files are computed in blocks, so a 55 MB file never needs a 55 MB buffer.
 _BLOCK = 1 << 20
 
@@ -66,11 +72,25 @@ def tenant_stem(tenant_key: str) -> str:
 
 
 def file_digest(path: Path) -> str:
-    digest = hashlib.blake2b(digest_size=16)
     with open(path, "rb") as handle:
-        while block := handle.read(_BLOCK):
-            digest.update(block)
+        return _digest_of(handle)
+
+
+def _digest_of(handle: BinaryIO) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    handle.seek(0)
+    while block := handle.read(_BLOCK):
+        digest.update(block)
     return digest.hexdigest()
+
+
+class Saved(NamedTuple):
+    """A saved index that checked out: its graph, the erasure mark it was saved with, and (when
+    asked for) its float32 rows, read from their open file on demand."""
+
+    approximate: ApproximateIndex
+    erasure_mark: int
+    rows: RowsFile | None = None
 
 
 class SavedIndexes:
@@ -84,10 +104,10 @@ class SavedIndexes:
     def _description(self, tenant_key: str, kind: str) -> Path:
         return self.folder / f"{tenant_stem(tenant_key)}.{kind}.json"
 
-    def open(self, tenant_key: str, kind: str, dim: int, coverage_of: Any) -> tuple[ApproximateIndex, int] | None:
+    def open(self, tenant_key: str, kind: str, dim: int, coverage_of: Any, *, map_rows: bool = False) -> Saved | None:
         """The tenant's saved graph, mapped, and the erasure mark it was saved with, if every check
-        passes. ``coverage_of(rows)`` gives the :class:`Coverage` of the matrix's first ``rows``
-        rows, or None when the matrix has fewer."""
+        passes; with ``map_rows``, its float32 rows too. ``coverage_of(rows)`` gives the
+        :class:`Coverage` of the matrix's first ``rows`` rows, or None when the matrix has fewer."""
         described = self._read_description(tenant_key, kind, dim)
         if described is None:
             return None
@@ -105,7 +125,31 @@ class SavedIndexes:
             return None
         if index.covered != described["rows"]:
             return None
-        return index, described["erasure_mark"]
+        if not map_rows:
+            return Saved(index, described["erasure_mark"])
+        rows = self._open_rows(described, dim)
+        return None if rows is None else Saved(index, described["erasure_mark"], rows)
+
+    def _open_rows(self, described: dict[str, Any], dim: int) -> RowsFile | None:
+        """The saved rows, if the file is the one described. It is opened once, and checked and read
+        through that one handle, so a file swapped in after the check is never the one read."""
+        try:
+            handle = open(self.folder / described["rows_file"], "rb")  # noqa: SIM115 (kept open: the rows are read from it)
+        except OSError:
+            return None
+        try:
+            size = os.fstat(handle.fileno()).st_size
+            if (
+                size != described["rows"] * dim * 4
+                or size != described["rows_file_bytes"]
+                or _digest_of(handle) != described["rows_file_digest"]
+            ):
+                handle.close()
+                return None
+            return RowsFile(handle, described["rows"], dim)
+        except OSError:
+            handle.close()
+            return None
 
     def _read_description(self, tenant_key: str, kind: str, dim: int) -> dict[str, Any] | None:
         try:
@@ -119,43 +163,60 @@ class SavedIndexes:
         except ValueError:
             return None
         expected = {"format": int, "dim": int, "kind": str, "graph": str, "graph_bytes": int, "graph_digest": str}
-        expected |= {"rows": int, "rows_digest": str, "erasure_mark": int}
+        expected |= {
+            "rows": int,
+            "rows_digest": str,
+            "erasure_mark": int,
+            "rows_file": str,
+            "rows_file_bytes": int,
+            "rows_file_digest": str,
+        }
         if not isinstance(described, dict) or any(type(described.get(k)) is not t for k, t in expected.items()):
             return None
         stem = f"{tenant_stem(tenant_key)}.{kind}."
-        graph = described["graph"]
-        # Only a graph file of this tenant and kind, in this folder: never a path elsewhere.
-        if not (graph.startswith(stem) and graph.endswith(".usearch") and "/" not in graph and "\\" not in graph):
-            return None
+        # Only files of this tenant and kind, in this folder: never a path elsewhere.
+        for name, suffix in ((described["graph"], ".usearch"), (described["rows_file"], ".f32")):
+            if not (name.startswith(stem) and name.endswith(suffix) and "/" not in name and "\\" not in name):
+                return None
         if described["format"] != FORMAT or described["dim"] != dim or described["kind"] != kind or described["rows"] <= 0:
             return None
         return described
 
-    def save(self, tenant_key: str, kind: str, index: ApproximateIndex, coverage: Coverage, erasure_mark: int) -> None:
-        """Save ``index`` (covering ``coverage``) as the tenant's current graph, then delete the
-        graph it replaces. Raises OSError when the folder cannot be written."""
+    def save(
+        self,
+        tenant_key: str,
+        kind: str,
+        index: ApproximateIndex,
+        coverage: Coverage,
+        erasure_mark: int,
+        write_rows: Callable[[BinaryIO], None],
+    ) -> None:
+        """Save ``index`` (covering ``coverage``) as the tenant's current graph, with the rows it
+        covers (``write_rows(file)`` writes them as raw float32), then delete the files they
+        replace. Raises OSError when the folder cannot be written."""
         if not self.writable:
             return
         self.folder.mkdir(mode=0o700, exist_ok=True)
         stem = f"{tenant_stem(tenant_key)}.{kind}"
-        partial = self.folder / f".{stem}.{uuid.uuid4().hex}.partial"
-        try:
-            index.save(str(partial))
-            os.chmod(partial, 0o600)  # int8 copies of a tenant's vectors: owner-only, as the store file is
-            digest = file_digest(partial)
-            graph = self.folder / f"{stem}.{digest}.usearch"
-            size = partial.stat().st_size
-            os.replace(partial, graph)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                partial.unlink()
+        graph, graph_bytes, graph_digest = self._place(stem, ".usearch", lambda path: index.save(str(path)))
+
+        def rows_to(path: Path) -> None:
+            with open(path, "wb") as out:
+                write_rows(out)
+
+        rows, rows_bytes, rows_digest = self._place(stem, ".f32", rows_to)
+        if rows_bytes != coverage.rows * index.dim * 4:
+            raise OSError(f"wrote {rows_bytes} bytes of rows for {coverage.rows} rows")
         described = {
             "format": FORMAT,
             "dim": index.dim,
             "kind": kind,
             "graph": graph.name,
-            "graph_bytes": size,
-            "graph_digest": digest,
+            "graph_bytes": graph_bytes,
+            "graph_digest": graph_digest,
+            "rows_file": rows.name,
+            "rows_file_bytes": rows_bytes,
+            "rows_file_digest": rows_digest,
             "rows": coverage.rows,
             "rows_digest": coverage.rows_digest,
             "erasure_mark": erasure_mark,
@@ -164,10 +225,26 @@ class SavedIndexes:
         note.write_text(json.dumps(described))
         os.chmod(note, 0o600)
         os.replace(note, self._description(tenant_key, kind))
-        for older in self.folder.glob(f"{stem}.*.usearch"):
-            if older != graph:
+        for older in [*self.folder.glob(f"{stem}.*.usearch"), *self.folder.glob(f"{stem}.*.f32")]:
+            if older not in (graph, rows):
                 with contextlib.suppress(FileNotFoundError):
                     older.unlink()  # a process that mapped it keeps its mapping until it lets go
+
+    def _place(self, stem: str, suffix: str, write: Callable[[Path], None]) -> tuple[Path, int, str]:
+        """Write a file through a partial name, owner-only (copies of a tenant's vectors, as the
+        store file is), and move it to the name its digest gives; its path, size and digest."""
+        partial = self.folder / f".{stem}.{uuid.uuid4().hex}.partial"
+        try:
+            write(partial)
+            os.chmod(partial, 0o600)
+            digest = file_digest(partial)
+            placed = self.folder / f"{stem}.{digest}{suffix}"
+            size = partial.stat().st_size
+            os.replace(partial, placed)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                partial.unlink()
+        return placed, size, digest
 
     def erase(self, tenant_key: str) -> None:
         """Delete every saved file of the tenant (every kind), and any partial save."""

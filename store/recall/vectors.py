@@ -1,4 +1,4 @@
-"""Exact vector search over one tenant's float32 matrix, held in memory.
+"""Vector search over one tenant's float32 rows, held in memory or left in its saved index's file.
 
 Loaded on first search in chunks into a preallocated matrix (no 3x transient peak), then
 kept in step with the table, whichever process wrote it: before each search a signature of
@@ -16,6 +16,9 @@ not account for every step of the counter, everything is dropped, as before.
 Tenants of ``approximate.min_rows()`` rows or more also get an approximate index, built in the
 background and owned by their matrix object, so whatever drops or reloads a matrix drops its
 index with it (see ``approximate.py`` for why an erased vector can never come back from it).
+When such a tenant has a saved index that checks out, a new process maps the graph, reads the rows
+saved beside it only as searches want them, and reads from the store only the rows' keys and the
+rows added since (saved_index.py, split_rows.py).
 """
 
 from __future__ import annotations
@@ -24,90 +27,20 @@ import logging
 import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
-from sqlalchemy import Connection, func
+from sqlalchemy import Connection
 
-from ..backend import sql
-from ..schema import vectors_t
 from ..tenancy import Tenant
 from . import approximate
 from .approximate import ApproximateIndex, Builder
-from .cosines import cosines
 from .saved_index import Coverage, SavedIndexes
+from .split_rows import Rows, write_rows
+from .split_rows import scores as scored
+from .tenant_matrix import TenantMatrix, load_keys, load_rows, rows_match, signature
 
 _log = logging.getLogger(__name__)
-
-# Rows read per statement while loading a matrix. Each chunk's rows and their joined bytes are
-# transient, but the allocator keeps the high-water mark: at 8,192 rows (25 MB a chunk) a
-# process grew by 1.34x the raw vectors loading a 100k tenant, at 1,024 by 1.22x, in no more
-# time (0.6-1.0 s against 1.3-2.0 s, same store, read-only, alternating runs).
-_CHUNK = 1024
-
-
-@dataclass
-class TenantMatrix:
-    dim: int
-    signature: tuple[int, int, int, int] = (0, 0, 0, 0)
-    version_sum: int = 0
-    data_version: int | None = None
-    pks: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    # Each row's version, beside its key: a saved index is checked against both.
-    versions: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    matrix: np.ndarray | None = None
-    size: int = 0
-    # Published once it covers every row loaded when its build began; rows past its coverage
-    # are scanned exactly.
-    approximate: ApproximateIndex | None = None
-    building: bool = False
-    # The newest erasure the store had recorded when this matrix was loaded, the rows the saved
-    # index covers (0: none saved yet), and whether a saved index was looked for.
-    erasure_mark: int = 0
-    saved_rows: int = 0
-    looked_for_saved: bool = False
-
-    def view(self) -> tuple[np.ndarray, np.ndarray]:
-        if self.matrix is None:
-            return self.pks[:0], np.zeros((0, self.dim), dtype=np.float32)
-        return self.pks[: self.size], self.matrix[: self.size]
-
-    def own_signature(self) -> tuple[int, int, int, int]:
-        pks, _ = self.view()
-        return (len(pks), int(pks.max()) if len(pks) else 0, int(pks.sum()), self.version_sum)
-
-    def reserve(self, rows: int) -> None:
-        """Allocate exactly ``rows`` before a full load: growing by a quarter as chunks arrive left
-        up to 1.25x the bytes, which counts against the memory the approximate index may take."""
-        if self.matrix is None and rows > 0:
-            self.matrix = np.empty((rows, self.dim), dtype=np.float32)
-            self.pks = np.empty(rows, dtype=np.int64)
-            self.versions = np.empty(rows, dtype=np.int64)
-
-    def coverage(self, rows: int) -> Coverage | None:
-        """The :class:`Coverage` of the first ``rows`` rows, None if there are fewer."""
-        if rows > self.size:
-            return None
-        return Coverage.of(self.pks[:rows], self.versions[:rows])
-
-    def append(self, pks: np.ndarray, versions: np.ndarray, rows: np.ndarray) -> None:
-        need = self.size + len(pks)
-        if self.matrix is None or need > len(self.matrix):
-            capacity = max(need, int(self.size * 1.25) + _CHUNK)
-            matrix = np.empty((capacity, self.dim), dtype=np.float32)
-            ids = np.empty(capacity, dtype=np.int64)
-            row_versions = np.empty(capacity, dtype=np.int64)
-            if self.matrix is not None:
-                matrix[: self.size] = self.matrix[: self.size]
-                ids[: self.size] = self.pks[: self.size]
-                row_versions[: self.size] = self.versions[: self.size]
-            self.matrix, self.pks, self.versions = matrix, ids, row_versions
-        self.matrix[self.size : need] = rows
-        self.pks[self.size : need] = pks
-        self.versions[self.size : need] = versions
-        self.version_sum += int(versions.sum())
-        self.size = need
 
 
 class Vectors(NamedTuple):
@@ -115,7 +48,7 @@ class Vectors(NamedTuple):
     matrix's approximate index when it has one."""
 
     pks: np.ndarray
-    matrix: np.ndarray
+    matrix: Rows
     approximate: ApproximateIndex | None = None
 
     def top_k(self, query: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -124,38 +57,6 @@ class Vectors(NamedTuple):
         if self.approximate is None or mask is not None:
             return top_k(self.matrix, query, k, mask)
         return self.approximate.top_k(self.matrix, query, k)
-
-
-def signature(conn: Connection, tenant: Tenant, kind: str) -> tuple[int, int, int, int]:
-    """Changes whenever a row is added, deleted or replaced (a replaced row gets a new row version)."""
-    stmt = tenant.select(
-        vectors_t,
-        func.count(),
-        func.coalesce(func.max(vectors_t.c.item_pk), 0),
-        func.coalesce(func.sum(vectors_t.c.item_pk), 0),
-        func.coalesce(func.sum(sql(conn).row_version(vectors_t)), 0),
-    ).where(vectors_t.c.kind == kind)
-    count, low, high, total = (int(v) for v in conn.execute(stmt).one())
-    return count, low, high, total
-
-
-def load_rows(conn: Connection, tenant: Tenant, kind: str, dim: int, after_pk: int, into: TenantMatrix) -> None:
-    last = after_pk
-    while True:
-        stmt = (
-            tenant.select(vectors_t, vectors_t.c.item_pk, vectors_t.c.vector, sql(conn).row_version(vectors_t))
-            .where(vectors_t.c.kind == kind, vectors_t.c.item_pk > last)
-            .order_by(vectors_t.c.item_pk)
-            .limit(_CHUNK)
-        )
-        rows = conn.execute(stmt).all()
-        if not rows:
-            return
-        pks = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        versions = np.fromiter((r[2] for r in rows), dtype=np.int64, count=len(rows))
-        block = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
-        into.append(pks, versions, block)
-        last = int(pks[-1])
 
 
 class VectorCache:
@@ -254,7 +155,7 @@ class VectorCache:
                 self._erasure_mark = everything[-1][0] if everything else 0
             self._erasures = erasures
 
-    def get(self, conn: Connection, tenant: Tenant, kind: str, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    def get(self, conn: Connection, tenant: Tenant, kind: str, dim: int) -> tuple[np.ndarray, Rows]:
         """(item pks, matrix) for the tenant, brought up to date with the table."""
         pks, matrix, _ = self.searchable(conn, tenant, kind, dim)
         return pks, matrix
@@ -277,12 +178,46 @@ class VectorCache:
                 if current.own_signature() != fresh:
                     current = None
             if current is None or current.dim != dim:
-                current = self._matrices[key] = TenantMatrix(dim=dim, erasure_mark=self._erasure_mark)
-                current.reserve(fresh[0])
-                load_rows(conn, tenant, kind, dim, 0, current)
+                current = self._from_saved(conn, tenant, kind, dim, fresh) or self._loaded(conn, tenant, kind, dim, fresh)
+                self._matrices[key] = current
             current.signature = fresh
             current.data_version = version
             return self._searchable(key, current, conn)
+
+    def _loaded(self, conn: Connection, tenant: Tenant, kind: str, dim: int, fresh: tuple[int, int, int, int]) -> TenantMatrix:
+        """Every row read into memory."""
+        current = TenantMatrix(dim=dim, erasure_mark=self._erasure_mark)
+        current.reserve(fresh[0])
+        load_rows(conn, tenant, kind, dim, 0, current)
+        return current
+
+    def _from_saved(self, conn: Connection, tenant: Tenant, kind: str, dim: int, fresh: tuple[int, int, int, int]) -> TenantMatrix | None:
+        """A large tenant's matrix started from its saved index (the graph mapped, the rows read from
+        their file when a search wants them) when it checks out: only the saved rows' keys and the
+        rows added since are read from the store (under the lock)."""
+        if self._saved is None or not (0 < approximate.min_rows() <= fresh[0] and approximate.available()):
+            return None
+        keys: list[np.ndarray] = []
+
+        def coverage_of(rows: int) -> Coverage | None:
+            keys[:] = load_keys(conn, tenant, kind, rows)
+            return Coverage.of(*keys) if len(keys[0]) == rows else None
+
+        opened = self._saved.open(tenant.key, kind, dim, coverage_of, map_rows=True)
+        if opened is None or opened.rows is None:
+            return None
+        if self._erased_since(conn, tenant.key, opened.erasure_mark) or not rows_match(conn, tenant, kind, keys[0], opened.rows):
+            opened.rows.handle.close()
+            if self._saved.writable:
+                self._saved.erase(tenant.key)  # erased from since the save (and not deleted yet), or not the store's rows
+            return None
+        current = TenantMatrix(dim=dim, erasure_mark=self._erasure_mark, looked_for_saved=True)
+        current.start_from_saved(opened.rows, *keys)
+        current.approximate, current.saved_rows = opened.approximate, opened.approximate.covered
+        load_rows(conn, tenant, kind, dim, int(keys[0][-1]), current)
+        # The saved rows are the first rows; anything else changed since (a delete below them)
+        # shows here, and the rows are read in full instead.
+        return current if current.own_signature() == fresh else None
 
     def _searchable(self, key: tuple[str, str], current: TenantMatrix, conn: Connection | None = None) -> Vectors:
         """Called under the lock: the view, and a build or catch-up queued if one is due."""
@@ -310,7 +245,7 @@ class VectorCache:
         opened = self._saved.open(key[0], key[1], current.dim, current.coverage)
         if opened is None:
             return
-        index, mark = opened
+        index, mark = opened.approximate, opened.erasure_mark
         if self._erased_since(conn, key[0], mark):
             # Erased from since it was saved, and the erasing process has not deleted it yet.
             if self._saved.writable:
@@ -332,7 +267,8 @@ class VectorCache:
         if coverage is None:
             return
         try:
-            saved.save(key[0], key[1], index, coverage, current.erasure_mark)
+            _, rows_now = current.view()  # rows never change once loaded: this view stays true
+            saved.save(key[0], key[1], index, coverage, current.erasure_mark, lambda out: write_rows(rows_now, rows, out))
         except OSError as error:  # a full disk or a folder that cannot be written: build per process, as before
             _log.warning("could not save the vector index of a tenant: %s", error)
             return
@@ -381,11 +317,11 @@ class VectorCache:
         return None if self._builder is None else self._builder.failure
 
 
-def top_k(matrix: np.ndarray, query: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def top_k(matrix: Rows, query: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Indices and cosine scores of the ``k`` best rows, best first (vectors are normalised)."""
     if len(matrix) == 0 or k <= 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-    scores = cosines(matrix, query)
+    scores = scored(matrix, query)
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)
     k = min(k, len(scores))
