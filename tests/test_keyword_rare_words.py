@@ -31,3 +31,20 @@ def test_a_rare_word_behind_a_common_one_is_found_first(backend_url):
             assert all(h.episode.user_id == "alice" for h in hits)
         # A word being typed (a prefix) is never taken for a rare one: it can expand to many words.
         assert s.recall("find w1", user_id="alice", mode="keyword", limit=5, prefix=True)
+
+
+def test_a_word_counted_before_a_commit_is_counted_again_after_it(backend_url):
+    """How many episodes hold a word is kept until the next commit: a tag searched while no episode
+    held it, then written behind more than a window of newer matches, is found after the commit."""
+    rng = random.Random(11)
+    # "find" in every sixth episode: in more than a window's worth, too few to be cut as common.
+    filler = [
+        {"input": f"{'find ' if i % 6 == 0 else ''}{rng.randrange(10**6)} w{rng.randrange(500)}", "output": "ok"} for i in range(7200)
+    ]
+    with MemoryStore.open(backend_url, embedder=None) as s, MemoryStore.open(backend_url, embedder=None) as writer:
+        s.remember_many(filler, user_id="alice")
+        assert not [h for h in s.recall("find tag77777", user_id="alice", mode="keyword", limit=5) if "tag77777" in h.episode.input]
+        writer.remember("find tag77777", "ok", user_id="alice")
+        writer.remember_many(filler, user_id="alice")  # the tag is now behind 1,200 newer matches of "find"
+        hits = s.recall("find tag77777", user_id="alice", mode="keyword", limit=5)
+        assert hits and "tag77777" in hits[0].episode.input

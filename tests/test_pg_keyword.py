@@ -62,7 +62,8 @@ def test_scores_equal_fts5_bm25_on_the_same_episodes(pg, db_path, query):
         expression = sqlite_keyword.fts_expression(query, min_prefix=None)
         pk_to_id = dict(conn.execute(text("SELECT pk, input || '|' || output FROM episodes")).all())
         expected = {
-            pk_to_id[pk]: round(score, 9) for pk, score, _ in sqlite_keyword.keyword_episodes(conn, ALICE, expression, 10, None, None, None)
+            pk_to_id[pk]: round(score, 9)
+            for pk, score, _ in testing.keyword_index(s).episodes(conn, ALICE, expression, 10, None, None, None)
         }
     s.close()
     with pg.begin() as conn:

@@ -223,9 +223,13 @@ PENDING_KEY = "scrub_pending"
 ERASURES_KEY = "erasures"
 
 
+# Read before every search: built once (building it cost about a tenth of a millisecond a search).
+_ERASURE_COUNT = select(meta_t.c.value).where(meta_t.c.key == ERASURES_KEY)
+
+
 def erasure_count(conn: Connection) -> int:
     """How many erasures were ever committed to this file, by any process: caches compare it."""
-    value = conn.execute(select(meta_t.c.value).where(meta_t.c.key == ERASURES_KEY)).scalar()
+    value = conn.execute(_ERASURE_COUNT).scalar()
     return int(value) if value else 0
 
 

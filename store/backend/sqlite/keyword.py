@@ -107,32 +107,37 @@ def large_enough(conn: Connection, tenant: Tenant) -> bool:
     return held >= MIN_EPISODES_FOR_CUT
 
 
+# The two reads of :func:`is_common`, built once per tenant with the word bound: built each time,
+# with the word written into the statement, SQLAlchemy compiled them anew for every word, about as
+# long as the reads themselves (a new word's check took 1-3 ms at 100k episodes).
+@lru_cache(maxsize=256)
+def _newest_holding(tenant: Tenant) -> Select[Any]:
+    e, fts = episodes_t, table("episodes_fts", column("rowid"))
+    match = literal_column("episodes_fts").op("MATCH")(bindparam("word"))
+    stmt = select(e.c.pk).select_from(fts.join(e, e.c.pk == fts.c.rowid)).where(match, tenant.owns_unindexed(e))
+    return stmt.order_by(fts.c.rowid.desc()).limit(bindparam("window"))
+
+
+@lru_cache(maxsize=256)
+def _written_since(tenant: Tenant) -> Select[Any]:
+    e = episodes_t
+    since = select(e.c.pk).where(e.c.pk >= bindparam("oldest"), tenant.owns_unindexed(e)).order_by(e.c.pk).limit(bindparam("enough"))
+    return select(func.count()).select_from(since.subquery())
+
+
 def is_common(conn: Connection, tenant: Tenant, term: str) -> bool:
     """Whether the tenant's COMMON_WINDOW most recent episodes holding the word are more than
     COMMON_SHARE of its episodes since the oldest of them (recent episodes are the ones a keyword
     query ranks, see MAX_KEYWORD_MATCHES). A word in fewer episodes than the window is never common
     (from MIN_EPISODES_FOR_CUT episodes, a word in a fifth of them fills it). Both reads stop early
     (LIMIT); the first costs at most what the keyword query itself spends walking the word's matches."""
-    e = episodes_t
-    fts, match, _, _ = _fts("episodes_fts", f'"{term}"', 2)
-    mine = (
-        conn.execute(
-            select(e.c.pk)
-            .select_from(fts.join(e, e.c.pk == fts.c.rowid))
-            .where(match, tenant.owns_unindexed(e))
-            .order_by(fts.c.rowid.desc())
-            .limit(COMMON_WINDOW)
-        )
-        .scalars()
-        .all()
-    )
+    mine = conn.execute(_newest_holding(tenant), {"word": f'"{term}"', "window": COMMON_WINDOW}).scalars().all()
     if len(mine) < COMMON_WINDOW:
         return False
     # Too common when the tenant wrote fewer than COMMON_WINDOW / COMMON_SHARE episodes since the
     # oldest of them: count its episodes from there, up to that many.
     enough = round(COMMON_WINDOW / COMMON_SHARE)
-    since = select(e.c.pk).where(e.c.pk >= min(mine), tenant.owns_unindexed(e)).order_by(e.c.pk).limit(enough)
-    written: int = conn.execute(select(func.count()).select_from(since.subquery())).scalar_one()
+    written: int = conn.execute(_written_since(tenant), {"oldest": min(mine), "enough": enough}).scalar_one()
     return written < enough
 
 
@@ -208,19 +213,13 @@ def _every_match_of(tenant: Tenant, session: bool, since: bool, until: bool) -> 
     return stmt.order_by(literal_column("rank")).limit(bindparam("limit"))
 
 
-_MATCHES_UP_TO = text("SELECT count(*) FROM (SELECT rowid FROM episodes_fts WHERE episodes_fts MATCH :word LIMIT :cap)")
-
-
-def rare_words(conn: Connection, expression: str) -> list[str]:
+def rare_words(expression: str, statistics: TenantStatistics) -> list[str]:
     """The expression's words (not a prefix being typed) in at most RARE_MATCHES episodes of the
     whole store, so of any tenant. A word rare in this tenant but common in others is not found
     here; its matches are ranked as the newest of the query's, as before."""
     parts = expression.split(" OR ")  # fts_expression's own form: each part one quoted word
-    return [
-        part
-        for part in parts
-        if not part.endswith("*") and is_rare(False, conn.execute(_MATCHES_UP_TO, {"word": part, "cap": RARE_MATCHES + 1}).scalar_one())
-    ]
+    words = [part for part in parts if not part.endswith("*")]
+    return [word for word, n in zip(words, statistics.capped_matches(words, RARE_MATCHES + 1), strict=True) if is_rare(False, n)]
 
 
 @lru_cache(maxsize=256)
@@ -287,15 +286,15 @@ def keyword_episodes(
     session_id: str | None,
     since: datetime | None,
     until: datetime | None,
-    statistics: TenantStatistics | None = None,
+    statistics: TenantStatistics,
 ) -> list[tuple[int, float, list[str]]]:
-    totals = None if statistics is None else statistics.totals(tenant)
-    if statistics is not None and totals is not None:  # FTS5's statistics are not the tenant's alone
+    totals = statistics.totals(tenant)
+    if totals is not None:  # FTS5's statistics are not the tenant's alone
         return ranked_by_tenant(conn, tenant, expression, limit, _filter_values(session_id, since, until), totals, statistics)
     shape = (session_id is not None, since is not None, until is not None)
     values = {"expression": expression, "window": MAX_KEYWORD_MATCHES, "limit": limit, **_filter_values(session_id, since, until)}
     found: dict[int, float] = dict(conn.execute(_newest_matches(tenant, *shape), values).all())
-    rare = rare_words(conn, expression)
+    rare = rare_words(expression, statistics)
     if rare:
         found.update(conn.execute(_every_match_of(tenant, *shape), {**values, "rare": " OR ".join(rare)}).all())
     best = sorted(found.items(), key=lambda hit: (hit[1], -hit[0]))[:limit]  # bm25: lower is better

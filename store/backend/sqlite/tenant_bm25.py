@@ -102,6 +102,23 @@ class TenantStatistics:
             counts.update(fresh)
         return [counts[item] for item in items]
 
+    def capped_matches(self, items: list[str], cap: int) -> list[int]:
+        """How many episodes of the whole index each item matches, counted up to ``cap`` (the exact
+        count when one is kept): whether a word is rare is asked at every search, and counting a
+        word's matches cost a statement per word, about half a millisecond a search at 100k."""
+        version = self._data_version()
+        counts = {item: self._cache.get(version, (None, "matches", item)) for item in items}
+        for item, n in counts.items():
+            if n is DataVersionCache.MISSING:
+                counts[item] = self._cache.get(version, (None, "capped", cap, item))
+        missing = [item for item, n in counts.items() if n is DataVersionCache.MISSING]
+        if missing:
+            with self._read() as conn:
+                fresh = {item: conn.execute(_MATCHES_UP_TO, {"item": item, "cap": cap}).scalar_one() for item in missing}
+            self._cache.keep(version, {(None, "capped", cap, item): n for item, n in fresh.items()})
+            counts.update(fresh)
+        return [min(int(counts[item]), cap) for item in items]
+
     def store_totals(self) -> tuple[int, int]:
         """(episodes, tokens) of the whole index: the statistics FTS5's bm25() ranks with."""
         found: tuple[int, int] = self._kept((None, "totals"), _store_totals)
@@ -116,6 +133,9 @@ def _store_totals(conn: Connection) -> tuple[int, int]:
     averages = conn.execute(text("SELECT block FROM episodes_fts_data WHERE id = 1")).scalar()
     values = varints(averages) if averages else [0]
     return values[0], sum(values[1:])
+
+
+_MATCHES_UP_TO = text("SELECT count(*) FROM (SELECT rowid FROM episodes_fts WHERE episodes_fts MATCH :item LIMIT :cap)")
 
 
 def _store_matches(conn: Connection, item: str) -> int:
