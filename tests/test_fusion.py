@@ -171,9 +171,9 @@ def test_hybrid_marks_its_hits_with_one_highlight_query(store, monkeypatch):
     calls = []
     original = type(testing.keyword_index(store)).episode_highlights
 
-    def counted(self, conn, tenant, expression, pks):
+    def counted(self, conn, tenant, expression, pks, texts=None):
         calls.append(list(pks))
-        return original(self, conn, tenant, expression, pks)
+        return original(self, conn, tenant, expression, pks, texts)
 
     monkeypatch.setattr(type(testing.keyword_index(store)), "episode_highlights", counted)
     hits = store.recall("jammed printer", user_id="u", limit=5)

@@ -67,11 +67,14 @@ def test_marks_equal_the_index_highlights_for_every_query(db_path):
         s.remember_many([{"input": i, "output": o} for i, o in TEXTS], user_id="other")
         with testing.backend(s).read() as conn:
             pks = list(conn.exec_driver_sql("SELECT pk FROM episodes WHERE user_id = 'u' ORDER BY pk").scalars())
+            texts = {pk: (i, o) for pk, i, o in conn.exec_driver_sql("SELECT pk, input, output FROM episodes WHERE user_id = 'u'")}
             checked = 0
             for query in QUERIES:
                 for expression in expressions(query):
                     expected = index_marks(db_path, pks, expression)
                     assert episode_highlights(conn, Tenant("u"), expression, pks) == expected, (query, expression)
+                    # The same marks from texts the caller read (recall passes its hits' rows).
+                    assert episode_highlights(conn, Tenant("u"), expression, pks, texts) == expected, (query, expression)
                     checked += bool(expected)
             assert checked >= 10  # most queries match something: the comparison is not of empty dicts
             # Another tenant's rows are never read, even when asked for by key.

@@ -10,7 +10,7 @@ LISTEN/NOTIFY for change detection, and ``DELETE`` then ``VACUUM (FULL)`` / ``CH
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
@@ -51,8 +51,11 @@ class KeywordIndex(Protocol):
     ) -> list[KeywordHit]:
         """The tenant's best ``limit`` episodes for ``expression`` (matched terms left empty)."""
 
-    def episode_highlights(self, conn: Connection, tenant: Tenant, expression: str, pks: list[int]) -> dict[int, list[str]]:
-        """The terms ``expression`` matched in each of these episodes (only these: marking is costly)."""
+    def episode_highlights(
+        self, conn: Connection, tenant: Tenant, expression: str, pks: list[int], texts: Mapping[int, tuple[str, str]] | None = None
+    ) -> dict[int, list[str]]:
+        """The terms ``expression`` matched in each of these episodes (only these: marking is costly);
+        ``texts`` (input, output by key), when the caller has read them, spare reading them again."""
 
     def facts(self, conn: Connection, tenant: Tenant, expression: str, limit: int, allowed: set[int] | None) -> list[KeywordHit]:
         """The tenant's best ``limit`` facts for ``expression``, among ``allowed`` row keys if given."""

@@ -19,7 +19,7 @@ tsquery's own text form.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -268,7 +268,10 @@ class PostgresKeywordIndex:
         stmt = filtered(tenant.select(e, e.c.pk).where(_matches(e, query)), session_id=session_id, since=since, until=until)
         return list(conn.execute(stmt.order_by(e.c.pk.desc()).limit(limit)).scalars())
 
-    def episode_highlights(self, conn: Connection, tenant: Tenant, expression: str, pks: list[int]) -> dict[int, list[str]]:
+    def episode_highlights(
+        self, conn: Connection, tenant: Tenant, expression: str, pks: list[int], texts: Mapping[int, tuple[str, str]] | None = None
+    ) -> dict[int, list[str]]:
+        # Marked by the server (ts_headline with the index's own configuration); ``texts`` unused.
         if not pks:
             return {}
         e = episodes_t

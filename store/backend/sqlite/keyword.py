@@ -11,7 +11,7 @@ tenant's writes never change the order of this tenant's hits, nor which words it
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
 from contextlib import AbstractContextManager
 from datetime import datetime
@@ -151,8 +151,10 @@ class CommonWords:
     meanwhile changes the counter, so an answer is never older than the counter it is kept under.
     """
 
-    def __init__(self, read: Callable[[], AbstractContextManager[Connection]], data_version: Callable[[], int]):
-        self._read, self._data_version = read, data_version
+    def __init__(
+        self, read: Callable[[], AbstractContextManager[Connection]], data_version: Callable[[], int], statistics: TenantStatistics
+    ):
+        self._read, self._data_version, self._statistics = read, data_version, statistics
         self._cache = DataVersionCache()
 
     def __call__(self, tenant: Tenant, terms: list[str]) -> set[str]:
@@ -165,9 +167,15 @@ class CommonWords:
         known = {t: common for t, common in known.items() if common is not missing}
         if large is False or (large is not missing and len(known) == len(terms)):
             return {t for t, common in known.items() if common} if large else set()
+        unknown = [t for t in terms if t not in known]
+        # A word in fewer than COMMON_WINDOW episodes of the whole store is in fewer of the
+        # tenant's: not common, without reading its matches. The count is the one the keyword
+        # search asks for next (is the word rare?), kept for it until the next commit.
+        counts = self._statistics.capped_matches([f'"{t}"' for t in unknown], RARE_MATCHES + 1)
+        few = {t for t, n in zip(unknown, counts, strict=True) if n < COMMON_WINDOW}
         with self._read() as conn:
             large = large_enough(conn, tenant) if large is missing else large
-            fresh = {t: is_common(conn, tenant, t) for t in terms if t not in known} if large else {}
+            fresh = {t: t not in few and is_common(conn, tenant, t) for t in unknown} if large else {}
         self._cache.keep(version, {(tenant.key, "large"): large} | {(tenant.key, "common", t): common for t, common in fresh.items()})
         return {t for t, common in {**known, **fresh}.items() if common} if large else set()
 
@@ -319,10 +327,15 @@ def phrase_episodes(
     return list(conn.execute(stmt, values).scalars())
 
 
-def episode_highlights(conn: Connection, tenant: Tenant, expression: str, pks: list[int]) -> dict[int, list[str]]:
+def episode_highlights(
+    conn: Connection, tenant: Tenant, expression: str, pks: list[int], texts: Mapping[int, tuple[str, str]] | None = None
+) -> dict[int, list[str]]:
     """Matched terms of the chosen hits only, marked outside the big index (see :mod:`.highlight`)."""
     if not pks:
         return {}
+    if texts is not None:
+        given: list[tuple[Any, ...]] = [(pk, *texts[pk]) for pk in pks if pk in texts]
+        return highlight.mark(expression, given, 2)
     return highlight.mark(expression, conn.execute(_texts_by_key(tenant), {"keys": list(pks)}), 2)
 
 
@@ -341,8 +354,8 @@ class SqliteKeywordIndex:
     ``data_version`` are the store's (see :class:`CommonWords`)."""
 
     def __init__(self, read: Callable[[], AbstractContextManager[Connection]], data_version: Callable[[], int]):
-        self.common_words = CommonWords(read, data_version)
         self.statistics = TenantStatistics(read, data_version)
+        self.common_words = CommonWords(read, data_version, self.statistics)
 
     def expression(self, conn: Connection, tenant: Tenant, terms: list[str], *, min_prefix: int | None, cut_common: bool) -> str | None:
         common = self.common_words(tenant, terms) if cut_common else set()
@@ -361,8 +374,10 @@ class SqliteKeywordIndex:
     ) -> list[KeywordHit]:
         return keyword_episodes(conn, tenant, expression, limit, session_id, since, until, self.statistics)
 
-    def episode_highlights(self, conn: Connection, tenant: Tenant, expression: str, pks: list[int]) -> dict[int, list[str]]:
-        return episode_highlights(conn, tenant, expression, pks)
+    def episode_highlights(
+        self, conn: Connection, tenant: Tenant, expression: str, pks: list[int], texts: Mapping[int, tuple[str, str]] | None = None
+    ) -> dict[int, list[str]]:
+        return episode_highlights(conn, tenant, expression, pks, texts)
 
     def facts(self, conn: Connection, tenant: Tenant, expression: str, limit: int, allowed: set[int] | None) -> list[KeywordHit]:
         return keyword_facts(conn, tenant, expression, limit, allowed)
