@@ -1,4 +1,4 @@
-"""Regenerate the README's screenshots from the real app on the demo store.
+"""Regenerate the screenshots of the README and the docs from the real app on the demo store.
 
     python screenshots/make_screenshots.py
 

@@ -1,5 +1,5 @@
-"""The README's demo queries, run against the real full demo with the real model: each claim the
-README's table makes is checked here, and each query must appear in the README word for word.
+"""The demo guide's queries (docs/demo.md), run against the real full demo with the real model: each claim the
+guide's table makes is checked here, and each query must appear in it word for word.
 
 Claims about vector and keyword hold for those modes themselves; for hybrid only what survives
 any fusion that keeps both lists' evidence (fusion is being reworked)."""
@@ -18,7 +18,7 @@ from store.demo import DEMO_NOW, build_demo_store
 from .conftest import built_once
 
 pytestmark = pytest.mark.model
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+GUIDE = (Path(__file__).resolve().parent.parent / "docs" / "demo.md").read_text()
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,7 @@ PARAPHRASES = [
 
 @pytest.mark.parametrize("user, query, target", PARAPHRASES)
 def test_a_paraphrase_is_found_by_vector_search_and_missed_by_keyword_search(demo, user, query, target):
-    assert f"`{query}`" in README and target in README
+    assert f"`{query}`" in GUIDE and target in GUIDE
     assert rank(texts(demo, query, user, "vector"), target) == 1
     assert rank(texts(demo, query, user, "keyword", limit=50), target) is None
 
@@ -59,7 +59,7 @@ def test_hybrid_keeps_a_paraphrase_the_keyword_list_barely_touches(demo):
 
 def test_near_duplicates_only_semantics_tells_apart(demo):
     query = "did the airline call off my trip to Japan"
-    assert f"`{query}`" in README
+    assert f"`{query}`" in GUIDE
     flights = ["My flight to Kyoto was cancelled", "My flight to Kyoto was delayed", "My flight to Kyoto was confirmed"]
     vector, keyword = texts(demo, query, "alice", "vector"), texts(demo, query, "alice", "keyword")
     assert [rank(vector, f) for f in flights] == [1, 2, 3]
@@ -75,7 +75,7 @@ def test_near_duplicates_only_semantics_tells_apart(demo):
     ],
 )
 def test_an_exact_identifier_is_first_by_keyword_and_not_by_vector(demo, user, wanted, vector_first, vector_top5_without_it):
-    assert f"`{wanted}`" in README and f"first: {vector_first}" in README
+    assert f"`{wanted}`" in GUIDE and f"first: {vector_first}" in GUIDE
     keyword, vector = texts(demo, wanted, user, "keyword"), texts(demo, wanted, user, "vector")
     assert wanted in keyword[0] and all(wanted not in t for t in keyword[1:])
     assert vector_first in vector[0] and wanted not in vector[0]
@@ -90,6 +90,6 @@ def test_the_as_of_view_tells_the_story(demo):
     before, now = DEMO_NOW - timedelta(days=30), DEMO_NOW
     lives = {when: [f.object for f in demo.facts(user_id="alice", valid_at=when) if f.predicate == "lives_in"] for when in (before, now)}
     assert lives == {before: ["Lisbon"], now: ["Porto"]}
-    assert "valid_at=DEMO_NOW - timedelta(days=30)" in README
+    assert "valid_at=DEMO_NOW - timedelta(days=30)" in GUIDE
     top = demo.recall_facts("where does she live now", user_id="alice", mode="vector", limit=1)[0]
-    assert top.text == "alice lives in Porto" and "alice lives in Porto" in README
+    assert top.text == "alice lives in Porto" and "alice lives in Porto" in GUIDE

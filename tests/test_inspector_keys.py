@@ -70,20 +70,20 @@ def table_keys(markdown: str, first_column_only: bool = False) -> set[str]:
     return keys
 
 
-def readme_inspector_section() -> str:
-    text = (ROOT / "README.md").read_text()
-    start = text.index("## The inspector")
+def docs_keys_section() -> str:
+    text = (ROOT / "docs" / "inspector.md").read_text()
+    start = text.index("## Keys")
     return text[start : text.index("\n## ", start + 1)]
 
 
-@pytest.mark.parametrize("where, markdown", [("README", readme_inspector_section()), ("help screen", help_screen.HELP)])
+@pytest.mark.parametrize("where, markdown", [("inspector guide", docs_keys_section()), ("help screen", help_screen.HELP)])
 def test_every_bound_key_is_documented_and_every_documented_key_is_bound(where, markdown):
     bound = bound_keys()
     assert bound - table_keys(markdown) == set(), f"keys the {where} does not list"
     assert table_keys(markdown, first_column_only=True) - bound - TEXTUALS_OWN == set(), f"keys the {where} lists that nothing binds"
 
 
-@pytest.mark.parametrize("where, markdown", [("README", readme_inspector_section()), ("help screen", help_screen.HELP)])
+@pytest.mark.parametrize("where, markdown", [("inspector guide", docs_keys_section()), ("help screen", help_screen.HELP)])
 def test_each_key_is_documented_where_it_acts(where, markdown):
     rows = [line for line in markdown.splitlines() if line.startswith("| `")]
     unplaced = set(bindings()) - set(FOCUS)

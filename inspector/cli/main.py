@@ -22,7 +22,7 @@ from .store_commands import (
     cmd_scrub,
     cmd_stats,
 )
-from .tui import cmd_open
+from .tui import cmd_open, cmd_serve
 
 __all__ = ["DEFAULT_DEMO_PATH", "CommandLineError", "Parser", "Stopped", "build_parser", "main"]
 
@@ -37,6 +37,7 @@ def _handlers() -> dict:
     return {
         "open": cmd_open,
         "demo": cmd_demo,
+        "serve": cmd_serve,
         "stats": cmd_stats,
         "export": cmd_export,
         "import": cmd_import,

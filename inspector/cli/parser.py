@@ -35,6 +35,13 @@ def aware(text: str) -> datetime:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
+def port(text: str) -> int:
+    """A TCP port number for argparse."""
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (1-65535)")
+    return int(text)
+
+
 def _tenant_options(parser: argparse.ArgumentParser, *, required: bool, every: str | None = None) -> None:
     group = parser.add_mutually_exclusive_group(required=required)
     group.add_argument("--user", help="the tenant (user_id)")
@@ -53,7 +60,7 @@ def location(value: str) -> Path | str:
     return value if is_server_url(value) or foreign_scheme(value) else Path(value)
 
 
-COMMANDS = ("open", "demo", "stats", "export", "import", "forget", "audit", "reembed", "migrate", "scrub", "index")
+COMMANDS = ("open", "demo", "serve", "stats", "export", "import", "forget", "audit", "reembed", "migrate", "scrub", "index")
 
 
 class _NotParsed:
@@ -109,6 +116,16 @@ def build_parser(only: str | None = None) -> Parser:
     demo.add_argument("--db", type=Path, default=DEFAULT_DEMO_PATH, help="where to build it (default: %(default)s)")
     demo.add_argument("--no-open", action="store_true", help="only build it and print a summary")
     demo.add_argument("--force", action="store_true", help="replace the file at --db even if it is not a demo store")
+
+    serve = command("serve", "serve the inspector to a web browser (for a demo or a shared screen)")
+    serve.add_argument("db", type=location, nargs="?", default=DEFAULT_DEMO_PATH, help="the store (default: %(default)s)")
+    serve.add_argument("--port", type=port, default=8000, help="the port to listen on (default: %(default)s)")
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="the address to listen on (default: %(default)s, this machine only; whoever reaches the page controls the inspector, "
+        "erasure included)",
+    )
 
     stats = command("stats", "print the tenants of a store with their counts per tier")
     stats.add_argument("db", type=location, help="the store: a file, or a postgresql:// URL")

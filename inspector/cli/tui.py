@@ -26,3 +26,26 @@ def run_inspector(path: Path | str) -> int:
 
 def cmd_open(args: argparse.Namespace) -> int:
     return run_inspector(args.db)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """The inspector in a browser: textual-serve starts one inspector process per page opened,
+    each in its own pseudo-terminal, and streams it over a websocket."""
+    import shlex
+    import sys
+
+    from textual_serve.server import Server
+
+    from store.errors import StoreNotFoundError
+
+    from ..locations import foreign_scheme, is_server_url
+
+    if not is_server_url(args.db) and not foreign_scheme(args.db) and not Path(args.db).exists():
+        raise StoreNotFoundError(f"{args.db} does not exist; nothing was created (`memlens demo --no-open` builds a demo store)")
+    target = str(args.db) if is_server_url(args.db) or foreign_scheme(args.db) else str(Path(args.db).resolve())
+    command = f"{shlex.quote(sys.executable)} -m inspector.cli open {shlex.quote(target)}"
+    where = "this machine only" if args.host in ("127.0.0.1", "localhost", "::1") else "every machine that can reach it"
+    print(f"memlens: serving the inspector on {target} at http://{args.host}:{args.port} ({where}); Ctrl+C stops", flush=True)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    Server(command, host=args.host, port=args.port, title=f"memlens {target}").serve()
+    return 0

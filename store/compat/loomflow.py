@@ -3,8 +3,8 @@
 Takes and returns loomflow's own models (``Episode``, ``Fact``, ``Message``, ...), so loomflow
 must be installed (``pip install memlens[compat]``); it is imported when this module is, and
 ``import store`` never imports this module. Every method is a shape conversion around one
-store call run in a worker thread; differences from loomflow's own backends are listed in the
-README ("Switching from loomflow, syndarix or Arshai").
+store call run in a worker thread; differences from loomflow's own backends are listed in
+docs/switching.md.
 """
 
 from __future__ import annotations

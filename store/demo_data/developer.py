@@ -195,7 +195,7 @@ PLANTED = [
         "PostgreSQL 16 noted; MERGE and the new JSON functions are available now.",
         "pg16",
     ),
-    # A paraphrase target: none of its words are in the README query about it.
+    # A paraphrase target: none of its words are in the demo guide's query about it (docs/demo.md).
     Planted(
         18,
         "incident-0412",

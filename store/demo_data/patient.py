@@ -155,7 +155,7 @@ PLANTED = [
         "Noted: lactose intolerant. I'll suggest oat milk and lactose-free recovery shakes.",
         "lactose",
     ),
-    # A paraphrase target: the README's query shares no word with it.
+    # A paraphrase target: the demo guide's query (docs/demo.md) shares no word with it.
     Planted(
         40,
         "knee-physio",

@@ -1,5 +1,5 @@
 """Seeded building blocks for the full demo: topics of templated turns woven into sessions over
-weeks, plus hand-written "planted" episodes the facts and the README's queries point at.
+weeks, plus hand-written "planted" episodes the facts and the demo guide's queries (docs/demo.md) point at.
 
 Everything is drawn from one ``random.Random(seed)`` in a fixed order, so the same seed gives the
 same bytes of content (texts, times, tool calls) on every run and every machine.
@@ -114,7 +114,7 @@ def weave(
         counts[topic.session] = counts.get(topic.session, 0) + 1
         session = topic.session.format(n=counts[topic.session])
         start = (now - timedelta(days=days) + number * step).replace(hour=rng.randrange(7, 21), minute=rng.randrange(60))
-        if start > now - timedelta(hours=3):  # the last sessions end before "now", not after it
+        if start > now - timedelta(hours=3):  # the newest sessions end before "now", not after it
             start -= timedelta(days=1)
         order = rng.sample(range(len(topic.turns)), k=min(len(topic.turns), rng.randint(*turns)))
         when = start

@@ -23,7 +23,7 @@ The hybrid score of a candidate (from either list, or the exact channel) is inst
   matches its answer on nearly all of them (0.75-1.0, adding 0.3-1.0).
 
 The weight and power were chosen on the even-numbered half of the hard set's queries and checked
-on the odd half, which they were not fitted to (see the README's recall-quality section).
+on the odd half, which they were not fitted to (see docs/store/recall.md, "Recall quality").
 """
 
 from __future__ import annotations

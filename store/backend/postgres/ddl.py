@@ -5,7 +5,7 @@ before version 4 (per-tenant ids, ``consolidated_at``, audit ``origin``), so a f
 goes from 0 to 4 in one step; a later change to the schema is a new numbered step here and in
 the SQLite migrations, never an edit to the text below.
 
-Layout decisions (measured in the README's PostgreSQL section):
+Layout decisions (measured in docs/postgresql.md):
 - Every tenant-scoped table except the audit log is LIST-partitioned by ``user_id``, one
   partition per tenant (:mod:`.partitions`). Erasure then rewrites or drops only that tenant's
   tables, so it never locks another tenant out, and exact vector search reads only that

@@ -1,0 +1,147 @@
+"""`memlens serve` in a real browser: Debian's headless Chromium and chromedriver, driven by selenium.
+
+textual-serve draws the inspector with xterm.js on a canvas, so the page holds no text to read.
+What the browser received is read instead: a script installed before the page's own wraps its
+WebSocket and keeps every binary message (the inspector's terminal output, as textual-serve
+forwards it), and a terminal emulator (pyte) replays them into a screen. Keys are typed into
+xterm.js's own input, as a user's are.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pyte
+import pytest
+
+from .inspector_support import make_demo
+from .test_e2e import memlens_command
+
+CHROMIUM = shutil.which("chromium")
+CHROMEDRIVER = shutil.which("chromedriver")
+
+pytestmark = [
+    pytest.mark.model,
+    pytest.mark.skipif(
+        CHROMIUM is None or CHROMEDRIVER is None,
+        reason="Debian's chromium and chromium-driver are not installed (apt-get install chromium chromium-driver; .ci/run does)",
+    ),
+]
+
+RECORD_OUTPUT = """
+window.memlensOutput = [];
+const NativeWebSocket = window.WebSocket;
+window.WebSocket = class extends NativeWebSocket {
+  constructor(...args) {
+    super(...args);
+    this.addEventListener("message", (event) => {
+      if (event.data instanceof ArrayBuffer) window.memlensOutput.push(Array.from(new Uint8Array(event.data)));
+    });
+  }
+};
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def wait_for_port(port: int, server: subprocess.Popen, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise AssertionError(f"memlens serve exited with {server.returncode}")
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"memlens serve never listened on {port}")
+
+
+class Browser:
+    """One page of the served inspector and the screen replayed from what it received."""
+
+    def __init__(self, url: str):
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+
+        options = webdriver.ChromeOptions()
+        options.binary_location = CHROMIUM or ""
+        for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,900"):
+            options.add_argument(flag)
+        self.driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+        self.driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": RECORD_OUTPUT})
+        self.screen = pyte.Screen(240, 80)  # larger than the page's terminal: Textual draws from the top left
+        self.stream = pyte.ByteStream(self.screen)
+        self.driver.get(url)
+
+    def text(self) -> str:
+        received = self.driver.execute_script("const out = window.memlensOutput || []; window.memlensOutput = []; return out;")
+        for chunk in received:
+            self.stream.feed(bytes(chunk))
+        return "\n".join(self.screen.display)
+
+    def wait_for(self, needle: str, timeout: float = 90.0) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if needle in (screen := self.text()):
+                return screen
+            time.sleep(0.2)
+        raise AssertionError(f"{needle!r} never appeared in the browser; the screen was:\n{self.text()}")
+
+    def type(self, keys: str) -> None:
+        from selenium.webdriver.common.by import By
+
+        self.driver.find_element(By.CSS_SELECTOR, ".xterm-helper-textarea").send_keys(keys)
+
+    def close(self) -> None:
+        self.driver.quit()
+
+
+def test_the_inspector_served_to_a_browser_searches_and_asks_before_erasing(tmp_path: Path):
+    from selenium.webdriver.common.keys import Keys
+
+    demo = make_demo(tmp_path / "demo.db", embedder="default")
+    port = free_port()
+    server = subprocess.Popen(
+        [*memlens_command(), "serve", "--port", str(port), str(demo)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        text=True,
+    )
+    browser = None
+    try:
+        wait_for_port(port, server)
+        browser = Browser(f"http://127.0.0.1:{port}")
+        screen = browser.wait_for("model ready")
+        assert "alice" in screen and "bob" in screen  # the demo's tenants, listed
+        browser.type("/vegetarian food")
+        screen = browser.wait_for("results · semantic + keyword")
+        assert "vegetarian" in screen.lower()
+        browser.type(Keys.ESCAPE)
+        browser.wait_for("q Quit")
+        browser.type("f")
+        screen = browser.wait_for("Erase memory of")  # the confirmation; nothing is erased without it
+        assert "Cancel" in screen
+        browser.type(Keys.ESCAPE)
+    finally:
+        if browser is not None:
+            browser.close()
+        os.killpg(server.pid, signal.SIGTERM)
+        output, _ = server.communicate(timeout=30)
+    assert f"http://127.0.0.1:{port} (this machine only)" in output
+
+
+def test_serve_refuses_a_store_that_does_not_exist(tmp_path: Path):
+    done = subprocess.run([*memlens_command(), "serve", str(tmp_path / "missing.db")], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "does not exist" in done.stderr
+    assert not (tmp_path / "missing.db").exists()
