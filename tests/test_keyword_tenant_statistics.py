@@ -81,3 +81,33 @@ def test_varints_decode_what_fts5_writes():
     assert tenant_bm25.varints(bytes([3, 7])) == [3, 7]
     assert tenant_bm25.varints(bytes([0x81, 0x00, 5])) == [128, 5]
     assert tenant_bm25.varints(bytes([0x82, 0x80, 0x01])) == [(2 << 14) | 1]
+
+
+def test_both_ways_of_counting_a_tenants_matches_agree_with_the_rows(db_path, monkeypatch):
+    """A word's count of a tenant's episodes is taken by walking the word's matches, or, for a
+    small tenant beside a very common word, by asking about each of the tenant's own episodes:
+    each way, for a tenant holding most of the index and for a small one, equals the rows."""
+    from sqlalchemy import text
+
+    rng = random.Random(5)
+    with MemoryStore.open(db_path, embedder=None) as s:
+        s.remember_many(episodes(rng, 1500, WORDS, [8] * 10 + [1] * 200), user_id="alice")
+        s.remember_many(episodes(rng, 12, WORDS, [8] * 10 + [1] * 200), user_id="bob")
+        with testing.backend(s).read() as conn:
+            truth = {
+                (user, word): conn.execute(
+                    text("SELECT count(*) FROM episodes WHERE user_id = :u AND (' ' || input || ' ') LIKE :w"),
+                    {"u": user, "w": f"% {word} %"},
+                ).scalar_one()
+                for user in ("alice", "bob")
+                for word in ("invoice", "filler7")
+            }
+            for cost in (0, 10**9):  # every count walked, then every count asked key by key
+                monkeypatch.setattr(tenant_bm25, "_KEY_COST_IN_MATCHES", cost)
+                for (user, word), expected in truth.items():
+                    everyone = conn.execute(
+                        text("SELECT count(*) FROM episodes_fts WHERE episodes_fts MATCH :w"), {"w": f'"{word}"'}
+                    ).scalar_one()
+                    held = 1500 if user == "alice" else 12
+                    assert tenant_bm25._matches(conn, testing.tenant(s, user), f'"{word}"', everyone, held) == expected, (cost, user, word)
+    assert truth[("bob", "invoice")] > 0 and truth[("alice", "filler7")] > 0  # neither count is a trivial zero
