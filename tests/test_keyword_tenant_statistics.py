@@ -103,11 +103,15 @@ def test_both_ways_of_counting_a_tenants_matches_agree_with_the_rows(db_path, mo
                 for word in ("invoice", "filler7")
             }
             for cost in (0, 10**9):  # every count walked, then every count asked key by key
-                monkeypatch.setattr(tenant_bm25, "_KEY_COST_IN_MATCHES", cost)
+                monkeypatch.setattr(tenant_bm25, "KEY_COST_IN_MATCHES", cost)
                 for (user, word), expected in truth.items():
                     everyone = conn.execute(
                         text("SELECT count(*) FROM episodes_fts WHERE episodes_fts MATCH :w"), {"w": f'"{word}"'}
                     ).scalar_one()
                     held = 1500 if user == "alice" else 12
-                    assert tenant_bm25._matches(conn, testing.tenant(s, user), f'"{word}"', everyone, held) == expected, (cost, user, word)
+                    assert tenant_bm25.tenant_matches(conn, testing.tenant(s, user), f'"{word}"', everyone, held) == expected, (
+                        cost,
+                        user,
+                        word,
+                    )
     assert truth[("bob", "invoice")] > 0 and truth[("alice", "filler7")] > 0  # neither count is a trivial zero

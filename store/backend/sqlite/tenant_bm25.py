@@ -18,7 +18,7 @@ read transaction of their own begun after the change counter was read, and count
 smaller side: a tenant holding most of the index gets the index's totals less the other
 tenants' (at 100k episodes, 21 ms after a commit where reading its own token counts took 165-290),
 and a word's count of the tenant's episodes is taken by walking the word's matches, or for a
-small tenant beside a very common word by asking about each of its own episodes (:func:`_matches`).
+small tenant beside a very common word by asking about each of its own episodes (:func:`tenant_matches`).
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ class TenantStatistics:
                 # The index's counts: the answer for the index, and what decides how a tenant's
                 # own are counted; counted once, in the same read, kept for both.
                 everyone = {item: _store_matches(conn, item) for item in missing}
-                fresh = everyone if tenant is None else {item: _matches(conn, tenant, item, everyone[item], held) for item in missing}
+                fresh = everyone if tenant is None else {item: tenant_matches(conn, tenant, item, everyone[item], held) for item in missing}
             kept = {(owner, "matches", item): n for item, n in fresh.items()}
             self._cache.keep(version, kept | {(None, "matches", item): n for item, n in everyone.items()})
             counts.update(fresh)
@@ -179,7 +179,7 @@ _MATCHING_AMONG = text("SELECT count(*) FROM episodes_fts WHERE episodes_fts MAT
 # What each way of counting a tenant's matches costs, measured at 100k episodes: FTS5 asked about
 # one key at a time, about 80 us a key (10,000 keys: 0.8 s); the item's matches walked and each
 # one's tenant looked up, about 1 us a match (90,000 matches: 64 ms; 1,526: 12 ms).
-_KEY_COST_IN_MATCHES = 80
+KEY_COST_IN_MATCHES = 80
 
 
 @lru_cache(maxsize=256)
@@ -192,11 +192,11 @@ def _own_matches(tenant: Tenant) -> Select[Any]:
     return select(func.count()).select_from(fts.join(e, e.c.pk == fts.c.rowid)).where(match, tenant.owns_unindexed(e))
 
 
-def _matches(conn: Connection, tenant: Tenant, item: str, everyone: int, held: int) -> int:
+def tenant_matches(conn: Connection, tenant: Tenant, item: str, everyone: int, held: int) -> int:
     """The tenant's episodes the item matches: by walking the item's ``everyone`` matches of the
     index, or, for a tenant of few episodes (``held``) beside an item in very many, by asking FTS5
     about each of the tenant's own keys, whichever reads less."""
-    if held * _KEY_COST_IN_MATCHES < everyone:
+    if held * KEY_COST_IN_MATCHES < everyone:
         keys = json.dumps(list(conn.execute(tenant.select(episodes_t, episodes_t.c.pk)).scalars()))
         among: int = conn.execute(_MATCHING_AMONG, {"item": item, "keys": keys}).scalar_one()
         return among
