@@ -8,15 +8,27 @@ import signal
 from pathlib import Path
 
 
-def run_inspector(path: Path | str) -> int:
-    from store.errors import StoreNotFoundError
-
-    from ..app import make_app
+def _file(path: Path | str) -> Path | None:
+    """The store's file, or None for a server URL or another library's memory (checked by its
+    reader, which names what is wrong with it)."""
     from ..locations import foreign_scheme, is_server_url
 
-    # Another library's memory is checked by its reader, which names what is wrong with it.
-    if not is_server_url(path) and not foreign_scheme(path) and not Path(path).exists():
-        raise StoreNotFoundError(f"{path} does not exist; nothing was created (`memlens demo` builds a demo store)")
+    return None if is_server_url(path) or foreign_scheme(path) else Path(path)
+
+
+def _require_existing(path: Path | str, builds: str) -> None:
+    """A store file that does not exist is an error, and nothing is created there."""
+    from store.errors import StoreNotFoundError
+
+    file = _file(path)
+    if file is not None and not file.exists():
+        raise StoreNotFoundError(f"{path} does not exist; nothing was created (`{builds}` builds a demo store)")
+
+
+def run_inspector(path: Path | str) -> int:
+    from ..app import make_app
+
+    _require_existing(path, "memlens demo")
     # Raised from a handler, Stopped would land inside Textual's event loop; the TUI keeps the default.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     app = make_app(path)
@@ -36,13 +48,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from textual_serve.server import Server
 
-    from store.errors import StoreNotFoundError
-
-    from ..locations import foreign_scheme, is_server_url
-
-    if not is_server_url(args.db) and not foreign_scheme(args.db) and not Path(args.db).exists():
-        raise StoreNotFoundError(f"{args.db} does not exist; nothing was created (`memlens demo --no-open` builds a demo store)")
-    target = str(args.db) if is_server_url(args.db) or foreign_scheme(args.db) else str(Path(args.db).resolve())
+    _require_existing(args.db, "memlens demo --no-open")
+    file = _file(args.db)
+    target = str(args.db) if file is None else str(file.resolve())
     command = f"{shlex.quote(sys.executable)} -m inspector.cli open {shlex.quote(target)}"
     where = "this machine only" if args.host in ("127.0.0.1", "localhost", "::1") else "every machine that can reach it"
     print(f"memlens: serving the inspector on {target} at http://{args.host}:{args.port} ({where}); Ctrl+C stops", flush=True)

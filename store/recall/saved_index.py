@@ -104,9 +104,9 @@ class SavedIndexes:
     def _description(self, tenant_key: str, kind: str) -> Path:
         return self.folder / f"{tenant_stem(tenant_key)}.{kind}.json"
 
-    def open(self, tenant_key: str, kind: str, dim: int, coverage_of: Any, *, map_rows: bool = False) -> Saved | None:
+    def open(self, tenant_key: str, kind: str, dim: int, coverage_of: Any, *, with_rows: bool = False) -> Saved | None:
         """The tenant's saved graph, mapped, and the erasure mark it was saved with, if every check
-        passes; with ``map_rows``, its float32 rows too. ``coverage_of(rows)`` gives the
+        passes; with ``with_rows``, its float32 rows too (read from their file, not mapped). ``coverage_of(rows)`` gives the
         :class:`Coverage` of the matrix's first ``rows`` rows, or None when the matrix has fewer."""
         described = self._read_description(tenant_key, kind, dim)
         if described is None:
@@ -125,7 +125,7 @@ class SavedIndexes:
             return None
         if index.covered != described["rows"]:
             return None
-        if not map_rows:
+        if not with_rows:
             return Saved(index, described["erasure_mark"])
         rows = self._open_rows(described, dim)
         return None if rows is None else Saved(index, described["erasure_mark"], rows)

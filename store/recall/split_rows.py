@@ -83,10 +83,6 @@ class SplitRows:
     def __len__(self) -> int:
         return len(self.head) + len(self.tail)
 
-    @property
-    def shape(self) -> tuple[int, int]:
-        return len(self), self.head.dim
-
     def __getitem__(self, key: slice | np.ndarray) -> np.ndarray:
         split = len(self.head)
         if isinstance(key, slice):

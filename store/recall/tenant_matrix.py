@@ -27,7 +27,7 @@ from .split_rows import Rows, RowsFile, SplitRows
 _CHUNK = 1024
 # Keys (two integers a row) read per statement when the rows themselves stay in a saved file.
 _KEY_CHUNK = 8192
-# Saved rows compared with the store's at random positions before a mapping is used.
+# Saved rows compared with the store's at random positions before the saved rows are used.
 _SAMPLES = 16
 
 

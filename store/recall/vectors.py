@@ -203,7 +203,7 @@ class VectorCache:
             keys[:] = load_keys(conn, tenant, kind, rows)
             return Coverage.of(*keys) if len(keys[0]) == rows else None
 
-        opened = self._saved.open(tenant.key, kind, dim, coverage_of, map_rows=True)
+        opened = self._saved.open(tenant.key, kind, dim, coverage_of, with_rows=True)
         if opened is None or opened.rows is None:
             return None
         if self._erased_since(conn, tenant.key, opened.erasure_mark) or not rows_match(conn, tenant, kind, keys[0], opened.rows):
