@@ -66,6 +66,22 @@ def wait_for_port(port: int, server: subprocess.Popen, timeout: float = 60.0) ->
     raise AssertionError(f"memlens serve never listened on {port}")
 
 
+def listening_addresses(port: int) -> set[str]:
+    """The local addresses of the sockets listening on ``port`` (Linux's /proc/net/tcp and tcp6)."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            local, state = line.split()[1], line.split()[3]
+            address, hex_port = local.rsplit(":", 1)
+            if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                found.add(address)
+    return found
+
+
 class Browser:
     """One page of the served inspector and the screen replayed from what it received."""
 
@@ -121,6 +137,8 @@ def test_the_inspector_served_to_a_browser_searches_and_asks_before_erasing(tmp_
     browser = None
     try:
         wait_for_port(port, server)
+        if Path("/proc/net/tcp").exists():  # 127.0.0.1 only, never every interface (0.0.0.0 or ::)
+            assert listening_addresses(port) == {"0100007F"}
         browser = Browser(f"http://127.0.0.1:{port}")
         screen = browser.wait_for("model ready")
         assert "alice" in screen and "bob" in screen  # the demo's tenants, listed
