@@ -27,7 +27,6 @@ CHROMIUM = shutil.which("chromium")
 CHROMEDRIVER = shutil.which("chromedriver")
 
 pytestmark = [
-    pytest.mark.model,
     pytest.mark.skipif(
         CHROMIUM is None or CHROMEDRIVER is None,
         reason="Debian's chromium and chromium-driver are not installed (apt-get install chromium chromium-driver; .ci/run does)",
@@ -122,6 +121,7 @@ class Browser:
         self.driver.quit()
 
 
+@pytest.mark.model
 def test_the_inspector_served_to_a_browser_searches_and_asks_before_erasing(tmp_path: Path):
     from selenium.webdriver.common.keys import Keys
 
@@ -163,3 +163,81 @@ def test_serve_refuses_a_store_that_does_not_exist(tmp_path: Path):
     done = subprocess.run([*memlens_command(), "serve", str(tmp_path / "missing.db")], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "does not exist" in done.stderr
     assert not (tmp_path / "missing.db").exists()
+
+
+ATTACKER_PAGE = """<!doctype html><title>another site</title><script>
+window.attempts = [];
+function attempt(url) {
+  const socket = new WebSocket(url);
+  const seen = {url: url, events: []};
+  window.attempts.push(seen);
+  for (const kind of ["open", "message", "error", "close"]) socket.addEventListener(kind, () => seen.events.push(kind));
+}
+attempt("ws://127.0.0.1:PORT/ws/TOKEN");
+attempt("ws://localhost:PORT/ws/TOKEN");
+attempt("ws://127.0.0.1:PORT/ws");
+</script>"""
+
+
+def test_a_page_of_another_origin_cannot_open_the_served_inspector(tmp_path: Path):
+    """A real browser on a page served from another origin (another port is another origin) that
+    knows the socket's token, as if it had leaked: every socket it opens is refused, and no
+    inspector starts."""
+    import http.server
+    import re
+    import threading
+    import urllib.request
+
+    from store import MemoryStore
+
+    with MemoryStore.open(tmp_path / "served.db") as store:
+        store.remember("I am allergic to peanuts", "Noted.", user_id="alice")
+    port = free_port()
+    server = subprocess.Popen(
+        [*memlens_command(), "serve", "--port", str(port), str(tmp_path / "served.db")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        text=True,
+    )
+    attacker = browser = None
+    try:
+        wait_for_port(port, server)
+        page = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30).read().decode()
+        token = re.search(r"/ws/([A-Za-z0-9_-]+)", page).group(1)  # type: ignore[union-attr]
+        (tmp_path / "site").mkdir()
+        (tmp_path / "site" / "index.html").write_text(ATTACKER_PAGE.replace("PORT", str(port)).replace("TOKEN", token))
+
+        class Quiet(http.server.SimpleHTTPRequestHandler):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, directory=str(tmp_path / "site"), **kwargs)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        attacker = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+        threading.Thread(target=attacker.serve_forever, daemon=True).start()
+        browser = Browser(f"http://127.0.0.1:{attacker.server_address[1]}/index.html")
+        deadline = time.monotonic() + 30
+        attempts: list[dict] = []
+        while time.monotonic() < deadline:
+            attempts = browser.driver.execute_script("return window.attempts || [];")
+            if len(attempts) == 3 and all("close" in seen["events"] for seen in attempts):
+                break
+            time.sleep(0.2)
+        assert len(attempts) == 3
+        for seen in attempts:
+            assert seen["events"] == ["error", "close"], seen  # never "open", never a byte of the inspector
+        # The server's descendants share its session: none of them is an inspector.
+        children = subprocess.run(
+            ["pgrep", "-s", str(server.pid), "-f", r"^[^ ]*python[0-9.]* -m inspector\.cli\.served_page"], capture_output=True, text=True
+        ).stdout.split()
+        assert children == []
+    finally:
+        if browser is not None:
+            browser.close()
+        if attacker is not None:
+            attacker.shutdown()
+        os.killpg(server.pid, signal.SIGTERM)
+        output, _ = server.communicate(timeout=30)
+    assert "Traceback" not in output

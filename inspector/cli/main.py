@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from collections.abc import Callable
 
 from .parser import COMMANDS, DEFAULT_DEMO_PATH, Parser, build_parser
 from .store_commands import (
@@ -24,7 +25,7 @@ from .store_commands import (
 )
 from .tui import cmd_open, cmd_serve
 
-__all__ = ["DEFAULT_DEMO_PATH", "CommandLineError", "Parser", "Stopped", "build_parser", "main"]
+__all__ = ["DEFAULT_DEMO_PATH", "CommandLineError", "Parser", "Stopped", "build_parser", "main", "main_for"]
 
 
 class Stopped(BaseException):
@@ -57,8 +58,6 @@ def _stop(signum: int, _frame) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Exit status: 0 done, 1 scrub must be retried or an unexpected error, 2 refused or failed
     (a message says why), 128 + n stopped by signal n."""
-    from store.errors import MemlensError
-
     argv = sys.argv[1:] if argv is None else argv
     if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
         argv = ["open", *argv]  # `memlens PATH` opens PATH
@@ -68,9 +67,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     handler = _handlers()[args.command]
+    return main_for(lambda: handler(args))
+
+
+def main_for(run: Callable[[], int]) -> int:
+    """Run one command: every failure becomes one line on stderr and an exit status."""
+    from store.errors import MemlensError
+
     previous = signal.signal(signal.SIGTERM, _stop)
     try:
-        return handler(args)
+        return run()
     except (MemlensError, CommandLineError) as error:
         print(f"memlens: {error}", file=sys.stderr)
         return 2

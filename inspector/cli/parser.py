@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..locations import foreign_scheme, is_server_url
+from ..serving import DEFAULT_MAX_SESSIONS
 
 DEFAULT_DEMO_PATH = Path("memlens-demo.db")
 
@@ -39,6 +40,13 @@ def port(text: str) -> int:
     """A TCP port number for argparse."""
     if not text.isdigit() or not 0 < int(text) < 65536:
         raise argparse.ArgumentTypeError(f"{text!r} is not a port number (1-65535)")
+    return int(text)
+
+
+def positive_int(text: str) -> int:
+    """A whole number of at least 1, for argparse."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
     return int(text)
 
 
@@ -123,8 +131,18 @@ def build_parser(only: str | None = None) -> Parser:
     serve.add_argument(
         "--host",
         default="127.0.0.1",
-        help="the address to listen on (default: %(default)s, this machine only; whoever reaches the page controls the inspector, "
-        "erasure included)",
+        help="the address to listen on (default: %(default)s, this machine only; another address needs --expose)",
+    )
+    serve.add_argument(
+        "--expose",
+        action="store_true",
+        help="allow a --host other than this machine's loopback: whoever reaches the page reads the store and can erase from it",
+    )
+    serve.add_argument(
+        "--max-sessions",
+        type=positive_int,
+        default=DEFAULT_MAX_SESSIONS,
+        help="how many pages may run an inspector at once, each a process of its own (default: %(default)s)",
     )
 
     stats = command("stats", "print the tenants of a store with their counts per tier")

@@ -40,20 +40,59 @@ def cmd_open(args: argparse.Namespace) -> int:
     return run_inspector(args.db)
 
 
+SERVED_LOCATION = "MEMLENS_SERVED_LOCATION"
+
+
+def run_served_page() -> int:
+    """One page's inspector, started by `memlens serve`: the store's location comes in the
+    environment, not the command line, which every user of the machine can read (a PostgreSQL
+    URL holds its password)."""
+    import os
+
+    from .parser import location
+
+    return run_inspector(location(os.environ[SERVED_LOCATION]))
+
+
+def _check_servable(path: Path | str) -> None:
+    """Refuse before serving what every page would only fail to open (a folder, another
+    application's file, a server that refuses the login). A foreign view is checked by its reader
+    in each page: opening one here would make a copy of it for nothing."""
+    from store import MemoryStore
+
+    from ..locations import foreign_scheme
+
+    _require_existing(path, "memlens demo --no-open")
+    if foreign_scheme(path) is None:
+        MemoryStore.open(path, read_only=True, create=False, embedder=None, check_model=False).close()
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     """The inspector in a browser: textual-serve starts one inspector process per page opened,
-    each in its own pseudo-terminal, and streams it over a websocket."""
+    each in its own pseudo-terminal, and streams it over a websocket that only the served page
+    may open (:mod:`inspector.serving`)."""
+    import os
     import shlex
     import sys
 
-    from textual_serve.server import Server
+    from ..locations import shown
+    from ..serving import ServeGuard, is_loopback, make_server
+    from .store_commands import CommandLineError
 
-    _require_existing(args.db, "memlens demo --no-open")
+    if not is_loopback(args.host) and not args.expose:
+        raise CommandLineError(
+            f"--host {args.host} would let every machine that can reach it read and erase this store's memory through the "
+            "inspector; add --expose to mean that, or leave --host out to serve this machine only"
+        )
+    _check_servable(args.db)
     file = _file(args.db)
     target = str(args.db) if file is None else str(file.resolve())
-    command = f"{shlex.quote(sys.executable)} -m inspector.cli open {shlex.quote(target)}"
-    where = "this machine only" if args.host in ("127.0.0.1", "localhost", "::1") else "every machine that can reach it"
-    print(f"memlens: serving the inspector on {target} at http://{args.host}:{args.port} ({where}); Ctrl+C stops", flush=True)
+    named = shown(args.db) if file is None else target  # a server URL is shown without its password
+    os.environ[SERVED_LOCATION] = target
+    command = f"{shlex.quote(sys.executable)} -m inspector.cli.served_page"
+    where = "this machine only" if is_loopback(args.host) else "every machine that can reach it"
+    print(f"memlens: serving the inspector on {named} at http://{args.host}:{args.port} ({where}); Ctrl+C stops", flush=True)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    Server(command, host=args.host, port=args.port, title=f"memlens {target}").serve()
+    guard = ServeGuard(args.host, args.port, max_sessions=args.max_sessions)
+    make_server(command, host=args.host, port=args.port, title=f"memlens {shown(args.db)}", guard=guard).serve()
     return 0
