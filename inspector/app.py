@@ -3,8 +3,10 @@ that posts a message back; handlers update the widgets."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import os
+import signal
 import sys
 import threading
 from datetime import datetime
@@ -119,6 +121,15 @@ class MemlensApp(App):
         yield KeysFooter()
 
     def on_mount(self) -> None:
+        if not self.is_headless:
+            # A closed terminal (SIGHUP) or a kill (SIGTERM) ends the app as `q` does, so the store
+            # is closed and a view's private copy of another library's memory deleted.
+            loop = asyncio.get_running_loop()
+            for signum in (signal.SIGTERM, signal.SIGHUP):
+                try:
+                    loop.add_signal_handler(signum, self.exit)
+                except (NotImplementedError, RuntimeError, ValueError):
+                    pass  # not POSIX, or not the main thread: the default ending, and the next start's sweep
         self.sub_title = f"{shown(self.path)} · opening…"
         self.query_one("#sidebar").border_title = "tenants"
         # The names are what a user waits for; read with sqlite3 alone since the App was made,

@@ -6,6 +6,10 @@ one of these has changed nothing in the store.
 
 from __future__ import annotations
 
+import difflib
+import unicodedata
+from collections.abc import Iterable
+
 
 class MemlensError(Exception):
     """Base class of every error raised by memlens."""
@@ -261,3 +265,28 @@ class UnsupportedByBackendError(MemlensError):
     """The operation needs something this store's database does not have: building a server-side
     vector index needs PostgreSQL (a SQLite store indexes its large tenants in memory by itself).
     Nothing was changed."""
+
+
+# --- naming what a slip was probably meant for, in the messages above ---------
+
+
+def _fold(name: str) -> str:
+    """What a reader sees: the same letters whatever their case or Unicode form."""
+    return unicodedata.normalize("NFKC", name).casefold()
+
+
+def close_matches(name: str, names: Iterable[str]) -> list[str]:
+    """The ``names`` that ``name`` is likely a slip for: the same but for case or Unicode form
+    (a store read-only to this process may still hold a name in another form), then similar ones."""
+    folded = _fold(name)
+    names = list(names)
+    same_but_case = [other for other in names if _fold(other) == folded]
+    # On case-folded names, a ratio of 0.8 catches one swap or slip ("alcie": 0.80 to "alice",
+    # "carl": 0.89 to "carol") and leaves different short names apart ("bob": 0.67 to "rob").
+    by_fold = {_fold(other): other for other in names}
+    similar = [by_fold[m] for m in difflib.get_close_matches(folded, list(by_fold), n=3, cutoff=0.8)]
+    return list(dict.fromkeys(same_but_case + similar))
+
+
+def did_you_mean(matches: list[str]) -> str:
+    return f" (did you mean {' or '.join(repr(m) for m in matches)}?)" if matches else ""

@@ -292,6 +292,9 @@ class ForgetReceipt(_Model):
     # What no erasure by this store reaches, even once scrubbed: copies made outside it (on
     # PostgreSQL WAL archives, replicas, backups); None on a dry run.
     out_of_reach: str | None = None
+    # An in-place erasure of another library's file: how many of memlens's own leftover copies of
+    # it (views' mirrors, readers' copies left by a process that is gone) it deleted.
+    copies_erased: int = 0
 
     @property
     def total(self) -> int:

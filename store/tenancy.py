@@ -17,7 +17,6 @@ export sees a half-erased tenant, and the tenant's writers wait until it is gone
 
 from __future__ import annotations
 
-import difflib
 import unicodedata
 import warnings
 from collections.abc import Callable, Iterable, Sequence
@@ -42,7 +41,7 @@ from sqlalchemy import (
     update,
 )
 
-from .errors import InvalidInputError, IsolationWarning, UnknownTenantError
+from .errors import InvalidInputError, IsolationWarning, UnknownTenantError, close_matches, did_you_mean
 from .schema import audit_t, meta_t, tenants_t
 
 ANONYMOUS_KEY = ""
@@ -253,25 +252,3 @@ def require_history(conn: Connection, tenant: Tenant, audit_table: Table) -> Non
         raise UnknownTenantError("the anonymous bucket holds nothing and has no audit entries in this store")
     matches = close_matches(tenant.key, [t.key for t in known if not t.is_anonymous])
     raise UnknownTenantError(f"no tenant or audit entry {tenant.key!r} in this store{did_you_mean(matches)}", close_matches=matches)
-
-
-def _fold(name: str) -> str:
-    """What a reader sees: the same letters whatever their case or Unicode form."""
-    return unicodedata.normalize("NFKC", name).casefold()
-
-
-def close_matches(name: str, names: Iterable[str]) -> list[str]:
-    """The ``names`` that ``name`` is likely a slip for: the same but for case or Unicode form
-    (a store read-only to this process may still hold a name in another form), then similar ones."""
-    folded = _fold(name)
-    names = list(names)
-    same_but_case = [other for other in names if _fold(other) == folded]
-    # On case-folded names, a ratio of 0.8 catches one swap or slip ("alcie": 0.80 to "alice",
-    # "carl": 0.89 to "carol") and leaves different short names apart ("bob": 0.67 to "rob").
-    by_fold = {_fold(other): other for other in names}
-    similar = [by_fold[m] for m in difflib.get_close_matches(folded, list(by_fold), n=3, cutoff=0.8)]
-    return list(dict.fromkeys(same_but_case + similar))
-
-
-def did_you_mean(matches: list[str]) -> str:
-    return f" (did you mean {' or '.join(repr(m) for m in matches)}?)" if matches else ""

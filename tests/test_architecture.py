@@ -92,11 +92,14 @@ def violations(root: Path) -> list[str]:
                 found.append(f"{where}: compat adapters use only the public API (and each other)")
             # The inspector uses the public API, plus the tier registry (names and labels for its columns)
             # the loomflow importers, shipped public modules (`memlens import --from loomflow-sqlite|chroma`),
-            # and store.glance (the tenant names for its first frame, without SQLAlchemy's import).
+            # and store.glance (the tenant names for its first frame, without SQLAlchemy's import);
+            # the in-place erasure and the sweep of leftover copies, shipped public modules
+            # (`memlens forget --db loomflow-sqlite:F`, every command's start).
             allowed = (
                 PUBLIC
                 | BASE
                 | {"store.demo", "store.tiers.registry", "store.compat.loomflow_sqlite", "store.compat.chroma_source", "store.glance"}
+                | {"store.compat.loomflow_erase", "store.compat.private_copies"}
             )
             if me.startswith("inspector") and target not in allowed:
                 found.append(f"{where}: the inspector uses the store's public API")

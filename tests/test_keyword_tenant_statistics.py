@@ -115,3 +115,21 @@ def test_both_ways_of_counting_a_tenants_matches_agree_with_the_rows(db_path, mo
                         word,
                     )
     assert truth[("bob", "invoice")] > 0 and truth[("alice", "filler7")] > 0  # neither count is a trivial zero
+
+
+def test_a_score_never_takes_the_log_of_a_non_positive_count():
+    """Counts read beside a writer can disagree (more matches than episodes): the IDF is then the
+    floor FTS5 uses, never a math domain error out of recall."""
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from store.backend.shared import IDF_FLOOR, bm25, idf
+
+    assert idf(5, 9) == IDF_FLOOR and idf(0, 3) == IDF_FLOOR and idf(4, -1) > 0
+
+    @given(st.integers(-5, 10_000), st.integers(-5, 10_000), st.integers(0, 50), st.integers(1, 500))
+    def never_raises(count: int, matches: int, frequency: int, length: int) -> None:
+        assert idf(count, matches) > 0
+        assert bm25(count, 12.0, [matches], [frequency], length) >= 0
+
+    never_raises()

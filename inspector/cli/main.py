@@ -51,6 +51,17 @@ def _handlers() -> dict:
     }
 
 
+def _sweep_stale_copies() -> None:
+    """Copies of another library's memory that a memlens process left when it died (SIGKILL, a
+    power cut) are deleted as any memlens command starts: a scan of the temporary folder's names."""
+    from store.compat.private_copies import sweep_stale
+
+    try:
+        sweep_stale()
+    except OSError:
+        pass  # a temporary folder this process cannot read holds nothing of ours to sweep
+
+
 def _stop(signum: int, _frame) -> None:
     raise Stopped(signum)
 
@@ -59,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     """Exit status: 0 done, 1 scrub must be retried or an unexpected error, 2 refused or failed
     (a message says why), 128 + n stopped by signal n."""
     argv = sys.argv[1:] if argv is None else argv
+    _sweep_stale_copies()
     if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
         argv = ["open", *argv]  # `memlens PATH` opens PATH
     parser = build_parser(only=argv[0] if argv and argv[0] in COMMANDS else None)

@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..locations import is_server_url
+from ..locations import foreign_scheme, is_server_url
 from ..printable import printable, tenant_label
 
 
@@ -176,11 +176,14 @@ def cmd_forget(args: argparse.Namespace) -> int:
         raise CommandLineError("forget erases for good; pass --dry-run to see what would go, or --yes to erase")
     user = _user(args)
     before = args.before
-    # A dry run changes nothing and records nothing: it can look at a store this process cannot write.
-    with open_existing(args.db, read_only=args.dry_run, embedder=None, check_model=False) as store:
-        store.require_tenant(user_id=user)  # a typo must not get a receipt for erasing nothing
-        receipt = store.forget(user_id=user, session_id=args.session, before=before, dry_run=args.dry_run, actor=args.actor)
-        in_place = getattr(store, "erases_in_place", False)  # another library's file, erased where it lives
+    in_place = foreign_scheme(args.db) == "loomflow-sqlite"  # another library's file, erased where it lives
+    if in_place:
+        receipt = _forget_in_place(args, user)
+    else:
+        # A dry run changes nothing and records nothing: it can look at a store this process cannot write.
+        with open_existing(args.db, read_only=args.dry_run, embedder=None, check_model=False) as store:
+            store.require_tenant(user_id=user)  # a typo must not get a receipt for erasing nothing
+            receipt = store.forget(user_id=user, session_id=args.session, before=before, dry_run=args.dry_run, actor=args.actor)
     verb = "would erase" if receipt.dry_run else "erased"
     print(
         f"{verb} for {tenant_label(user)}"
@@ -194,10 +197,30 @@ def cmd_forget(args: argparse.Namespace) -> int:
         print(f"receipt digest {receipt.digest}")
         if in_place and receipt.disk_scrubbed:
             # What forget_in_place checked before it returned (it raises if a record was left).
-            print("after: the file read again holds none of these records, and a byte scan of it and its side files none of their text")
+            print(
+                "after: the file read again holds none of these records, and a byte scan of it, its side files and every "
+                "copy memlens made of it none of their text"
+            )
+        if in_place and receipt.copies_erased:
+            print(f"also erased: {receipt.copies_erased} copies of the file that memlens views left behind when their process died")
         if not receipt.disk_scrubbed:
             print(f"warning: rows erased, bytes not yet scrubbed from the files: {receipt.scrub_pending_reason}", file=sys.stderr)
     return 0
+
+
+def _forget_in_place(args: argparse.Namespace, user: str | None):
+    """A loomflow file is erased from its raw records, without the view's mirror: a record of
+    another user that memlens would refuse to import must not stand in the way."""
+    from store.compat.loomflow_erase import forget_in_place
+    from store.errors import InvalidInputError
+
+    if args.before is not None:
+        raise InvalidInputError(
+            f"{args.db}: in place, a whole user or one session of it is erased (as loomflow's forget does); "
+            "to erase by date, import the file into a memlens store first (memlens import --from loomflow-sqlite)"
+        )
+    path = Path(str(args.db).removeprefix("loomflow-sqlite:"))
+    return forget_in_place(path, user_id=user, session_id=args.session, dry_run=args.dry_run, actor=args.actor)
 
 
 def cmd_audit(args: argparse.Namespace) -> int:

@@ -48,8 +48,10 @@ K1, B, IDF_FLOOR = 1.2, 0.75, 1e-6
 
 
 def idf(count: int, matches: int) -> float:
-    """A word's IDF among ``count`` documents, ``matches`` of which hold it, as FTS5 computes it."""
-    value = math.log((count - matches + 0.5) / (matches + 0.5))
+    """A word's IDF among ``count`` documents, ``matches`` of which hold it, as FTS5 computes it.
+    Never a logarithm of a non-positive number: ``matches`` is held to ``0..count``."""
+    matches = min(max(matches, 0), max(count, 0))
+    value = math.log((max(count, 0) - matches + 0.5) / (matches + 0.5))
     return value if value > 0 else IDF_FLOOR
 
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
+import stat
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,16 @@ from ..errors import (
     UnrecognizedSourceError,
 )
 from ..memory import MemoryStore
-from .loomflow_sqlite import EXPORT_FORMAT, EXPORT_VERSION, LoomflowImportReport, LoomflowSource, import_loomflow_sqlite, message
+from .loomflow_sqlite import (
+    EXPORT_FORMAT,
+    EXPORT_VERSION,
+    READ_RETRY_PAUSES,
+    LoomflowImportReport,
+    LoomflowSource,
+    import_loomflow_sqlite,
+    message,
+)
+from .private_copies import make_private_folder, remove_private_folder
 
 __all__ = ["directory_stamp", "import_chroma", "read_chroma"]
 
@@ -45,29 +55,7 @@ def read_chroma(path: str | Path) -> LoomflowSource:
     if not source.is_dir():
         raise SourceNotFoundError(f"{path} is not a directory; a loomflow ChromaMemory keeps its memory in one; nothing was read")
     chromadb = _chromadb()
-    before = directory_stamp(source)
-    with tempfile.TemporaryDirectory(prefix="memlens-chroma-") as folder:
-        copy = Path(folder) / "copy"
-        shutil.copytree(source, copy, symlinks=True)
-        if directory_stamp(source) != before:
-            raise SourceChangedError(f"{source} changed while it was being copied; nothing was read (is an agent writing to it?)")
-        client = None
-        try:
-            client = chromadb.PersistentClient(path=str(copy), settings=chromadb.Settings(anonymized_telemetry=False))
-            collections = {c.name for c in client.list_collections()}
-            if EPISODES not in collections:
-                raise UnrecognizedSourceError(
-                    f"{source} is not a loomflow ChromaMemory directory (no {EPISODES} collection); nothing was read"
-                )
-            episodes = client.get_collection(EPISODES).get(include=["metadatas"])
-            facts = client.get_collection(FACTS).get(include=["metadatas"]) if FACTS in collections else {"ids": [], "metadatas": []}
-        except (UnrecognizedSourceError, SourceChangedError):
-            raise
-        except Exception as error:  # chromadb's own errors: a damaged or foreign directory
-            raise UnrecognizedSourceError(f"{source} is not a readable Chroma directory ({error}); nothing was read") from None
-        finally:
-            if client is not None:
-                client.close()
+    episodes, facts = _snapshot_retried(source, chromadb)
     records: list[dict[str, Any]] = []
     where: list[str] = []
     messages = 0
@@ -87,12 +75,95 @@ def read_chroma(path: str | Path) -> LoomflowSource:
     return LoomflowSource(source, {"records": records, "manifest": manifest}, where, messages)
 
 
+def _snapshot_retried(source: Path, chromadb: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The two collections, read from a private copy; a copy the agent wrote to meanwhile (or
+    that vanished under it) is made again after a pause, then refused saying the agent is writing."""
+    for pause in (*READ_RETRY_PAUSES, None):
+        try:
+            return _snapshot(source, chromadb)
+        except SourceChangedError:
+            if pause is None:
+                raise SourceChangedError(
+                    f"{source} changed during each of {len(READ_RETRY_PAUSES) + 1} readings: the agent is writing to it; "
+                    "nothing was read (try again when it pauses)"
+                ) from None
+            time.sleep(pause)
+    raise AssertionError("unreachable")
+
+
+def _snapshot(source: Path, chromadb: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    before = directory_stamp(source)
+    folder = make_private_folder("memlens-chroma-", source)
+    try:
+        copy = folder / "copy"
+        copy_regular_files(source, copy)
+        if directory_stamp(source) != before:
+            raise SourceChangedError(f"{source} changed while it was being copied; nothing was read (is an agent writing to it?)")
+        client = None
+        try:
+            client = chromadb.PersistentClient(path=str(copy), settings=chromadb.Settings(anonymized_telemetry=False))
+            collections = {c.name for c in client.list_collections()}
+            if EPISODES not in collections:
+                raise UnrecognizedSourceError(
+                    f"{source} is not a loomflow ChromaMemory directory (no {EPISODES} collection); nothing was read"
+                )
+            episodes = client.get_collection(EPISODES).get(include=["metadatas"])
+            facts = client.get_collection(FACTS).get(include=["metadatas"]) if FACTS in collections else {"ids": [], "metadatas": []}
+        except (UnrecognizedSourceError, SourceChangedError):
+            raise
+        except Exception as error:  # chromadb's own errors: a damaged or foreign directory
+            raise UnrecognizedSourceError(f"{source} is not a readable Chroma directory ({error}); nothing was read") from None
+        finally:
+            if client is not None:
+                client.close()
+    finally:
+        remove_private_folder(folder)
+    return episodes, facts
+
+
 def import_chroma(store: MemoryStore, path: str | Path | LoomflowSource, *, actor: str = "chroma-import") -> LoomflowImportReport:
     """Read the loomflow ``ChromaMemory`` directory at ``path`` (never changing it) into ``store``,
     as :func:`.loomflow_sqlite.import_loomflow_sqlite` does a loomflow file: each loomflow user a
     tenant, one transaction, verified by counts, a refusal a typed error that writes nothing."""
     source = path if isinstance(path, LoomflowSource) else read_chroma(path)
     return import_loomflow_sqlite(store, source, actor=actor)
+
+
+def copy_regular_files(source: Path, copy: Path) -> None:
+    """Copy the directory's folders and regular files, refusing any link or special file: the
+    copy is opened by chromadb for writing, and a link kept as a link would let it write through
+    to wherever the link points (another of the user's files)."""
+    for root, folders, files in os.walk(source, followlinks=False):
+        here = Path(root)
+        target = copy / here.relative_to(source)
+        target.mkdir(mode=0o700)
+        for name in [*folders, *files]:
+            try:
+                mode = (here / name).lstat().st_mode
+            except FileNotFoundError:
+                raise SourceChangedError(
+                    f"{source} changed while it was being copied; nothing was read (is an agent writing to it?)"
+                ) from None
+            if stat.S_ISLNK(mode) or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                kind = "a link" if stat.S_ISLNK(mode) else "a special file"
+                raise UnrecognizedSourceError(
+                    f"{source} holds {kind}, {(here / name).relative_to(source)}: a Chroma directory holds folders and files only; "
+                    "nothing was read"
+                )
+        for name in files:
+            # O_NOFOLLOW: a file swapped for a link after the check above is refused, not followed.
+            try:
+                fd = os.open(here / name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            except FileNotFoundError:
+                raise SourceChangedError(
+                    f"{source} changed while it was being copied; nothing was read (is an agent writing to it?)"
+                ) from None
+            except OSError as error:
+                raise UnrecognizedSourceError(
+                    f"{source}: {(here / name).relative_to(source)} could not be read as a file ({error.strerror}); nothing was read"
+                ) from None
+            with os.fdopen(fd, "rb") as reading, open(target / name, "xb") as writing:
+                shutil.copyfileobj(reading, writing)
 
 
 def directory_stamp(path: Path) -> list[tuple[str, int, int]]:

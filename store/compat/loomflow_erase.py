@@ -34,9 +34,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..errors import SourceBusyError, SourceError, SourceToolMissingError
+from ..errors import (
+    SourceBusyError,
+    SourceChangedError,
+    SourceError,
+    SourceToolMissingError,
+    UnknownSessionError,
+    UnknownTenantError,
+    UnrecognizedSourceError,
+    close_matches,
+    did_you_mean,
+)
 from ..models import ForgetReceipt
-from .loomflow_sqlite import read_loomflow_sqlite, with_side_files
+from .loomflow_sqlite import read_loomflow_sqlite, schema_objects_loomflow_does_not_create, with_side_files
+from .private_copies import copies_of, remove_private_folder
 
 __all__ = ["forget_in_place", "scrub_in_place", "OUT_OF_REACH"]
 
@@ -46,12 +57,29 @@ _MIN_NEEDLE = 4
 _TIERS = {"episode": "episodes", "fact": "facts", "block": "blocks"}
 
 
-def forget_in_place(path: Path, *, user_id: str | None, session_id: str | None, dry_run: bool, actor: str) -> ForgetReceipt:
+def forget_in_place(
+    path: Path,
+    *,
+    user_id: str | None,
+    session_id: str | None,
+    dry_run: bool,
+    actor: str,
+    missing_ok: bool = False,
+    own_copy: Path | None = None,
+) -> ForgetReceipt:
     """Erase ``user_id`` (only ``session_id``'s episodes, if given) from the loomflow file at
-    ``path``; see the module's docstring. A dry run reads and counts, and changes nothing."""
+    ``path``; see the module's docstring. A dry run reads and counts, and changes nothing. A user
+    (or session of it) the file does not hold raises UnknownTenantError (UnknownSessionError)
+    naming close matches, unless ``missing_ok``. ``own_copy``: the calling view's own mirror,
+    which it replaces itself once this returns.
+
+    The file is read raw, as loomflow wrote it: another user's record that memlens would refuse to
+    import (too large, empty, odd characters) does not stand in the way of this user's erasure."""
     path = Path(os.path.realpath(path))  # SQLite keeps a linked file's -wal beside its target
     before = read_loomflow_sqlite(path)
     records = before.document["records"]
+    if not missing_ok:
+        _require_held(path, records, user_id, session_id)
     doomed = [r for r in records if _erased_by(r, user_id, session_id)]
     counts = _counts(doomed)
     at = datetime.now(UTC)
@@ -68,22 +96,78 @@ def forget_in_place(path: Path, *, user_id: str | None, session_id: str | None, 
         return receipt
     if not any(counts.values()):
         return receipt.model_copy(update={"disk_scrubbed": True, "out_of_reach": OUT_OF_REACH})
+    _refuse_unknown_schema(path, list(before.unknown_schema))
     memory_class = _loomflow_memory()
-    _refuse_while_written(path)
+    _refuse_unless_only_loomflow_writes(path)
     try:
         _run(lambda: memory_class(path).forget(user_id=user_id, session_id=session_id))
     except sqlite3.OperationalError as error:  # the agent took the write lock after the probe
         raise SourceBusyError(f"{path}: loomflow could not erase ({error}); is the agent writing? Try again once it is stopped") from None
-    after = read_loomflow_sqlite(path)
-    left = [r for r in after.document["records"] if _erased_by(r, user_id, session_id)]
-    if left:
-        raise SourceError(f"{path}: loomflow's forget left {len(left)} of the user's records; the file is as loomflow left it")
+    # From here on loomflow has erased: a failure below leaves a receipt saying what is pending,
+    # never "nothing was done".
+    pending: list[str] = []
+    remaining = [r for r in records if not _erased_by(r, user_id, session_id)]
+    try:
+        after = read_loomflow_sqlite(path)
+    except SourceChangedError:
+        pending.append("the agent kept writing, so the file could not be read again to check it")
+    else:
+        left = [r for r in after.document["records"] if _erased_by(r, user_id, session_id)]
+        if left:
+            raise SourceError(f"{path}: loomflow's forget left {len(left)} of the user's records; the file is as loomflow left it")
+        remaining = after.document["records"]
     scrubbed, reason = _scrub(path, f"run `memlens scrub loomflow-sqlite:{path}`")
-    traces = _traces(path, _needles(doomed, after.document["records"]))
+    if reason:
+        pending.append(reason)
+    needles = _needles(doomed, remaining)
+    copies_erased, held_by_views = _memlens_copies(path, needles, own_copy)
+    traces = _traces(path, needles) + held_by_views
     if traces:
-        scrubbed = False
-        reason = (reason + "; " if reason else "") + f"erased text is still in {', '.join(sorted(traces))}"
-    return receipt.model_copy(update={"disk_scrubbed": scrubbed, "scrub_pending_reason": reason, "out_of_reach": OUT_OF_REACH})
+        pending.append(f"erased text is still in {', '.join(sorted(traces))}")
+    return receipt.model_copy(
+        update={
+            "disk_scrubbed": scrubbed and not pending,
+            "scrub_pending_reason": "; ".join(pending) or None,
+            "out_of_reach": OUT_OF_REACH,
+            "copies_erased": copies_erased,
+        }
+    )
+
+
+def _require_held(path: Path, records: list[dict[str, Any]], user_id: str | None, session_id: str | None) -> None:
+    users = {r["user_id"] for r in records}
+    if user_id not in users:
+        if user_id is None:
+            raise UnknownTenantError(f"the anonymous bucket holds nothing in {path}; nothing was erased")
+        matches = close_matches(user_id, [u for u in users if u is not None])
+        raise UnknownTenantError(f"{path} holds no user {user_id!r}{did_you_mean(matches)}; nothing was erased", close_matches=matches)
+    sessions = {r["session_id"] for r in records if r["user_id"] == user_id and r["type"] == "episode"}
+    if session_id is not None and session_id not in sessions:
+        raise UnknownSessionError(f"{path} holds no session {session_id!r} of this user; nothing was erased")
+
+
+def _memlens_copies(path: Path, needles: set[bytes], own_copy: Path | None) -> tuple[int, list[str]]:
+    """memlens's own copies of the file (views' mirrors, readers' copies; :mod:`.private_copies`):
+    those whose process is gone are deleted, the others byte-scanned. (how many were deleted,
+    the open ones still holding erased text)"""
+    erased, holding = 0, []
+    for copy in copies_of(path):
+        if copy.folder == own_copy:
+            continue
+        if not copy.owner_alive:
+            remove_private_folder(copy.folder)
+            erased += 1
+        elif any(_holds(file, needles) for file in copy.folder.rglob("*") if file.is_file()):
+            holding.append(f"the copy a memlens view in process {copy.pid} holds ({copy.folder}; it is replaced at that view's next poll)")
+    return erased, holding
+
+
+def _holds(file: Path, needles: set[bytes]) -> bool:
+    try:
+        data = file.read_bytes()
+    except OSError:  # gone meanwhile: the view replaced it
+        return False
+    return any(n in data for n in needles)
 
 
 def _run(coroutine: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
@@ -122,9 +206,15 @@ def _loomflow_memory() -> Any:
     return lambda path: SqliteMemory(path, embedder=HashEmbedder())
 
 
-def _refuse_while_written(path: Path) -> None:
-    """Take the write lock without waiting, and let it go: held by another process, the erasure is refused."""
+def _refuse_unless_only_loomflow_writes(path: Path) -> None:
+    """Take the write lock without waiting, look at the schema, and let the lock go. Refused while
+    another process holds the lock (the agent is writing), and for a file whose schema holds
+    objects loomflow does not create (a trigger would run inside loomflow's own deletes)."""
+    for side in with_side_files(path)[1:]:
+        if side.is_symlink():
+            raise SourceError(f"{side} is a link; SQLite would write through it to another file; nothing was erased")
     with closing(sqlite3.connect(path, timeout=0, isolation_level=None)) as conn:
+        conn.execute("PRAGMA trusted_schema = OFF")
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError:
@@ -132,7 +222,20 @@ def _refuse_while_written(path: Path) -> None:
                 f"{path} is being written by another process (it holds the file's write lock); nothing was erased. "
                 "Stop the agent, or try again"
             ) from None
-        conn.execute("ROLLBACK")
+        try:
+            foreign = schema_objects_loomflow_does_not_create(conn)
+        finally:
+            conn.execute("ROLLBACK")
+    _refuse_unknown_schema(path, foreign)
+
+
+def _refuse_unknown_schema(path: Path, foreign: list[str]) -> None:
+    if foreign:
+        raise UnrecognizedSourceError(
+            f"{path} holds schema objects loomflow does not create ({', '.join(foreign)}): they would run inside loomflow's "
+            "own deletes (a trigger can keep what an erasure removes), so memlens does not erase it in place; nothing was "
+            "erased. Look at them with the sqlite3 shell, or import the file into a memlens store"
+        )
 
 
 def scrub_in_place(path: Path) -> tuple[bool, str | None]:
@@ -140,7 +243,7 @@ def scrub_in_place(path: Path) -> tuple[bool, str | None]:
     refused while another process writes the file; (scrubbed, why not)."""
     path = Path(os.path.realpath(path))
     read_loomflow_sqlite(path)  # loomflow's file, or a typed error before anything is written
-    _refuse_while_written(path)
+    _refuse_unless_only_loomflow_writes(path)
     return _scrub(path, "run it again")
 
 

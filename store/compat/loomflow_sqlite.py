@@ -22,7 +22,7 @@ import json
 import os
 import shutil
 import sqlite3
-import tempfile
+import time
 from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -34,11 +34,13 @@ from pydantic import BaseModel
 from ..errors import (
     ImportValidationError,
     SourceChangedError,
+    SourceError,
     SourceNotFoundError,
     SourceSchemaTooNewError,
     UnrecognizedSourceError,
 )
 from ..memory import MemoryStore
+from .private_copies import make_private_folder, remove_private_folder
 
 __all__ = ["import_loomflow_sqlite", "read_loomflow_sqlite", "LoomflowSource", "LoomflowImportReport", "TierCount"]
 
@@ -98,14 +100,16 @@ class LoomflowSource:
     document: dict[str, Any]
     where: list[str]
     tool_transcript_messages: int
+    # Triggers, views, tables and indexes loomflow does not create, read in the same snapshot.
+    unknown_schema: tuple[str, ...] = ()
 
 
 def read_loomflow_sqlite(path: str | Path) -> LoomflowSource:
     """Read a loomflow ``SqliteMemory`` database into memory, never changing it; a file that
     is missing, not loomflow's, of a newer schema or written to meanwhile raises a typed error."""
     source = Path(path)
-    document, where, messages = _read(source)
-    return LoomflowSource(source, document, where, messages)
+    (document, where, messages), unknown = _read(source)
+    return LoomflowSource(source, document, where, messages, tuple(unknown))
 
 
 def import_loomflow_sqlite(
@@ -163,31 +167,71 @@ def source_stamp(path: Path) -> list[tuple[str, int, int] | None]:
     return out
 
 
-def _read(path: Path) -> tuple[dict[str, Any], list[str], int]:
+# A reading that meets the agent writing is tried again this many times, after these pauses (s),
+# before the reader says the agent is writing: a write of loomflow's takes milliseconds.
+READ_RETRY_PAUSES = (0.02, 0.1, 0.3)
+
+
+def _read(path: Path) -> tuple[tuple[dict[str, Any], list[str], int], list[str]]:
     if not path.is_file():
         raise SourceNotFoundError(f"{path} does not exist or is not a file; nothing was imported")
     # SQLite keeps the -wal of a database opened through a symlink beside the file it points to:
     # from here on, messages name that file.
     path = Path(os.path.realpath(path))
+    for pause in (*READ_RETRY_PAUSES, None):
+        try:
+            return _read_once(path)
+        except SourceChangedError:
+            if pause is None:
+                raise SourceChangedError(
+                    f"{path} changed during each of {len(READ_RETRY_PAUSES) + 1} readings: the agent is writing to it; "
+                    "nothing was imported (try again when it pauses)"
+                ) from None
+            time.sleep(pause)
+    raise AssertionError("unreachable")
+
+
+def _read_once(path: Path) -> tuple[tuple[dict[str, Any], list[str], int], list[str]]:
+    """One reading; a reading that failed or disagreed with itself while the file's stamp moved
+    was torn by a writer, and raises SourceChangedError whatever it met (a vanished -wal, a page
+    that looked malformed, counts that disagree)."""
     before = source_stamp(path)
-    pending = [s for s in PENDING if (path.parent / (path.name + s)).is_file() and (path.parent / (path.name + s)).stat().st_size]
     try:
+        pending = [s for s in PENDING if (path.parent / (path.name + s)).is_file() and (path.parent / (path.name + s)).stat().st_size]
         if pending:
-            with tempfile.TemporaryDirectory(prefix="memlens-loomflow-") as folder:  # 0700
-                copy = Path(folder) / "source.db"
+            folder = make_private_folder("memlens-loomflow-", path)
+            try:
+                copy = folder / "source.db"
                 shutil.copyfile(path, copy)
                 for suffix in pending:
-                    shutil.copyfile(path.parent / (path.name + suffix), Path(folder) / ("source.db" + suffix))
+                    shutil.copyfile(path.parent / (path.name + suffix), folder / ("source.db" + suffix))
                 if source_stamp(path) != before:
                     raise SourceChangedError(f"{path} changed while it was being copied; nothing was imported (is an agent writing to it?)")
-                result = read_memory(path, sqlite3.connect(copy))
+                result = read_memory(path, sqlite3.connect(copy)), _unknown_schema(sqlite3.connect(copy))
+            finally:
+                remove_private_folder(folder)
         else:
-            result = read_memory(path, sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True))
-    except sqlite3.Error as exc:
-        raise UnrecognizedSourceError(f"{path} is not a readable loomflow database ({exc}); nothing was imported") from None
+            uri = f"{path.resolve().as_uri()}?mode=ro&immutable=1"
+            result = read_memory(path, sqlite3.connect(uri, uri=True)), _unknown_schema(sqlite3.connect(uri, uri=True))
+    except SourceChangedError:
+        raise
+    except (sqlite3.Error, OSError, SourceError, ImportValidationError) as exc:
+        if source_stamp(path) != before:
+            raise SourceChangedError(f"{path} changed while it was being read; nothing was imported (is an agent writing to it?)") from None
+        if isinstance(exc, sqlite3.Error):
+            raise UnrecognizedSourceError(f"{path} is not a readable loomflow database ({exc}); nothing was imported") from None
+        if isinstance(exc, OSError):
+            raise SourceNotFoundError(f"{path} could not be read ({exc.strerror or exc}); nothing was imported") from None
+        raise
     if source_stamp(path) != before:
         raise SourceChangedError(f"{path} changed while it was being read; nothing was imported (is an agent writing to it?)")
     return result
+
+
+def _unknown_schema(connection: sqlite3.Connection) -> list[str]:
+    with closing(connection) as conn:
+        conn.execute("PRAGMA trusted_schema = OFF")
+        return schema_objects_loomflow_does_not_create(conn)
 
 
 def read_memory(path: Path, connection: sqlite3.Connection) -> tuple[dict[str, Any], list[str], int]:
@@ -221,6 +265,30 @@ def _check_schema(path: Path, conn: sqlite3.Connection) -> set[str]:
                 "once with loomflow 0.20's SqliteMemory (which migrates it) and import again; nothing was imported"
             )
     return set(kinds)
+
+
+# Indexes loomflow 0.20 creates on its tables; SQLite's own objects (sqlite_autoindex_*, sqlite_sequence) aside.
+KNOWN_INDEXES = {
+    "episodes_user_session_idx",
+    "episodes_user_occurred_idx",
+    "episode_tool_transcripts_episode_idx",
+    "facts_subject_idx",
+    "facts_user_subject_predicate_idx",
+}
+
+
+def schema_objects_loomflow_does_not_create(conn: sqlite3.Connection) -> list[str]:
+    """Every trigger, view, table and index in the file that loomflow 0.20 does not create, as
+    ``"trigger NAME"``: a trigger runs inside loomflow's own statements (an ``AFTER DELETE`` could
+    keep what an erasure deletes), so a file holding one is not erased in place."""
+    found = []
+    for kind, name in conn.execute("SELECT type, name FROM sqlite_master"):
+        if name.startswith("sqlite_"):
+            continue
+        known = (kind == "table" and name in KNOWN) or (kind == "index" and name in KNOWN_INDEXES)
+        if not known:
+            found.append(f"{kind} {name}")
+    return sorted(found)
 
 
 def _time(value: Any, where: str) -> str:

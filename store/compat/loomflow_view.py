@@ -31,8 +31,6 @@ search only, and the inspector says so).
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -42,12 +40,13 @@ from pathlib import Path
 from typing import Any
 
 from .. import SessionMemory
-from ..errors import ImportMismatchError, InvalidInputError, ReadOnlyStoreError, SourceChangedError, UnknownSessionError
+from ..errors import ImportMismatchError, InvalidInputError, MemlensError, ReadOnlyStoreError, SourceChangedError
 from ..memory import MemoryStore
 from ..models import ForgetReceipt
 from .chroma_source import directory_stamp, read_chroma
 from .loomflow_erase import forget_in_place, scrub_in_place
 from .loomflow_sqlite import LoomflowSource, import_loomflow_sqlite, read_loomflow_sqlite, source_stamp
+from .private_copies import make_private_folder, remove_private_folder
 
 __all__ = ["LoomflowView", "SourceKind", "KINDS", "open_view", "open_loomflow_view"]
 
@@ -106,7 +105,7 @@ class _Mirror:
     and the read-only store every read of the view goes to, with the calls under way on it."""
 
     def __init__(self, read: LoomflowSource, embedder: Any):
-        self.folder = Path(tempfile.mkdtemp(prefix="memlens-view-"))  # 0700
+        self.folder = make_private_folder("memlens-view-", read.path)
         self._calls = 0
         self._idle = threading.Condition()
         try:
@@ -143,7 +142,7 @@ class _Mirror:
         for store in (getattr(self, "reader", None), getattr(self, "writer", None)):
             if store is not None:
                 store.close()
-        shutil.rmtree(self.folder, ignore_errors=True)
+        remove_private_folder(self.folder)
 
 
 class LoomflowView:
@@ -231,14 +230,21 @@ class LoomflowView:
             )
         if user_id is not None and not isinstance(user_id, str):
             raise InvalidInputError(f"user_id must be a string or None, not {type(user_id).__name__}")
-        held = self.require_tenant(user_id=user_id, missing_ok=missing_ok)
-        unknown = held and session_id is not None and session_id not in {s.session_id for s in self.sessions(user_id=user_id)}
-        if unknown and not missing_ok:
-            raise UnknownSessionError(f"{self.path} holds no session {session_id!r} of this user; nothing was erased")
         with self._sync_lock:
-            receipt = forget_in_place(self._real, user_id=user_id, session_id=session_id, dry_run=dry_run, actor=actor)
-        if not dry_run:
-            self.sync()
+            own = self._mirror.folder
+            receipt = forget_in_place(
+                self._real, user_id=user_id, session_id=session_id, dry_run=dry_run, actor=actor, missing_ok=missing_ok, own_copy=own
+            )
+        if dry_run:
+            return receipt
+        try:
+            self.sync()  # the mirror is built again from the erased file, and the old one deleted
+        except MemlensError:
+            pass  # the file changed into something the mirror cannot take: said below, as the copy stays
+        if own.exists():
+            reason = "this view's own copy is replaced at its next reading (the agent is writing to the file)"
+            pending = "; ".join(filter(None, [receipt.scrub_pending_reason, reason]))
+            receipt = receipt.model_copy(update={"disk_scrubbed": False, "scrub_pending_reason": pending})
         return receipt
 
     def scrub(self) -> bool:

@@ -135,16 +135,14 @@ def test_what_the_agent_writes_in_another_process_shows_at_the_next_poll(source)
 
 
 def test_a_directory_written_while_it_is_copied_is_refused(source, monkeypatch):
-    real = chroma_source.shutil.copytree
+    real = chroma_source.copy_regular_files
 
-    def copy_while_the_agent_writes(src, dst, *args, **options):
-        result = real(src, dst, *args, **options)
-        if Path(src) == source:
-            (source / "chroma.sqlite3").touch()
-        return result
+    def copy_while_the_agent_writes(src, dst):
+        real(src, dst)
+        (source / "chroma.sqlite3").touch()
 
-    monkeypatch.setattr(chroma_source.shutil, "copytree", copy_while_the_agent_writes)
-    with pytest.raises(SourceChangedError, match="changed while it was being copied"):
+    monkeypatch.setattr(chroma_source, "copy_regular_files", copy_while_the_agent_writes)
+    with pytest.raises(SourceChangedError, match="the agent is writing"):
         read_chroma(source)
 
 

@@ -285,21 +285,42 @@ async def test_a_newer_schema_or_a_bad_record_writes_nothing(tmp_path, target, c
     assert dump(target.path) == before
 
 
-async def test_a_source_written_to_during_the_read_is_refused(tmp_path, target, monkeypatch):
+async def test_a_source_written_to_during_every_read_is_refused(tmp_path, target, monkeypatch):
     source = tmp_path / "bot.db"
     await write_loomflow(source)
     real = loomflow_sqlite.read_memory
+    writes = []
 
     def load_while_loomflow_writes(path, conn):
         result = real(path, conn)
-        _sqlite(source, "UPDATE working_blocks SET content = 'changed'")
+        writes.append(1)
+        _sqlite(source, f"UPDATE working_blocks SET content = 'changed {len(writes)}'")
         return result
 
     monkeypatch.setattr(loomflow_sqlite, "read_memory", load_while_loomflow_writes)
     before = dump(target.path)
-    with pytest.raises(SourceChangedError):
+    with pytest.raises(SourceChangedError, match="the agent is writing"):
         import_loomflow_sqlite(target, source)
     assert dump(target.path) == before
+    assert len(writes) == len(loomflow_sqlite.READ_RETRY_PAUSES) + 1  # tried again after each pause
+
+
+async def test_a_read_torn_once_by_the_agent_is_read_again(tmp_path, target, monkeypatch):
+    source = tmp_path / "bot.db"
+    await write_loomflow(source)
+    real = loomflow_sqlite.read_memory
+    writes = []
+
+    def load_while_loomflow_writes_once(path, conn):
+        result = real(path, conn)
+        if not writes:
+            writes.append(1)
+            _sqlite(source, "UPDATE working_blocks SET content = 'written during the first read'")
+        return result
+
+    monkeypatch.setattr(loomflow_sqlite, "read_memory", load_while_loomflow_writes_once)
+    read = loomflow_sqlite.read_loomflow_sqlite(source)
+    assert {r["content"] for r in read.document["records"] if r["type"] == "block"} == {"written during the first read"}
 
 
 # --- the command: memlens import --from loomflow-sqlite -----------------------------------------

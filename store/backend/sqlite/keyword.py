@@ -270,6 +270,7 @@ def ranked_by_tenant(
     shape = (filters.get("session_id") is not None, filters.get("since") is not None, filters.get("until") is not None)
     items = expression.split(" OR ")  # fts_expression's own form: each part one quoted word
     matches = statistics.matches(tenant, items)
+    totals = statistics.totals(tenant) or totals  # the totals counted with those matches, in one read
     # The statements FTS5's own ranking uses, with limits that keep every candidate: the whole
     # window, and every match of the rare words (at most as many as their counts).
     values = {"expression": expression, "window": MAX_KEYWORD_MATCHES, "limit": MAX_KEYWORD_MATCHES, **filters}

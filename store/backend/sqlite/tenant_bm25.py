@@ -93,14 +93,19 @@ class TenantStatistics:
         counts = {item: self._cache.get(version, (owner, "matches", item)) for item in items}
         missing = [item for item, n in counts.items() if n is DataVersionCache.MISSING]
         if missing:
-            totals = None if tenant is None else self._totals(tenant)
-            held = totals[0] if totals is not None else 0
             with self._read() as conn:
+                # The tenant's totals are counted again in the same read as its matches, and kept
+                # with them: a score combines the two, and counts from two moments of a writer
+                # could put more matches than episodes into the IDF.
+                totals = None if tenant is None else _totals(conn, tenant)
+                held = totals[0] if totals is not None else 0
                 # The index's counts: the answer for the index, and what decides how a tenant's
                 # own are counted; counted once, in the same read, kept for both.
                 everyone = {item: _store_matches(conn, item) for item in missing}
                 fresh = everyone if tenant is None else {item: tenant_matches(conn, tenant, item, everyone[item], held) for item in missing}
-            kept = {(owner, "matches", item): n for item, n in fresh.items()}
+            kept: dict[Any, Any] = {(owner, "matches", item): n for item, n in fresh.items()}
+            if tenant is not None:
+                kept[(owner, "totals")] = totals
             self._cache.keep(version, kept | {(None, "matches", item): n for item, n in everyone.items()})
             counts.update(fresh)
         return [counts[item] for item in items]
