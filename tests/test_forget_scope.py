@@ -361,3 +361,23 @@ def test_forget_erases_exactly_its_scope(spec, scope):
                 assert [b for b in gone if b in raw] == []
     finally:
         set_clock(None)
+
+
+def test_an_erased_session_id_leaves_the_audit_entry_the_exports_and_the_file(db_path):
+    """Session ids are agent text: after forget(session_id=S) no byte of S is left anywhere memlens
+    writes, and the entry's digest still names S to whoever holds it."""
+    from store.rights.audit import session_digest
+    from store.tenancy import Tenant
+
+    secret = "alice@example.com/clinic-2026-03-01"
+    with MemoryStore.open(db_path) as store:
+        store.remember("my knee hurts", "Noted.", user_id="alice", session_id=secret)
+        store.remember("another chat", "ok", user_id="alice", session_id="other")
+        store.session(secret, user_id="alice").set("symptom", "knee")
+        receipt = store.forget(user_id="alice", session_id=secret, actor="dpo")
+        assert receipt.disk_scrubbed, receipt.scrub_pending_reason
+        (entry,) = [e for e in store.audit_log(user_id="alice") if e.action == "forget"]
+        assert secret not in json.dumps(entry.model_dump(mode="json"))
+        assert entry.scope["session"] == session_digest(Tenant("alice"), secret)
+        assert secret not in json.dumps(store.export(user_id="alice"), default=str)
+    assert secret.encode() not in file_bytes(db_path)

@@ -20,6 +20,15 @@ from ..schema import audit_t, to_micros
 from ..tenancy import Tenant, user_id_of
 
 
+def session_digest(tenant: Tenant, session_id: str | None) -> str | None:
+    """What an audit entry keeps of an erased session: the SHA-256 of the tenant's key and the
+    session's id, so that whoever holds the id can check the entry names it, and the entry holds no
+    text of the agent's."""
+    if session_id is None:
+        return None
+    return "sha256:" + hashlib.sha256(json.dumps([tenant.key, session_id]).encode()).hexdigest()
+
+
 def digest(action: str, tenant: Tenant, scope: dict[str, Any], counts: dict[str, int], at: datetime) -> str:
     """Identifies one request; built from its scope, counts and time, never from content."""
     payload = json.dumps(

@@ -204,7 +204,12 @@ class DataRights:
         if facts_only and session_id is not None:
             raise InvalidInputError("facts belong to a tenant, not to a session: pass facts_only or session_id, not both")
         scope = erasure.Scope(tenant, session_id, before, facts_only)
-        scope_record: dict[str, Any] = {"session_id": session_id, "before": None if before is None else before.isoformat()}
+        # Session ids are the agent's text (an e-mail address, a clinic and a date): the entry keeps
+        # a digest that identifies the erased session to whoever knows its id, never the id itself.
+        scope_record: dict[str, Any] = {
+            "session": audit.session_digest(tenant, session_id),
+            "before": None if before is None else before.isoformat(),
+        }
         if facts_only:
             scope_record["facts_only"] = True
         at = utcnow()
