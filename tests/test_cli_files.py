@@ -736,3 +736,28 @@ def test_audit_says_when_there_is_nothing_and_refuses_an_unknown_name(tmp_path):
     assert "forget" in run("audit", "--db", db, "--user", "alice").stdout
     line = failure(run("audit", "--db", db, "--user", "alcie"))
     assert "no tenant or audit entry 'alcie'" in line and "did you mean 'alice'" in line
+
+
+def test_refusals_name_the_flags_of_the_command_not_python_arguments(tmp_path):
+    """A message says what the user can do where they are: a flag, never ``overwrite=True``."""
+    from store import MemoryStore
+
+    from .cli_process import run_cli as run_memlens
+
+    db = tmp_path / "s.db"
+    with MemoryStore.open(db) as s:
+        s.remember("hello", user_id="alice")
+    out = tmp_path / "alice.json"
+    out.write_text("{}")
+    done = run_memlens("export", "--db", db, "--user", "alice", "-o", out)
+    assert done.returncode == 2 and "--force replaces it" in done.stderr and "=True" not in done.stderr
+    big = tmp_path / "big.jsonl"
+    # A block: the import embeds nothing, so no model loads.
+    with MemoryStore.open(tmp_path / "big-source.db", max_content_bytes=3_000_000, embedder=None) as s:
+        s.update_block("notes", "x" * 2_000_000, user_id="carol")
+        s.export_to(big, user_ids=["carol"], fmt="jsonl")
+    done = run_memlens("import", "--db", tmp_path / "target.db", "--create", big)
+    assert done.returncode == 2 and "--max-content-bytes N" in done.stderr and "max_content_bytes=" not in done.stderr
+    done = run_memlens("import", "--db", tmp_path / "target.db", "--create", "--max-content-bytes", "3000000", big)
+    assert done.returncode == 0, done.stderr
+    assert "imported" in done.stdout

@@ -102,3 +102,35 @@ def test_a_full_disk_is_a_typed_error_and_loses_or_erases_nothing_by_halves(tmp_
     assert errors and "disk is full" in errors[-1] and "unexpected" not in result.stderr
     assert report["forget_with_space"] == "done"
     assert report["tenants_after"] == ["alice"]
+
+
+def test_a_disk_that_fills_during_a_tenants_erasure_says_it_began_and_a_retry_finishes_it(db_path, monkeypatch):
+    """The first transaction of a whole-tenant erasure (the audit entry, the tenant hidden) fits,
+    a later step does not: the message says the erasure is recorded and under way, never "nothing
+    was changed", and forget again finishes it instead of saying the tenant does not exist. (The
+    step's failure is SQLite's own full-disk error, raised where the step would write.)"""
+    from store import MemoryStore
+    from store.errors import StoreFullError
+    from store.rights import erasure
+
+    real_step = erasure.erase_step
+
+    def disk_full_step(conn, tenant, at):
+        raise StoreFullError(f"{db_path}: the disk is full; nothing was changed (the whole transaction was rolled back)")
+
+    with MemoryStore.open(db_path) as store:
+        for i in range(5):
+            store.remember(f"bob's note {i}", user_id="bob")
+        store.remember("alice's note", user_id="alice")
+        monkeypatch.setattr(erasure, "erase_step", disk_full_step)
+        with pytest.raises(StoreFullError) as caught:
+            store.forget(user_id="bob", actor="dpo")
+        message = str(caught.value)
+        assert "nothing was changed" not in message
+        assert "already hidden" in message and "run forget again" in message
+        assert [t.user_id for t in store.tenants()] == ["alice"]  # hidden, as the message says
+        monkeypatch.setattr(erasure, "erase_step", real_step)
+        receipt = store.forget(user_id="bob", actor="dpo")
+        assert receipt.counts["episodes"] == 5 and receipt.disk_scrubbed
+        assert [e.action for e in store.audit_log(user_id="bob")].count("forget") == 1  # one erasure, finished
+    assert b"bob's note" not in (db_path.read_bytes())

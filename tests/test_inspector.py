@@ -460,3 +460,20 @@ async def test_h_on_a_block_shows_its_versions_newest_first_as_changes(demo):
         assert "+Book the hotel first." in body  # the second version's own change
         await pilot.press("q")
         await wait_for(pilot, lambda: not showing(app, DiffScreen), what="the history to close")
+
+
+async def test_exporting_over_an_existing_file_says_what_to_do_in_the_inspector(demo, tmp_path):
+    app = app_for(demo)
+    target = tmp_path / "taken.jsonl"
+    target.write_text("someone else's file")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await open_tenant(pilot, app, "alice")
+        await pilot.press("e")
+        await wait_for(pilot, lambda: showing(app, ExportScreen), what="export dialog")
+        app.screen.query_one("#export-path").value = str(target)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: any("already exists" in n for n in notes(app)), what="the refusal")
+        (said,) = [n for n in notes(app) if "already exists" in n]
+        assert "another file name" in said and "overwrite" not in said and "--force" not in said
+    assert target.read_text() == "someone else's file"

@@ -51,6 +51,20 @@ def _handlers() -> dict:
     }
 
 
+# The store's messages name its API's remedies; on the command line, the flag that does the same.
+_REMEDIES = {
+    "(--force or overwrite=True replaces it)": "(--force replaces it)",
+    "pass into_existing=True (--into-existing)": "pass --into-existing",
+    "(raise it with MemoryStore.open(..., max_content_bytes=N))": "(memlens import --max-content-bytes N raises it)",
+}
+
+
+def in_command_line_terms(message: str) -> str:
+    for api, flag in _REMEDIES.items():
+        message = message.replace(api, flag)
+    return message
+
+
 def _sweep_stale_copies() -> None:
     """Copies of another library's memory that a memlens process left when it died (SIGKILL, a
     power cut) are deleted as any memlens command starts: a scan of the temporary folder's names."""
@@ -90,7 +104,7 @@ def main_for(run: Callable[[], int]) -> int:
     try:
         return run()
     except (MemlensError, CommandLineError) as error:
-        print(f"memlens: {error}", file=sys.stderr)
+        print(f"memlens: {in_command_line_terms(str(error))}", file=sys.stderr)
         return 2
     except OSError as error:
         where = f": {error.filename}" if error.filename else ""

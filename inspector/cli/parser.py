@@ -229,3 +229,9 @@ def add_import_options(imp: argparse.ArgumentParser) -> None:
     )
     _actor(imp)
     imp.add_argument("--as-user", metavar="NAME", help="import a one-tenant export under this user id instead of its own")
+    imp.add_argument(
+        "--max-content-bytes",
+        type=positive_int,
+        metavar="N",
+        help="the largest text a record may hold, in bytes (default: the store's, 1 MiB)",
+    )

@@ -135,10 +135,11 @@ def cmd_import(args: argparse.Namespace) -> int:
         from store.compat.loomflow_sqlite import read_loomflow_sqlite
 
         source = read_chroma(args.file) if args.source == "chroma" else read_loomflow_sqlite(args.file)
+    limit = {} if args.max_content_bytes is None else {"max_content_bytes": args.max_content_bytes}
     if args.create:
-        opened = MemoryStore.open(args.db, check_model=False)
+        opened = MemoryStore.open(args.db, check_model=False, **limit)
     else:
-        opened = open_existing(args.db, hint=" (pass --create to import into a new store)", check_model=False)
+        opened = open_existing(args.db, hint=" (pass --create to import into a new store)", check_model=False, **limit)
     with opened as store:
         if source is not None:
             return _import_loomflow(store, source, args)

@@ -172,10 +172,21 @@ class MainScreen(Screen[None]):
     def export_tenant(self, user_id: Any, path: str) -> None:
         store, target = self.host.store, Path(path).expanduser()
         fmt = "json" if target.suffix == ".json" else "jsonl"
+
+        def export() -> Any:
+            from store.errors import OutputExistsError
+
+            try:
+                return store.export_to(target, user_ids=[user_id], fmt=fmt, actor="inspector")
+            except OutputExistsError:
+                raise OutputExistsError(
+                    f"{target} already exists; nothing was written. Press e again and give another file name, or delete that file first"
+                ) from None
+
         call_store(
             self,
             "export",
-            lambda: store.export_to(target, user_ids=[user_id], fmt=fmt, actor="inspector"),
+            export,
             lambda manifest: messages.ExportDone(str(target.resolve()), manifest),
             group="export",
             errors=(OSError,),

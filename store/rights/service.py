@@ -15,7 +15,7 @@ from typing import IO, Any
 from sqlalchemy import Connection
 
 from ..backend import Backend
-from ..errors import InvalidInputError, MemlensError, StoreBusyError, UnknownSessionError
+from ..errors import InvalidInputError, MemlensError, StoreBusyError, StoreFullError, UnknownSessionError
 from ..models import AuditEntry, ForgetReceipt, ImportReport, MigrationReport, PendingScrub
 from ..recall.indexing import Indexer
 from ..schema import audit_t, episodes_t, sessions_t, tenants_t
@@ -230,6 +230,8 @@ class DataRights:
                 actor=actor,
                 digest=audit.digest("forget", tenant, scope_record, counts, at),
             )
+        if self._finishes_an_erasure_under_way(tenant):
+            return self._finished_receipt(tenant, at)
         with self._scrub_lock:  # so the writes below do not start the after-write retry
             with self._db.write(tenant, inserting=False) as conn:
                 counts, in_steps = nothing, False
@@ -249,7 +251,14 @@ class DataRights:
             self._indexer.cache.drop_tenant(tenant.key)
             self._indexer.cache.erase_saved(tenant.key)
             if in_steps:
-                self._erase_in_steps(tenant)
+                try:
+                    self._erase_in_steps(tenant)
+                except StoreFullError:
+                    raise StoreFullError(
+                        f"the disk filled while {'the anonymous bucket' if tenant.is_anonymous else repr(tenant.key)} was being erased: the erasure is recorded (digest {digest[:12]}) "
+                        "and the tenant is already hidden from every read, but part of its data is still in the file. "
+                        "Free space, then run forget again (or open the store, or run `memlens scrub`): it finishes this erasure"
+                    ) from None
             try:
                 scrubbed, reason = self._scrub_locked(budget=1.0)
             except StoreBusyError as error:
@@ -263,6 +272,37 @@ class DataRights:
             at=at,
             actor=actor,
             digest=digest,
+            disk_scrubbed=scrubbed,
+            scrub_pending_reason=reason,
+            out_of_reach=self._db.out_of_reach,
+        )
+
+    def _finishes_an_erasure_under_way(self, tenant: Tenant) -> bool:
+        """A forget of a tenant whose erasure was committed and not finished (the disk filled, the
+        process died) finishes that erasure rather than saying the tenant does not exist."""
+        with self._db.read() as conn:
+            under_way = tenant in erasure.tenant_erasures_under_way(conn)
+        if under_way:
+            with self._scrub_lock:
+                self._erase_in_steps(tenant)
+        return under_way
+
+    def _finished_receipt(self, tenant: Tenant, at: datetime) -> ForgetReceipt:
+        """The receipt of the erasure a forget just finished: its audit entry's counts and digest."""
+        entry = next(e for e in self.audit_log(tenant) if e.action == "forget" and e.origin == "local")  # newest first
+        try:
+            scrubbed, reason = self._scrub_locked(budget=1.0)
+        except StoreBusyError as error:
+            scrubbed, reason = False, f"{error}; the scrub stays pending"
+        return ForgetReceipt(
+            user_id=tenant.user_id,
+            session_id=None,
+            before=None,
+            dry_run=False,
+            counts=dict(entry.counts),
+            at=entry.at,
+            actor=entry.actor,
+            digest=entry.digest,
             disk_scrubbed=scrubbed,
             scrub_pending_reason=reason,
             out_of_reach=self._db.out_of_reach,

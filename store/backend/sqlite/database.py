@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import sqlite3
 import stat
 import threading
@@ -116,6 +117,14 @@ def resolve_path(path_or_url: str | Path) -> Path:
     return Path(raw).expanduser().resolve()
 
 
+def _disk_is_full(path: Path) -> bool:
+    """SQLite says "disk I/O error" when the disk is full as it writes its shared-memory index."""
+    try:
+        return shutil.disk_usage(path.parent).free < 64 * 1024
+    except OSError:
+        return False
+
+
 def translate(error: BaseException, path: Path) -> MemlensError | None:
     """Map SQLite's own complaints about a file to the typed errors users can act on."""
     orig = getattr(error, "orig", error)
@@ -134,7 +143,7 @@ def translate(error: BaseException, path: Path) -> MemlensError | None:
             f"{path} is busy: another connection held it for longer than the busy timeout "
             f"({BUSY_TIMEOUT_MS / 1000:g} s); nothing was changed, try again"
         )
-    if "database or disk is full" in message:
+    if "database or disk is full" in message or ("disk i/o error" in message and _disk_is_full(path)):
         return StoreFullError(
             f"{path}: the disk is full; nothing was changed (the whole transaction was rolled back). Free space and try again"
         )
