@@ -230,3 +230,31 @@ def test_keys_typed_while_the_demo_builds_reach_the_inspector_and_crash_nothing(
         assert terminal.proc.returncode == 0
     finally:
         terminal.close()
+
+
+def test_the_inspector_refusing_a_store_exits_2_as_the_command_line_does(tmp_path):
+    """Another application's file: the inspector says why and stays until q, then exits 2 with the
+    reason on stderr, as `memlens stats` does for the same file (it exited 0)."""
+    import sqlite3
+
+    foreign = tmp_path / "notes.db"
+    with sqlite3.connect(foreign) as conn:
+        conn.execute("CREATE TABLE notes (body TEXT)")
+    terminal = Terminal([*memlens_command(), str(foreign)], {**os.environ, "TERM": "xterm-256color"})
+    try:
+        terminal.wait_for("another application")
+        terminal.type("q")
+        terminal.proc.wait(30)
+        assert terminal.proc.returncode == 2
+    finally:
+        terminal.close()
+    stats = subprocess.run([*memlens_command(), "stats", str(foreign)], capture_output=True, text=True, timeout=60)
+    assert stats.returncode == 2
+
+
+def test_a_mistyped_command_is_not_taken_for_a_store(tmp_path):
+    done = subprocess.run([*memlens_command(), "frobnicate"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 2 and "'frobnicate' is neither a command nor a store" in done.stderr
+    done = subprocess.run([*memlens_command(), "exprot"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 2 and "did you mean export" in done.stderr
+    assert list(tmp_path.iterdir()) == []  # nothing created

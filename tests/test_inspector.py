@@ -477,3 +477,26 @@ async def test_exporting_over_an_existing_file_says_what_to_do_in_the_inspector(
         (said,) = [n for n in notes(app) if "already exists" in n]
         assert "another file name" in said and "overwrite" not in said and "--force" not in said
     assert target.read_text() == "someone else's file"
+
+
+async def test_a_new_query_does_not_leave_the_previous_querys_hit_in_the_detail_pane(demo):
+    app = app_for(demo)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await open_tenant(pilot, app, "alice")
+        await pilot.press("slash", *"vegetarian")
+        results = table(app, "#results")
+        await wait_for(pilot, lambda: results.row_count > 0, what="results")
+        results.focus()
+        before = list(results.records)
+        detail = app.query_one("#detail")
+        await wait_for(pilot, lambda: detail.record_title is not None, what="the hit in the detail pane")
+        assert detail.record_source is results
+        shown_first = detail.record_title
+        query = app.query_one("#query")
+        query.focus()
+        query.value = ""
+        await pilot.press(*"lisbon")
+        await wait_for(pilot, lambda: list(results.records) != before, what="new results")
+        await wait_for(pilot, lambda: detail.record_title != shown_first, what="the old hit gone")
+        assert detail.record_title is None

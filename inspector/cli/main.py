@@ -4,14 +4,15 @@ UI), the inspector's in :mod:`.tui` (imported only when a command opens it)."""
 
 from __future__ import annotations
 
+import difflib
 import os
 import signal
 import sys
 from collections.abc import Callable
 
 from .parser import COMMANDS, DEFAULT_DEMO_PATH, Parser, build_parser
+from .refusal import CommandLineError
 from .store_commands import (
-    CommandLineError,
     cmd_audit,
     cmd_demo,
     cmd_export,
@@ -65,6 +66,11 @@ def in_command_line_terms(message: str) -> str:
     return message
 
 
+def _looks_like_a_command(word: str) -> bool:
+    """A bare word (no folder, no suffix, no scheme) that names no file: a mistyped command, not a store."""
+    return word.replace("-", "").replace("_", "").isalpha() and not os.path.exists(word)
+
+
 def _sweep_stale_copies() -> None:
     """Copies of another library's memory that a memlens process left when it died (SIGKILL, a
     power cut) are deleted as any memlens command starts: a scan of the temporary folder's names."""
@@ -86,6 +92,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     _sweep_stale_copies()
     if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
+        if _looks_like_a_command(argv[0]):
+            close = difflib.get_close_matches(argv[0], COMMANDS, n=2)
+            hint = f"; did you mean {' or '.join(close)}?" if close else f" (the commands: {', '.join(COMMANDS)})"
+            print(f"memlens: {argv[0]!r} is neither a command nor a store that exists{hint}", file=sys.stderr)
+            return 2
         argv = ["open", *argv]  # `memlens PATH` opens PATH
     parser = build_parser(only=argv[0] if argv and argv[0] in COMMANDS else None)
     args = parser.parse_args(argv)

@@ -10,10 +10,7 @@ from pathlib import Path
 
 from ..locations import foreign_scheme, is_server_url
 from ..printable import printable, tenant_label
-
-
-class CommandLineError(Exception):
-    """A request the command line itself refuses; printed as one line, exit status 2."""
+from .refusal import CommandLineError
 
 
 def open_existing(path: Path, *, hint: str = " (check the path)", **options):

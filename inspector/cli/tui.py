@@ -33,7 +33,16 @@ def run_inspector(path: Path | str) -> int:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     app = make_app(path)
     app.run()
-    return app.return_code or 0  # 1 after an unexpected error, which the app has said in one line
+    if app.return_code:
+        return app.return_code  # 1 after an unexpected error, which the app has said in one line
+    if app.failed:
+        # The store was refused (damaged, another application's): the command says so and exits
+        # 2, as every other command does for a refused store.
+        import sys
+
+        print(f"memlens: {app.failed}", file=sys.stderr)
+        return 2
+    return 0
 
 
 def cmd_open(args: argparse.Namespace) -> int:
@@ -77,7 +86,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from ..locations import shown
     from ..serving import ServeGuard, is_loopback, make_server
-    from .store_commands import CommandLineError
+    from .refusal import CommandLineError
 
     if not is_loopback(args.host) and not args.expose:
         raise CommandLineError(

@@ -82,6 +82,7 @@ class DetailPane(VerticalScroll):
         super().__init__(**kwargs)
         self.tenant: str | None = None
         self.record_title: str | None = None
+        self.record_source: Any = None  # the table whose record is shown
 
     def compose(self) -> ComposeResult:
         yield Static(DETAIL_HINT, id="detail-body")
@@ -90,8 +91,8 @@ class DetailPane(VerticalScroll):
     def on_mount(self) -> None:
         self._sync()
 
-    def show_record(self, title: str, body: Any) -> None:
-        self.record_title = title
+    def show_record(self, title: str, body: Any, source: Any = None) -> None:
+        self.record_title, self.record_source = title, source
         self.query_one("#detail-body", Static).update(body)
         self._sync()
 
@@ -100,7 +101,7 @@ class DetailPane(VerticalScroll):
         if tenant != self.tenant:
             self.query_one(TenantOverview).clear()
         self.tenant = tenant
-        self.record_title = None
+        self.record_title = self.record_source = None
         self.query_one("#detail-body", Static).update(DETAIL_HINT)
         self._sync()
 

@@ -95,6 +95,12 @@ class ResultsTable(ScrollView, can_focus=True):
     # widget's own size never depends on it; only its scrollbars do, and they are updated below.
     virtual_size: Reactive[Size] = Reactive(Size(0, 0), layout=False)
 
+    class RowsReplaced(Carrier):
+        """New results, while the table does not have the focus: a record of the old ones that the
+        detail pane shows is no longer among what is on screen."""
+
+        table: Any
+
     class ModeWanted(Carrier):
         """``m``: the same query in the next mode (the search view owns the modes)."""
 
@@ -147,6 +153,8 @@ class ResultsTable(ScrollView, can_focus=True):
             # From this widget's own queue: posted while the search view handles its results, the
             # message would count as the view's and stop bubbling there, short of the App.
             self.call_later(lambda: self.show_detail(self.selected()))
+        else:
+            self.call_later(lambda: self.post_message(self.RowsReplaced(self)))
 
     def reset(self) -> None:
         self.show_rows(())

@@ -28,6 +28,7 @@ from ..workers import call_store
 from . import detail
 from .detail import ShowDetail
 from .overview import ACTIVITY_DAYS, DetailPane
+from .results import ResultsTable
 from .tenant_list import NO_TENANT
 from .views import (
     DETAIL_TABLES,
@@ -356,7 +357,12 @@ class TenantViews(Vertical):
     def _show_detail(self, m: ShowDetail) -> None:
         if m.source is not None and m.source is not self.screen.focused:
             return  # asked for by a table the user has since left
-        self.query_one(DetailPane).show_record(m.title, m.body)
+        self.query_one(DetailPane).show_record(m.title, m.body, m.source)
+
+    @on(ResultsTable.RowsReplaced)
+    def _rows_replaced(self, m: ResultsTable.RowsReplaced) -> None:
+        if self.query_one(DetailPane).record_source is m.table:
+            self.clear_detail()  # a hit of the previous query must not stand beside the new results
 
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
