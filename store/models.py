@@ -342,6 +342,8 @@ class MigrationReport(_Model):
     tenants: list[str | None]
     counts: dict[str, int]
     vectors: Literal["copied", "embedded", "none"]
+    # Of ``tenants``, those that hold nothing but audit entries (erased tenants, whose log outlives them).
+    history_only: list[str | None] = []
     embedded: int
     at: datetime
 

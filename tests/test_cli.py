@@ -79,6 +79,12 @@ def test_the_worked_erasure_example(tmp_path):
     assert exported.returncode == 0 and "210 episodes" in exported.stdout and out.exists()
     dry = run("forget", "--db", str(db), "--user", "alice", "--dry-run")
     assert "would erase" in dry.stdout and "episodes             210" in dry.stdout
+    # docs/cli.md shows this run: its export line, its dry run and its count of records are this run's.
+    example = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text()
+    assert exported.stdout.replace(str(out), "alice.jsonl") in example
+    assert dry.stdout in example
+    total = sum(int(line.split()[-1]) for line in dry.stdout.splitlines()[1:] if not line.split()[0] == "vectors")
+    assert f"{total} records" in example
     assert run("forget", "--db", str(db), "--user", "alice").returncode != 0  # neither --dry-run nor --yes
     erased = run("forget", "--db", str(db), "--user", "alice", "--yes", "--actor", "dpo@example.com")
     assert erased.returncode == 0 and "receipt digest" in erased.stdout

@@ -46,6 +46,7 @@ def test_everything_arrives_and_the_source_is_unchanged(source, target, tmp_path
     report = target.migrate_from(source, actor="ops")
     assert dump(tmp_path / "source.db") == before
     assert sorted(report.tenants, key=str) == sorted(["alice", "bob", "carol", "erased", None], key=str)
+    assert report.history_only == ["erased"]  # its audit entries alone: not counted as a tenant held
     assert report.vectors == "copied" and report.embedded == 0
     held = [t.counts for t in source.tenants()]
     assert report.counts["episodes"] == sum(c.episodes for c in held) == 12 * 3 - 6 + 6

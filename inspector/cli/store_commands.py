@@ -268,7 +268,9 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         "embedded": f"{report.embedded} vectors embedded by the destination's model",
         "none": "no vectors (the destination has no model)",
     }[report.vectors]
-    print(f"migrated {len(report.tenants)} tenant(s) from {report.source} to {report.destination}: {listed}; {vectors}")
+    held = len(report.tenants) - len(report.history_only)
+    erased = f" and the audit history of {len(report.history_only)} erased tenant(s)" if report.history_only else ""
+    print(f"migrated {held} tenant(s){erased} from {report.source} to {report.destination}: {listed}; {vectors}")
     print("verified: every tenant's counts and content digests match the source")
     return 0
 

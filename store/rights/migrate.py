@@ -50,7 +50,7 @@ from ..tenancy import Tenant, tenants_with_history
 from ..tiers.common import content_hash
 from ..tiers.episodes import embed_text
 from ..tiers.facts import fact_text
-from ..tiers.registry import SECTION_OF, SECTIONS
+from ..tiers.registry import AUDIT, SECTION_OF, SECTIONS
 from ..validation import utcnow
 from . import import_write
 from .export import Digests, canonical, tenant_records
@@ -273,7 +273,7 @@ def migrate(
         source_model, source_dim = recorded_model(source_conn)
         copy_vectors = _copies_vectors(source_model, indexer, reembed, source, destination)
         plan = _Plan(source, destination, indexer, copy_vectors, source_model, source_dim, actor, at, max_bytes)
-        totals, embedded = dict.fromkeys(SECTIONS, 0), 0
+        totals, embedded, history_only = dict.fromkeys(SECTIONS, 0), 0, []
         # Naming the tenants lets a PostgreSQL destination attach their partitions first (in
         # their own short transactions: empty partitions are all a kill can leave behind).
         # A store-wide write: the destination's emptiness check holds only while no one writes.
@@ -282,6 +282,8 @@ def migrate(
             for done, tenant in enumerate(tenants, start=1):
                 counts, made = copy_tenant(plan, source_conn, destination_conn, tenant)
                 totals = {s: totals[s] + counts[s] for s in SECTIONS}
+                if not any(n for s, n in counts.items() if s != AUDIT.section):
+                    history_only.append(tenant.user_id)  # erased: its audit entries alone
                 embedded += made
                 if progress:
                     progress(done, len(tenants))
@@ -290,6 +292,7 @@ def migrate(
         source=label(source),
         destination=label(destination),
         tenants=[t.user_id for t in tenants],
+        history_only=history_only,
         counts=totals,
         vectors=vectors,
         embedded=embedded,
