@@ -686,6 +686,9 @@ def test_an_immutable_store_says_so_and_can_still_be_exported(tmp_path):
         assert "immutable or append-only" in line and "file mode" not in line.split("allows")[0], line
         exported = run("export", "--db", db, "--user", "alice", "-o", tmp_path / "alice.jsonl")
         assert exported.returncode == 0 and "immutable" in exported.stderr, exported.stderr
+        assert run("stats", db).returncode == 0
+        # Nothing of the read-only commands is left beside it: SQLite reads it as immutable.
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["alice.jsonl", "memory.db"]
     finally:
         subprocess.run(["chattr", "-i", str(db)], check=True)
     assert dump(db) == before

@@ -71,12 +71,20 @@ def _can_write(path: Path) -> bool:
     return os.access(path, os.W_OK, effective_ids=effective)
 
 
+def _refuses_writes_its_mode_allows(path: Path) -> bool:
+    """An immutable or append-only file (``chattr +i``): this process may not write it though its
+    mode says it may."""
+    if _can_write(path):
+        return False
+    st = path.stat()
+    return os.geteuid() == 0 or (st.st_uid == os.geteuid() and bool(st.st_mode & stat.S_IWUSR))
+
+
 def _refused_write(path: Path) -> str:
     """Why a file this process may not write is so: its mode, unless its mode allows the write
     (root, or an owner with u+w), when the file itself refuses changes."""
-    st = path.stat()
-    mode = stat.S_IMODE(st.st_mode)
-    if os.geteuid() == 0 or (st.st_uid == os.geteuid() and mode & stat.S_IWUSR):
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if _refuses_writes_its_mode_allows(path):
         return f"the file refuses writes that its mode {mode:04o} allows: it is immutable or append-only (lsattr shows it)"
     return f"no write permission: file mode {mode:04o}"
 
@@ -270,7 +278,9 @@ class Database:
             )
         # Nothing can change a file on a read-only filesystem, so SQLite may skip the -shm it
         # could not create there; elsewhere an immutable reader would miss other processes' writes.
-        self.immutable = read_only and wal_is_absent(self.path) and _on_read_only_filesystem(self.path.parent)
+        # So may a file that refuses every write (chattr +i): only its attribute's removal changes it.
+        unchangeable = _on_read_only_filesystem(self.path.parent) or (exists and _refuses_writes_its_mode_allows(self.path))
+        self.immutable = read_only and wal_is_absent(self.path) and unchangeable
         self._tidy_on_close = read_only and not self.immutable
         created = not exists and self._create_private_file()
         try:
