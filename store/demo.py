@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import BigInteger, func, insert, type_coerce, update
+from sqlalchemy import BigInteger, exists, func, insert, or_, type_coerce, update
 
 from .backend import open_backend
 from .backend.sqlite.database import SQLITE_HEADER, index_folder, sqlite_uri, wal_is_absent
@@ -23,7 +23,7 @@ from .demo_vectors import ReusedVectors
 from .errors import InvalidInputError, OutputExistsError, OutputPathError
 from .memory import MemoryStore
 from .recall import indexing
-from .schema import Base, UtcMicros, episodes_t, meta_t, sessions_t, tenants_t, to_micros
+from .schema import Base, UtcMicros, checkpoints_t, episodes_t, kv_t, meta_t, scratch_t, sessions_t, task_t, tenants_t, to_micros
 from .tenancy import all_tenants
 from .validation import utcnow
 
@@ -75,6 +75,14 @@ def date_the_build_at(path: Path, started: datetime, now: datetime) -> None:
     backend = open_backend(path, read_only=False, create=False)
     try:
         with backend.write() as conn:
+            # A session the build last touched by writing its episodes was last updated by its
+            # newest episode in the story, not at the build's second (55 sessions read as updated
+            # in one second). Sessions whose working state the story dates keep those times.
+            s, e = sessions_t, episodes_t
+            for tenant in all_tenants(conn, tenants_t):
+                last = tenant.select(e, func.max(e.c.occurred_at)).where(e.c.session_id == s.c.session_id).scalar_subquery()
+                stamped = type_coerce(s.c.updated_at, BigInteger) >= since
+                conn.execute(tenant.update(s).where(stamped, last.is_not(None), ~_has_working_state(s)).values(updated_at=last))
             for table in Base.metadata.sorted_tables if shift > 0 else ():
                 for column in table.columns:
                     if isinstance(column.type, UtcMicros) and column.name != "expires_at":
@@ -86,12 +94,17 @@ def date_the_build_at(path: Path, started: datetime, now: datetime) -> None:
             # A session starts with its first episode, which the story dates weeks back (the build
             # created them all at once): else the timeline opened on a wall of sessions "started"
             # at the build, and a moment weeks back showed their episodes but not the sessions.
-            s, e = sessions_t, episodes_t
             for tenant in all_tenants(conn, tenants_t):
                 first = tenant.select(e, func.min(e.c.occurred_at)).where(e.c.session_id == s.c.session_id).scalar_subquery()
                 conn.execute(tenant.update(s).where(first.is_not(None), first < s.c.created_at).values(created_at=first))
     finally:
         backend.close()
+
+
+def _has_working_state(s: Any) -> Any:
+    """The session holds keys, a task state, scratchpad notes or checkpoints: the build wrote it last."""
+    tables = (kv_t, task_t, scratch_t, checkpoints_t)
+    return or_(*(exists().where(t.c.session_pk == s.c.pk) for t in tables))
 
 
 def build_demo_store(

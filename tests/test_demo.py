@@ -161,3 +161,17 @@ def test_an_unknown_size_is_refused_and_creates_nothing(tmp_path):
     with pytest.raises(InvalidInputError, match="size"):
         build_demo_store(tmp_path / "demo.db", size="huge", embedder=FakeEmbedder())
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_build_dates_each_thing_at_its_moment_in_the_story(full):
+    """A checkpoint "before the knee" is dated before the knee episode, and a session the agent
+    last touched with an episode was last updated then, not in the second the demo was built."""
+    plan = full.session("training-plan", user_id="carol", create=False)
+    (checkpoint,) = plan.list_checkpoints()
+    knee = [e for e in full.episodes(user_id="carol", limit=1000).items if "swells up whenever I go downstairs" in e.input]
+    assert knee and checkpoint.description == "week 4, before the knee"
+    assert checkpoint.created_at < min(e.occurred_at for e in knee)
+    for summary in full.tenants():
+        sessions = full.sessions(user_id=summary.user_id)
+        seconds = {info.updated_at.replace(microsecond=0) for info in sessions}
+        assert len(seconds) >= len(sessions) * 0.8, summary.user_id  # not one second for them all

@@ -8,9 +8,9 @@ if TYPE_CHECKING:
     from ..memory import MemoryStore
 
 import random
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from .weave import Fact, Persona, Planted, Topic, Turn, weave
+from .weave import Fact, Persona, Planted, Topic, Turn, after_episode, weave
 
 HEALTH = {
     "km": ("5", "6", "8", "10", "12", "15"),
@@ -224,17 +224,20 @@ BLOCKS = [
 def working(store: MemoryStore, user_id: str | None, ids: dict[str, str]) -> None:
     """The 16-week plan mid-way, with a checkpoint before the knee made it change."""
     plan = store.session("training-plan", user_id=user_id)
-    plan.set("weekly_km", 32)
-    plan.set("long_run_km", 15)
-    plan.set_task_state("16-week half marathon plan", total_steps=16, current_step=4)
-    plan.append_scratchpad("Long runs flat only until the physio clears downhill running.")
-    plan.create_checkpoint("week 4, before the knee")
-    plan.set("weekly_km", 26)
-    plan.set("long_run_km", 12)
-    plan.update_task_progress(5, data={"adjusted_for": "IT band syndrome", "episode": ids["itb"]})
-    plan.append_scratchpad("Back to 32 km a week once three runs in a row are pain-free.")
-    plan.set("long_run_km", 18)
-    plan.update_task_progress(9)
+    with after_episode(store, user_id, ids["stairs"], -timedelta(days=2)):  # week 4, two days before the knee
+        plan.set("weekly_km", 32)
+        plan.set("long_run_km", 15)
+        plan.set_task_state("16-week half marathon plan", total_steps=16, current_step=4)
+        plan.append_scratchpad("Long runs flat only until the physio clears downhill running.")
+        plan.create_checkpoint("week 4, before the knee")
+    with after_episode(store, user_id, ids["itb"], timedelta(hours=2)):  # the diagnosis changes the plan
+        plan.set("weekly_km", 26)
+        plan.set("long_run_km", 12)
+        plan.update_task_progress(5, data={"adjusted_for": "IT band syndrome", "episode": ids["itb"]})
+        plan.append_scratchpad("Back to 32 km a week once three runs in a row are pain-free.")
+    with after_episode(store, user_id, ids["long"]):  # 18 km, pain-free
+        plan.set("long_run_km", 18)
+        plan.update_task_progress(9)
     visits = store.session("appointments", user_id=user_id)
     visits.set("next", {"ref": "APT-70522", "with": "Dr. Silva", "day": "Monday 8:30"})
 

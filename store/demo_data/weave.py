@@ -9,10 +9,16 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from ..validation import clock_fixed_at
+
+if TYPE_CHECKING:
+    from ..memory import MemoryStore
 
 SLOT = re.compile(r"\{(\w+)\}")
 
@@ -172,3 +178,12 @@ def weave(
     drawn.sort(key=lambda entry: (entry[0], entry[1]))
     keys = {key: index for index, (_, _, key, _) in enumerate(drawn) if key is not None}
     return [item for *_, item in drawn], keys
+
+
+@contextmanager
+def after_episode(store: MemoryStore, user_id: str | None, episode_id: str, delay: timedelta = timedelta(minutes=5)) -> Iterator[None]:
+    """What the block writes is stamped ``delay`` after the episode it follows in the story (a
+    checkpoint before the injury is dated before it), not at the moment the demo is built."""
+    occurred = store.get_episode(episode_id, user_id=user_id).occurred_at
+    with clock_fixed_at(occurred + delay):
+        yield
