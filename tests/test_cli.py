@@ -83,7 +83,7 @@ def test_the_worked_erasure_example(tmp_path):
     example = (Path(__file__).resolve().parent.parent / "docs" / "cli.md").read_text()
     assert exported.stdout.replace(str(out), "alice.jsonl") in example
     assert dry.stdout in example
-    total = sum(int(line.split()[-1]) for line in dry.stdout.splitlines()[1:] if not line.split()[0] == "vectors")
+    total = sum(int(line.split()[-1]) for line in dry.stdout.splitlines()[1:] if line.split()[0] != "vectors")
     assert f"{total} records" in example
     assert run("forget", "--db", str(db), "--user", "alice").returncode != 0  # neither --dry-run nor --yes
     erased = run("forget", "--db", str(db), "--user", "alice", "--yes", "--actor", "dpo@example.com")
