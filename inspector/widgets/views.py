@@ -479,6 +479,9 @@ def facts_headline(facts: list[Any], valid_at: datetime | None, history: bool, k
     return f"{len(facts)} facts: {len(facts) - superseded} believed {moment}, {superseded} superseded{then}"
 
 
+SESSION_ID_WIDTH = 18  # with the episodes and a whole update time: the list's 50 columns
+
+
 class SessionsView(Horizontal):
     class Picked(Carrier):
         session_id: str
@@ -507,7 +510,8 @@ class SessionsView(Horizontal):
         keep = table.selected_key()
         table.reset()
         for s in sessions:
-            table.add_record(s.session_id, s, s.session_id, str(s.episodes), when(s.updated_at))
+            # A long session id is cut to leave its update time on screen (the detail names it whole).
+            table.add_record(s.session_id, s, one_line(s.session_id, SESSION_ID_WIDTH), str(s.episodes), when(s.updated_at))
         table.select_key(keep)
 
     @on(DataTable.RowHighlighted, "#sessions-table")
