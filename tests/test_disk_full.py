@@ -134,3 +134,46 @@ def test_a_disk_that_fills_during_a_tenants_erasure_says_it_began_and_a_retry_fi
         assert receipt.counts["episodes"] == 5 and receipt.disk_scrubbed
         assert [e.action for e in store.audit_log(user_id="bob")].count("forget") == 1  # one erasure, finished
     assert b"bob's note" not in (db_path.read_bytes())
+
+
+WITH_NO_BYTE_FREE = textwrap.dedent(
+    """
+    import json, os, sys
+    sys.path.insert(0, {root!r})
+    from store import MemoryStore
+    from inspector.cli.main import main as cli
+
+    folder = sys.argv[1]
+    path = os.path.join(folder, "memory.db")
+    with MemoryStore.open(path, embedder=None) as s:
+        s.update_block("persona", "likes tea", user_id="alice")
+    with open(os.path.join(folder, "filler"), "wb") as handle:
+        try:
+            while True:
+                handle.write(b"x" * 65536)
+                handle.flush()
+        except OSError:
+            pass
+    statuses = [cli(["stats", path]), cli(["export", "--db", path, "--user", "alice", "-o", "/dev/null", "--force"])]
+    print("REPORT " + json.dumps({{"statuses": statuses, "files": sorted(os.listdir(folder))}}))
+    """
+)
+
+
+def test_with_no_byte_free_commands_say_the_disk_is_full_and_leave_no_side_files(tmp_path):
+    folder = tmp_path / "small-disk"
+    folder.mkdir()
+    result = subprocess.run(
+        [*tmpfs_prefix(folder), sys.executable, "-c", WITH_NO_BYTE_FREE.format(root=ROOT), str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": ROOT},
+    )
+    line = next((x for x in result.stdout.splitlines() if x.startswith("REPORT ")), None)
+    assert line is not None, result.stdout + result.stderr
+    report = json.loads(line.removeprefix("REPORT "))
+    assert report["statuses"] == [2, 2]
+    assert report["files"] == ["filler", "memory.db"]  # no -wal, no -shm
+    errors = [x for x in result.stderr.splitlines() if x.startswith("memlens:")]
+    assert errors and all("disk is full" in x for x in errors) and "I/O" not in result.stderr

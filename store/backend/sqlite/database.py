@@ -103,6 +103,23 @@ def _read_only_reason(path: Path) -> str | None:
     return None
 
 
+# SQLite sizes a -shm in 32 KiB pages before any connection uses it: a smaller one is a creation
+# that failed (a full disk), which no connection can be using.
+SHM_PAGE = 32 * 1024
+
+
+def remove_side_files_a_full_disk_left(path: Path) -> None:
+    """An empty -wal beside a -shm smaller than SQLite's first page: what a connection leaves when
+    the disk was too full to create them. Neither holds anything; both go."""
+    wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
+    try:
+        if wal.stat().st_size == 0 and shm.stat().st_size < SHM_PAGE:
+            shm.unlink()
+            wal.unlink()
+    except OSError:
+        pass  # absent, or not ours to remove: SQLite copes with them as they are
+
+
 def wal_is_absent(path: Path) -> bool:
     """No -wal file: no connection has the store open (SQLite removes it when the last one closes)."""
     return not Path(f"{path}-wal").exists()
@@ -294,6 +311,8 @@ class Database:
             if created:
                 for leftover in (self.path, *side_files(self.path)):
                     leftover.unlink(missing_ok=True)
+            else:
+                remove_side_files_a_full_disk_left(self.path)
             raise
 
     def _create_private_file(self) -> bool:
@@ -436,6 +455,7 @@ class Database:
         self.engine.dispose()
         if self._tidy_on_close:
             self._remove_side_files()
+        remove_side_files_a_full_disk_left(self.path)
 
     def _remove_side_files(self) -> None:
         """Read-only connections create the -wal and -shm when they are missing and cannot remove
