@@ -19,6 +19,18 @@ from .test_cli_files import _works  # the probe its read-only mounts use
 
 ROOT = str(Path(__file__).resolve().parent.parent)
 
+# Filled to the last byte by a file beside the store (the scripts below say where: {fill}).
+FILL = (
+    'filler = os.path.join(folder, "filler")\n'
+    'with open(filler, "wb") as handle:\n'
+    "    try:\n"
+    "        while True:\n"
+    '            handle.write(b"x" * 65536)\n'
+    "            handle.flush()\n"
+    "    except OSError:\n"
+    "        pass\n"
+)
+
 ON_A_FULL_DISK = textwrap.dedent(
     """
     import json, os, sys
@@ -41,14 +53,7 @@ ON_A_FULL_DISK = textwrap.dedent(
     s = MemoryStore.open(path, embedder=FakeEmbedder())
     s.remember("kept", user_id="alice")
     s.remember("to be erased", user_id="bob")
-    filler = os.path.join(folder, "filler")
-    with open(filler, "wb") as handle:
-        try:
-            while True:
-                handle.write(b"x" * 65536)
-                handle.flush()
-        except OSError:
-            pass
+    {fill}
     attempt("remember", lambda: s.remember("y" * 200_000, user_id="alice"))
     attempt("forget", lambda: s.forget(user_id="bob", actor="dpo"))
     report["counts_while_full"] = {{u: len(s.episodes(user_id=u).items) for u in ("alice", "bob")}}
@@ -78,11 +83,12 @@ def tmpfs_prefix(folder: Path) -> tuple[str, ...]:
     return prefix
 
 
-def test_a_full_disk_is_a_typed_error_and_loses_or_erases_nothing_by_halves(tmp_path):
+def on_a_small_disk(tmp_path: Path, script: str) -> tuple[dict, subprocess.CompletedProcess]:
+    """Run ``script`` (a template taking ``root``) on a fresh 2 MiB tmpfs; the REPORT it printed."""
     folder = tmp_path / "small-disk"
     folder.mkdir()
     result = subprocess.run(
-        [*tmpfs_prefix(folder), sys.executable, "-c", ON_A_FULL_DISK.format(root=ROOT), str(folder)],
+        [*tmpfs_prefix(folder), sys.executable, "-c", script.format(root=ROOT, fill=FILL), str(folder)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -90,7 +96,11 @@ def test_a_full_disk_is_a_typed_error_and_loses_or_erases_nothing_by_halves(tmp_
     )
     line = next((x for x in result.stdout.splitlines() if x.startswith("REPORT ")), None)
     assert line is not None, result.stdout + result.stderr
-    report = json.loads(line.removeprefix("REPORT "))
+    return json.loads(line.removeprefix("REPORT ")), result
+
+
+def test_a_full_disk_is_a_typed_error_and_loses_or_erases_nothing_by_halves(tmp_path):
+    report, result = on_a_small_disk(tmp_path, ON_A_FULL_DISK)
     for call in ("remember", "forget"):
         module, name, message = report[call]
         assert (module, name) == ("store.errors", "StoreFullError"), report[call]
@@ -147,13 +157,7 @@ WITH_NO_BYTE_FREE = textwrap.dedent(
     path = os.path.join(folder, "memory.db")
     with MemoryStore.open(path, embedder=None) as s:
         s.update_block("persona", "likes tea", user_id="alice")
-    with open(os.path.join(folder, "filler"), "wb") as handle:
-        try:
-            while True:
-                handle.write(b"x" * 65536)
-                handle.flush()
-        except OSError:
-            pass
+    {fill}
     statuses = [cli(["stats", path]), cli(["export", "--db", path, "--user", "alice", "-o", "/dev/null", "--force"])]
     print("REPORT " + json.dumps({{"statuses": statuses, "files": sorted(os.listdir(folder))}}))
     """
@@ -161,18 +165,7 @@ WITH_NO_BYTE_FREE = textwrap.dedent(
 
 
 def test_with_no_byte_free_commands_say_the_disk_is_full_and_leave_no_side_files(tmp_path):
-    folder = tmp_path / "small-disk"
-    folder.mkdir()
-    result = subprocess.run(
-        [*tmpfs_prefix(folder), sys.executable, "-c", WITH_NO_BYTE_FREE.format(root=ROOT), str(folder)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "PYTHONPATH": ROOT},
-    )
-    line = next((x for x in result.stdout.splitlines() if x.startswith("REPORT ")), None)
-    assert line is not None, result.stdout + result.stderr
-    report = json.loads(line.removeprefix("REPORT "))
+    report, result = on_a_small_disk(tmp_path, WITH_NO_BYTE_FREE)
     assert report["statuses"] == [2, 2]
     assert report["files"] == ["filler", "memory.db"]  # no -wal, no -shm
     errors = [x for x in result.stderr.splitlines() if x.startswith("memlens:")]

@@ -230,8 +230,8 @@ class DataRights:
                 actor=actor,
                 digest=audit.digest("forget", tenant, scope_record, counts, at),
             )
-        if self._finishes_an_erasure_under_way(tenant):
-            return self._finished_receipt(tenant, at)
+        if self._erasure_under_way(tenant):
+            return self._finish_erasure(tenant)
         with self._scrub_lock:  # so the writes below do not start the after-write retry
             with self._db.write(tenant, inserting=False) as conn:
                 counts, in_steps = nothing, False
@@ -259,10 +259,29 @@ class DataRights:
                         "and the tenant is already hidden from every read, but part of its data is still in the file. "
                         "Free space, then run forget again (or open the store, or run `memlens scrub`): it finishes this erasure"
                     ) from None
-            try:
-                scrubbed, reason = self._scrub_locked(budget=1.0)
-            except StoreBusyError as error:
-                scrubbed, reason = False, f"{error}; the scrub stays pending"
+            return self._scrubbed_receipt(tenant, session_id, before, counts, at, actor, digest)
+
+    def _erasure_under_way(self, tenant: Tenant) -> bool:
+        """Whether the tenant's erasure was committed and not finished (the disk filled, the process died)."""
+        with self._db.read() as conn:
+            return tenant in erasure.tenant_erasures_under_way(conn)
+
+    def _finish_erasure(self, tenant: Tenant) -> ForgetReceipt:
+        """A forget of a tenant whose erasure is under way finishes it, rather than saying the
+        tenant does not exist; the receipt is that erasure's (its audit entry's counts and digest)."""
+        with self._scrub_lock:
+            self._erase_in_steps(tenant)
+            entry = next(e for e in self.audit_log(tenant) if e.action == "forget" and e.origin == "local")  # newest first
+            return self._scrubbed_receipt(tenant, None, None, dict(entry.counts), entry.at, entry.actor, entry.digest)
+
+    def _scrubbed_receipt(
+        self, tenant: Tenant, session_id: str | None, before: datetime | None, counts: dict[str, int], at: datetime, actor: str, digest: str
+    ) -> ForgetReceipt:
+        """The scrub (holding the scrub lock), then the receipt that says how it went."""
+        try:
+            scrubbed, reason = self._scrub_locked(budget=1.0)
+        except StoreBusyError as error:
+            scrubbed, reason = False, f"{error}; the scrub stays pending"
         return ForgetReceipt(
             user_id=tenant.user_id,
             session_id=session_id,
@@ -272,37 +291,6 @@ class DataRights:
             at=at,
             actor=actor,
             digest=digest,
-            disk_scrubbed=scrubbed,
-            scrub_pending_reason=reason,
-            out_of_reach=self._db.out_of_reach,
-        )
-
-    def _finishes_an_erasure_under_way(self, tenant: Tenant) -> bool:
-        """A forget of a tenant whose erasure was committed and not finished (the disk filled, the
-        process died) finishes that erasure rather than saying the tenant does not exist."""
-        with self._db.read() as conn:
-            under_way = tenant in erasure.tenant_erasures_under_way(conn)
-        if under_way:
-            with self._scrub_lock:
-                self._erase_in_steps(tenant)
-        return under_way
-
-    def _finished_receipt(self, tenant: Tenant, at: datetime) -> ForgetReceipt:
-        """The receipt of the erasure a forget just finished: its audit entry's counts and digest."""
-        entry = next(e for e in self.audit_log(tenant) if e.action == "forget" and e.origin == "local")  # newest first
-        try:
-            scrubbed, reason = self._scrub_locked(budget=1.0)
-        except StoreBusyError as error:
-            scrubbed, reason = False, f"{error}; the scrub stays pending"
-        return ForgetReceipt(
-            user_id=tenant.user_id,
-            session_id=None,
-            before=None,
-            dry_run=False,
-            counts=dict(entry.counts),
-            at=entry.at,
-            actor=entry.actor,
-            digest=entry.digest,
             disk_scrubbed=scrubbed,
             scrub_pending_reason=reason,
             out_of_reach=self._db.out_of_reach,
