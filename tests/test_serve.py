@@ -27,6 +27,7 @@ CHROMIUM = shutil.which("chromium")
 CHROMEDRIVER = shutil.which("chromedriver")
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.skipif(
         CHROMIUM is None or CHROMEDRIVER is None,
         reason="Debian's chromium and chromium-driver are not installed (apt-get install chromium chromium-driver; .ci/run does)",

@@ -100,6 +100,7 @@ class Tally:
             self.counts[outcome] += 1
 
 
+@pytest.mark.slow
 def test_views_imports_and_an_in_place_forget_beside_agents_that_keep_writing(tmp_path, monkeypatch):
     folder = tmp_path / "tmp"
     folder.mkdir()
