@@ -211,3 +211,26 @@ async def test_moving_the_cursor_in_scrolled_results_repaints_the_rows_it_left_a
         last = len(hits) - 1
         assert table.cursor_row == last - 1 and int(table.scroll_y) == top
         assert {r.y for r in repainted} == {1 + last - top, 1 + (last - 1) - top}
+
+
+def test_a_plain_cell_is_laid_out_as_rich_lays_out_its_text():
+    """The results table draws plain cells itself (Rich's render of a Text was most of a row's
+    cost at each keystroke): the same cells, cut and padded, as Rich draws them."""
+    from hypothesis import given
+    from hypothesis import strategies as st
+    from rich.console import Console
+    from rich.text import Text
+
+    from inspector.widgets.results import PADDING, fitted_cell
+
+    console = Console(width=400)
+
+    # A column is at least its header wide: widths from 1.
+    @given(st.text(st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")), max_size=30), st.integers(1, 24))
+    def same(plain: str, width: int) -> None:
+        text = Text(plain)
+        text.truncate(width, overflow="ellipsis", pad=True)
+        text.pad(PADDING)
+        assert fitted_cell(plain, width) == "".join(segment.text for segment in text.render(console))
+
+    same()

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
-from rich.cells import cell_len
+from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -39,6 +39,15 @@ PADDING = 1  # cells each side of a column, as DataTable's
 def _text(cell: Any) -> Text:
     """A cell as Rich Text, never read as markup: a memory holding "[/]" shows as written."""
     return cell.copy() if isinstance(cell, Text) else Text(str(cell))
+
+
+def fitted_cell(plain: str, width: int) -> str:
+    """``plain`` in ``width`` cells, cut with an ellipsis or padded, with the column's padding: as
+    ``Text.truncate(width, overflow="ellipsis", pad=True)`` then ``pad(PADDING)`` lay it out (``width``
+    is at least 1: a column is at least its header wide)."""
+    if cell_len(plain) > width:
+        plain = set_cell_size(plain, width - 1) + "…"
+    return " " * PADDING + set_cell_size(plain, width) + " " * PADDING
 
 
 def _cell_key(cell: Any) -> tuple:
@@ -114,6 +123,7 @@ class ResultsTable(ScrollView, can_focus=True):
         self._cell_keys: list[tuple] = []
         self._widths: tuple[int, ...] = tuple(cell_len(c) for c in columns)
         self._strips: LRUCache[tuple, Strip] = LRUCache(CACHED_ROWS)
+        self._style: Style | None = None
 
     # What the search view and the App use.
 
@@ -234,16 +244,19 @@ class ResultsTable(ScrollView, can_focus=True):
 
     def on_focus(self) -> None:
         self._strips.clear()  # the cursor's colours follow the focus
+        self._style = None
         self.refresh()
         self.show_detail(self.selected())
 
     def on_blur(self) -> None:
         self._strips.clear()
+        self._style = None
         self.refresh()
 
     def notify_style_update(self) -> None:
         super().notify_style_update()  # a theme change: every row's colours may differ
         self._strips.clear()
+        self._style = None
 
     def show_detail(self, record: Any) -> None:
         if record is not None and self.render_detail is not None:
@@ -251,6 +264,15 @@ class ResultsTable(ScrollView, can_focus=True):
             self.post_message(ShowDetail(title, body, self))
 
     # Drawing.
+
+    @property
+    def base_style(self) -> Style:
+        """The table's own style, kept until the focus or the styles change: Textual's
+        ``rich_style`` walks every ancestor's styles at each call, and it was asked for at each
+        row drawn, half of the rows' cost at a keystroke."""
+        if self._style is None:
+            self._style = self.rich_style
+        return self._style
 
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
@@ -260,10 +282,10 @@ class ResultsTable(ScrollView, can_focus=True):
         else:
             row = y - 1 + scroll_y
             if row >= len(self._keys):
-                return Strip.blank(width, self.rich_style)
+                return Strip.blank(width, self.base_style)
             component = "results--cursor" if row == self.cursor_row else "results--even-row" if row % 2 == 0 else ""
             strip = self._strip(self._cell_keys[row], self._cells[row], component)
-        return strip.crop_extend(scroll_x, scroll_x + width, self.rich_style)
+        return strip.crop_extend(scroll_x, scroll_x + width, self.base_style)
 
     def _strip(self, key: tuple, cells: tuple[Text, ...], component: str) -> Strip:
         cache_key = (key, self._widths, component, self.has_focus)
@@ -272,10 +294,15 @@ class ResultsTable(ScrollView, can_focus=True):
             # The cursor's colours go over the cells' own (a highlighted word under the cursor
             # reads in the cursor's colours), as in DataTable; the other rows' go under them.
             style = self.get_component_rich_style(component) if component else Style()
-            base, over = (self.rich_style, style) if component == "results--cursor" else (self.rich_style + style, None)
+            base, over = (self.base_style, style) if component == "results--cursor" else (self.base_style + style, None)
             console = self.app.console
             segments: list[Segment] = []
             for text, width in zip(cells, self._widths, strict=True):
+                if not text.spans and not text.style:
+                    # A plain cell (a kind, a score, a time): one segment, without Rich's render of
+                    # a Text, which cost most of a row's drawing and rows are drawn at each keystroke.
+                    segments.append(Segment(fitted_cell(text.plain, width)))
+                    continue
                 cell = text.copy()
                 cell.truncate(width, overflow="ellipsis", pad=True)
                 cell.pad(PADDING)
