@@ -21,6 +21,7 @@ import hmac
 import ipaddress
 import secrets
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
@@ -37,9 +38,9 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _authority(host: str, port: int) -> str:
-    host = f"[{host}]" if ":" in host and not host.startswith("[") else host
-    return host if port == 80 else f"{host}:{port}"
+def _bracketed(host: str) -> str:
+    """A host as a ``Host`` header names it: an IPv6 address in brackets."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
 @dataclass
@@ -53,22 +54,23 @@ class ServeGuard:
     token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     sessions: int = 0
 
+    @cached_property
     def allowed_hosts(self) -> set[str] | None:
         """The ``Host`` values that name this server, or None when it listens on every
         interface (then any name that reaches it is the server's, and ``Origin`` must match it)."""
         if self.host in WILDCARD_ADDRESSES:
             return None
-        names = LOOPBACK_NAMES if is_loopback(self.host) else (self.host,)
-        hosts = {_authority(name, self.port) for name in names}
-        if self.port == 80:
-            hosts |= {f"{name}:80" if ":" not in name else f"[{name}]:80" for name in names}
+        names = [_bracketed(name) for name in (LOOPBACK_NAMES if is_loopback(self.host) else (self.host,))]
+        hosts = {f"{name}:{self.port}" for name in names}
+        if self.port == 80:  # a browser leaves the default port out
+            hosts |= set(names)
         return {host.lower() for host in hosts}
 
     def host_refusal(self, host_header: str | None) -> str | None:
         """Why a request naming ``host_header`` is refused, or None."""
         if not host_header:
             return "the request names no host"
-        allowed = self.allowed_hosts()
+        allowed = self.allowed_hosts
         if allowed is not None and host_header.lower() not in allowed:
             return f"this server answers to {', '.join(sorted(allowed))}, not {host_header}"
         return None
@@ -81,7 +83,7 @@ class ServeGuard:
             return "the socket's token is not this server's (reload the page memlens served)"
         if not origin:
             return "the socket names no origin"
-        allowed = self.allowed_hosts()
+        allowed = self.allowed_hosts
         names = allowed if allowed is not None else {str(host_header).lower()}
         if origin.lower() not in {f"http://{name}" for name in names}:
             return f"a page of {origin} may not open the inspector"

@@ -75,12 +75,18 @@ def date_the_build_at(path: Path, started: datetime, now: datetime) -> None:
     backend = open_backend(path, read_only=False, create=False)
     try:
         with backend.write() as conn:
-            # A session the build last touched by writing its episodes was last updated by its
-            # newest episode in the story, not at the build's second (55 sessions read as updated
-            # in one second). Sessions whose working state the story dates keep those times.
+            # A session starts with its first episode, which the story dates weeks back (the build
+            # created them all at once): else the timeline opened on a wall of sessions "started"
+            # at the build, and a moment weeks back showed their episodes but not the sessions.
+            # And one the build last touched by writing its episodes was last updated by its newest
+            # episode, not at the build's second (55 sessions read as updated in one second);
+            # sessions whose working state the story dates keep those times. Both dates come before
+            # ``started``, so the shift below leaves them.
             s, e = sessions_t, episodes_t
             for tenant in all_tenants(conn, tenants_t):
+                first = tenant.select(e, func.min(e.c.occurred_at)).where(e.c.session_id == s.c.session_id).scalar_subquery()
                 last = tenant.select(e, func.max(e.c.occurred_at)).where(e.c.session_id == s.c.session_id).scalar_subquery()
+                conn.execute(tenant.update(s).where(first.is_not(None), first < s.c.created_at).values(created_at=first))
                 stamped = type_coerce(s.c.updated_at, BigInteger) >= since
                 conn.execute(tenant.update(s).where(stamped, last.is_not(None), ~_has_working_state(s)).values(updated_at=last))
             for table in Base.metadata.sorted_tables if shift > 0 else ():
@@ -91,12 +97,6 @@ def date_the_build_at(path: Path, started: datetime, now: datetime) -> None:
                             .where(type_coerce(column, BigInteger) >= since)
                             .values({column.name: type_coerce(column, BigInteger) - shift})
                         )
-            # A session starts with its first episode, which the story dates weeks back (the build
-            # created them all at once): else the timeline opened on a wall of sessions "started"
-            # at the build, and a moment weeks back showed their episodes but not the sessions.
-            for tenant in all_tenants(conn, tenants_t):
-                first = tenant.select(e, func.min(e.c.occurred_at)).where(e.c.session_id == s.c.session_id).scalar_subquery()
-                conn.execute(tenant.update(s).where(first.is_not(None), first < s.c.created_at).values(created_at=first))
     finally:
         backend.close()
 

@@ -124,6 +124,7 @@ class ResultsTable(ScrollView, can_focus=True):
         self._widths: tuple[int, ...] = tuple(cell_len(c) for c in columns)
         self._strips: LRUCache[tuple, Strip] = LRUCache(CACHED_ROWS)
         self._style: Style | None = None
+        self._detail_shown = False  # a record of these rows was sent to the detail pane
 
     # What the search view and the App use.
 
@@ -163,7 +164,9 @@ class ResultsTable(ScrollView, can_focus=True):
             # From this widget's own queue: posted while the search view handles its results, the
             # message would count as the view's and stop bubbling there, short of the App.
             self.call_later(lambda: self.show_detail(self.selected()))
-        else:
+        elif self._detail_shown:
+            # Only then: typing in the search box must not cost a message for every set of results.
+            self._detail_shown = False
             self.call_later(lambda: self.post_message(self.RowsReplaced(self)))
 
     def reset(self) -> None:
@@ -243,18 +246,20 @@ class ResultsTable(ScrollView, can_focus=True):
             self.cursor_row = row
 
     def on_focus(self) -> None:
-        self._strips.clear()  # the cursor's colours follow the focus
-        self._style = None
+        self._restyle()  # the cursor's colours follow the focus
         self.refresh()
         self.show_detail(self.selected())
 
     def on_blur(self) -> None:
-        self._strips.clear()
-        self._style = None
+        self._restyle()
         self.refresh()
 
     def notify_style_update(self) -> None:
         super().notify_style_update()  # a theme change: every row's colours may differ
+        self._restyle()
+
+    def _restyle(self) -> None:
+        """Every row drawn again, in the table's style read afresh."""
         self._strips.clear()
         self._style = None
 
@@ -262,6 +267,7 @@ class ResultsTable(ScrollView, can_focus=True):
         if record is not None and self.render_detail is not None:
             title, body = self.render_detail(record)
             self.post_message(ShowDetail(title, body, self))
+            self._detail_shown = True
 
     # Drawing.
 

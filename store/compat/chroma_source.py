@@ -17,7 +17,6 @@ import json
 import os
 import shutil
 import stat
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,11 +32,11 @@ from ..memory import MemoryStore
 from .loomflow_sqlite import (
     EXPORT_FORMAT,
     EXPORT_VERSION,
-    READ_RETRY_PAUSES,
     LoomflowImportReport,
     LoomflowSource,
     import_loomflow_sqlite,
     message,
+    read_retried,
 )
 from .private_copies import make_private_folder, remove_private_folder
 
@@ -55,7 +54,8 @@ def read_chroma(path: str | Path) -> LoomflowSource:
     if not source.is_dir():
         raise SourceNotFoundError(f"{path} is not a directory; a loomflow ChromaMemory keeps its memory in one; nothing was read")
     chromadb = _chromadb()
-    episodes, facts = _snapshot_retried(source, chromadb)
+    # A copy the agent wrote to meanwhile (or that vanished under it) is made again after a pause.
+    episodes, facts = read_retried(lambda: _snapshot(source, chromadb), source, "nothing was read")
     records: list[dict[str, Any]] = []
     where: list[str] = []
     messages = 0
@@ -73,22 +73,6 @@ def read_chroma(path: str | Path) -> LoomflowSource:
     tenants = list(dict.fromkeys(r["user_id"] for r in records))
     manifest = {"format": EXPORT_FORMAT, "format_version": EXPORT_VERSION, "tenants": tenants, "counts": counts}
     return LoomflowSource(source, {"records": records, "manifest": manifest}, where, messages)
-
-
-def _snapshot_retried(source: Path, chromadb: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The two collections, read from a private copy; a copy the agent wrote to meanwhile (or
-    that vanished under it) is made again after a pause, then refused saying the agent is writing."""
-    for pause in (*READ_RETRY_PAUSES, None):
-        try:
-            return _snapshot(source, chromadb)
-        except SourceChangedError:
-            if pause is None:
-                raise SourceChangedError(
-                    f"{source} changed during each of {len(READ_RETRY_PAUSES) + 1} readings: the agent is writing to it; "
-                    "nothing was read (try again when it pauses)"
-                ) from None
-            time.sleep(pause)
-    raise AssertionError("unreachable")
 
 
 def _snapshot(source: Path, chromadb: Any) -> tuple[dict[str, Any], dict[str, Any]]:

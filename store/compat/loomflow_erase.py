@@ -163,9 +163,10 @@ def _memlens_copies(path: Path, needles: set[bytes], own_copy: Path | None) -> t
 
 
 def _holds(file: Path, needles: set[bytes]) -> bool:
+    """Whether ``file`` holds one of ``needles`` (read whole: one file in memory at a time)."""
     try:
         data = file.read_bytes()
-    except OSError:  # gone meanwhile: the view replaced it
+    except FileNotFoundError:  # gone meanwhile (a view replaced its copy, SQLite removed a side file)
         return False
     return any(n in data for n in needles)
 
@@ -282,10 +283,4 @@ def _texts(records: Iterable[dict[str, Any]]) -> list[str]:
 
 def _traces(path: Path, needles: set[bytes]) -> list[str]:
     """The file and side files that still hold one of ``needles``."""
-    found = []
-    for side in with_side_files(path):
-        if side.is_file():
-            data = side.read_bytes()  # one file in memory at a time
-            if any(n in data for n in needles):
-                found.append(side.name)
-    return found
+    return [side.name for side in with_side_files(path) if side.is_file() and _holds(side, needles)]

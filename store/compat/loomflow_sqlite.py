@@ -23,11 +23,12 @@ import os
 import shutil
 import sqlite3
 import time
+from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -108,7 +109,7 @@ def read_loomflow_sqlite(path: str | Path) -> LoomflowSource:
     """Read a loomflow ``SqliteMemory`` database into memory, never changing it; a file that
     is missing, not loomflow's, of a newer schema or written to meanwhile raises a typed error."""
     source = Path(path)
-    (document, where, messages), unknown = _read(source)
+    document, where, messages, unknown = _read(source)
     return LoomflowSource(source, document, where, messages, tuple(unknown))
 
 
@@ -167,31 +168,44 @@ def source_stamp(path: Path) -> list[tuple[str, int, int] | None]:
     return out
 
 
+# One reading of a loomflow file: its records in the export shape, where each came from, how many
+# transcript messages they carry, and the schema objects loomflow does not create.
+Reading = tuple[dict[str, Any], list[str], int, list[str]]
+T = TypeVar("T")
+
 # A reading that meets the agent writing is tried again this many times, after these pauses (s),
 # before the reader says the agent is writing: a write of loomflow's takes milliseconds.
 READ_RETRY_PAUSES = (0.02, 0.1, 0.3)
 
 
-def _read(path: Path) -> tuple[tuple[dict[str, Any], list[str], int], list[str]]:
+def _read(path: Path) -> Reading:
     if not path.is_file():
         raise SourceNotFoundError(f"{path} does not exist or is not a file; nothing was imported")
     # SQLite keeps the -wal of a database opened through a symlink beside the file it points to:
     # from here on, messages name that file.
     path = Path(os.path.realpath(path))
-    for pause in (*READ_RETRY_PAUSES, None):
+    return read_retried(lambda: _read_once(path), path, "nothing was imported")
+
+
+def read_retried(read: Callable[[], T], source: Path, nothing: str) -> T:
+    """``read()``, made again after each pause of READ_RETRY_PAUSES while it raises
+    SourceChangedError (the agent wrote meanwhile), then refused saying the agent is writing;
+    ``nothing`` says what the refusal left undone."""
+    for pause in READ_RETRY_PAUSES:
         try:
-            return _read_once(path)
+            return read()
         except SourceChangedError:
-            if pause is None:
-                raise SourceChangedError(
-                    f"{path} changed during each of {len(READ_RETRY_PAUSES) + 1} readings: the agent is writing to it; "
-                    "nothing was imported (try again when it pauses)"
-                ) from None
             time.sleep(pause)
-    raise AssertionError("unreachable")
+    try:
+        return read()
+    except SourceChangedError:
+        raise SourceChangedError(
+            f"{source} changed during each of {len(READ_RETRY_PAUSES) + 1} readings: the agent is writing to it; "
+            f"{nothing} (try again when it pauses)"
+        ) from None
 
 
-def _read_once(path: Path) -> tuple[tuple[dict[str, Any], list[str], int], list[str]]:
+def _read_once(path: Path) -> Reading:
     """One reading; a reading that failed or disagreed with itself while the file's stamp moved
     was torn by a writer, and raises SourceChangedError whatever it met (a vanished -wal, a page
     that looked malformed, counts that disagree)."""
@@ -207,12 +221,11 @@ def _read_once(path: Path) -> tuple[tuple[dict[str, Any], list[str], int], list[
                     shutil.copyfile(path.parent / (path.name + suffix), folder / ("source.db" + suffix))
                 if source_stamp(path) != before:
                     raise SourceChangedError(f"{path} changed while it was being copied; nothing was imported (is an agent writing to it?)")
-                result = read_memory(path, sqlite3.connect(copy)), _unknown_schema(sqlite3.connect(copy))
+                result = read_memory(path, sqlite3.connect(copy))
             finally:
                 remove_private_folder(folder)
         else:
-            uri = f"{path.resolve().as_uri()}?mode=ro&immutable=1"
-            result = read_memory(path, sqlite3.connect(uri, uri=True)), _unknown_schema(sqlite3.connect(uri, uri=True))
+            result = read_memory(path, sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True))
     except SourceChangedError:
         raise
     except (sqlite3.Error, OSError, SourceError, ImportValidationError) as exc:
@@ -228,20 +241,16 @@ def _read_once(path: Path) -> tuple[tuple[dict[str, Any], list[str], int], list[
     return result
 
 
-def _unknown_schema(connection: sqlite3.Connection) -> list[str]:
-    with closing(connection) as conn:
-        conn.execute("PRAGMA trusted_schema = OFF")
-        return schema_objects_loomflow_does_not_create(conn)
-
-
-def read_memory(path: Path, connection: sqlite3.Connection) -> tuple[dict[str, Any], list[str], int]:
+def read_memory(path: Path, connection: sqlite3.Connection) -> Reading:
+    """The records, where each came from, the transcript messages counted, and the schema objects
+    loomflow does not create: all from one snapshot."""
     with closing(connection) as conn:
         # Its schema is someone else's: run none of its SQL functions, write nothing.
         conn.execute("PRAGMA trusted_schema = OFF")
         conn.execute("PRAGMA query_only = ON")
-        conn.execute("BEGIN")  # one snapshot for the counts and the rows
+        conn.execute("BEGIN")  # one snapshot for the counts, the rows and the schema
         tables = _check_schema(path, conn)
-        return _records(path, conn, tables)
+        return (*_records(path, conn, tables), schema_objects_loomflow_does_not_create(conn))
 
 
 def _check_schema(path: Path, conn: sqlite3.Connection) -> set[str]:
