@@ -157,7 +157,7 @@ def _memlens_copies(path: Path, needles: set[bytes], own_copy: Path | None) -> t
         if not copy.owner_alive:
             remove_private_folder(copy.folder)
             erased += 1
-        elif any(_holds(file, needles) for file in copy.folder.rglob("*") if file.is_file()):
+        elif any(_holds(file, needles) for file in copy.files()):
             holding.append(f"the copy a memlens view in process {copy.pid} holds ({copy.folder}; it is replaced at that view's next poll)")
     return erased, holding
 

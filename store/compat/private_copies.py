@@ -94,6 +94,11 @@ class PrivateCopy:
     def mine(self) -> bool:
         return self.pid == os.getpid()
 
+    def files(self) -> list[Path]:
+        """The files in the copy now; none if its owner removes it meanwhile (os.walk passes over
+        a folder that vanishes under it, where Path.rglob raises)."""
+        return [Path(top, name) for top, _dirs, names in os.walk(self.folder) for name in names]
+
 
 def _all_copies() -> list[PrivateCopy]:
     found = []

@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("loomflow")
 
-from store.compat import loomflow_erase, loomflow_sqlite  # noqa: E402
+from store.compat import loomflow_erase, loomflow_sqlite, private_copies  # noqa: E402
 from store.compat.loomflow_erase import forget_in_place  # noqa: E402
 from store.compat.loomflow_view import open_loomflow_view  # noqa: E402
 from store.errors import SourceChangedError, UnrecognizedSourceError  # noqa: E402
@@ -246,3 +246,33 @@ def test_a_chroma_directory_holding_a_link_is_refused_and_the_linked_file_untouc
         read_chroma(directory)
     assert outside.read_bytes() == before
     assert copies(tmpdir_env) == []
+
+
+COPY_CHURNER = """
+import shutil, sys
+from pathlib import Path
+from store.compat.private_copies import make_private_folder, remove_private_folder
+print("churning", flush=True)
+while True:
+    folder = make_private_folder("memlens-loomflow-", Path(sys.argv[1]))
+    shutil.copyfile(sys.argv[1], folder / "source.db")
+    remove_private_folder(folder)
+"""
+
+
+def test_the_copies_another_process_makes_and_removes_meanwhile_are_scanned_without_an_error(source, tmpdir_env):
+    """A reader in another process makes and removes its copy many times a second (an import or
+    a view beside an in-place forget); listing the copies' files never meets a vanished folder."""
+    churner = subprocess.Popen([sys.executable, "-c", COPY_CHURNER, str(source)], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        assert churner.stdout is not None and churner.stdout.readline().strip() == "churning"
+        seen = 0
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            for copy in private_copies.copies_of(source):
+                seen += 1
+                assert all(file.name in {"owner.json", "source.db"} for file in copy.files())
+        assert seen > 0
+    finally:
+        churner.kill()
+        churner.wait()
