@@ -31,6 +31,13 @@ def keyword_index(store: MemoryStore) -> KeywordIndex:
     return store._db.keyword
 
 
+def search_every_tenant_in_the_store_index(store: MemoryStore) -> None:
+    """On SQLite, search small tenants' keywords in the store's own FTS5 index too, as large
+    tenants' are, instead of in an index of their own (:mod:`.backend.sqlite.small_tenants`):
+    the way the two must agree on."""
+    store._db.keyword.small_tenants.below = 0  # type: ignore[attr-defined]
+
+
 def indexer(store: MemoryStore) -> Indexer:
     """What embeds texts and keeps the vectors of the store's tenants."""
     return store._indexer

@@ -7,7 +7,18 @@ import random
 import pytest
 
 from store import MemoryStore, testing
-from store.backend.sqlite import tenant_bm25
+from store.backend.sqlite import small_tenants, tenant_bm25
+
+
+@pytest.fixture(autouse=True, params=["own index", "store index"])
+def small_tenants_way(request, monkeypatch):
+    """On SQLite a tenant under SMALL_TENANT_EPISODES episodes is searched in an index of its own
+    (tests/test_keyword_small_tenants.py); these tests hold the store index's way for it too."""
+    if request.param == "store index":
+        if "backend" in request.fixturenames and request.getfixturevalue("backend") != "sqlite":
+            pytest.skip("PostgreSQL has one way")
+        monkeypatch.setattr(small_tenants, "SMALL_TENANT_EPISODES", 0)
+
 
 QUERIES = ["invoice berlin", "berlin", "meeting invoice tuesday", "tuesday", "flight invoice", "berl"]
 

@@ -60,6 +60,10 @@ class KeywordIndex(Protocol):
     def facts(self, conn: Connection, tenant: Tenant, expression: str, limit: int, allowed: set[int] | None) -> list[KeywordHit]:
         """The tenant's best ``limit`` facts for ``expression``, among ``allowed`` row keys if given."""
 
+    def drop_tenant(self, tenant: Tenant) -> None:
+        """Let go of every copy of the tenant's memory the index keeps outside the database (an
+        erasure calls it; counts and statistics may stay, they are numbers)."""
+
     def phrase_episodes(
         self,
         conn: Connection,

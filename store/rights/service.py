@@ -249,6 +249,7 @@ class DataRights:
                     erasure.mark_pending(conn, tenant, digest, at)
             # Only this tenant's vectors changed: other tenants keep their matrices and indexes.
             self._indexer.cache.drop_tenant(tenant.key)
+            self._db.keyword.drop_tenant(tenant)
             self._indexer.cache.erase_saved(tenant.key)
             if in_steps:
                 try:
@@ -302,6 +303,7 @@ class DataRights:
         steps name no tenant."""
         erasure.erase_in_steps(lambda: self._db.write(inserting=False, whole_store=False), tenant)
         self._indexer.cache.drop_tenant(tenant.key)
+        self._db.keyword.drop_tenant(tenant)
         self._indexer.cache.erase_saved(tenant.key)
 
     def _finish_tenant_erasures(self) -> None:

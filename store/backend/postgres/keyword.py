@@ -186,6 +186,9 @@ class PostgresKeywordIndex:
     def __init__(self) -> None:
         self.statistics = StatisticsCache()
 
+    def drop_tenant(self, tenant: Tenant) -> None:
+        """Nothing to let go of: the statistics cache keeps counts, never text."""
+
     def expression(self, conn: Connection, tenant: Tenant, terms: list[str], *, min_prefix: int | None, cut_common: bool) -> str | None:
         terms = list(dict.fromkeys(terms))
         if not terms:

@@ -50,6 +50,7 @@ from ..shared import (
     marked_terms,
 )
 from . import highlight, tenant_bm25
+from .small_tenants import SmallTenantIndexes
 from .tenant_bm25 import TenantStatistics
 
 
@@ -168,16 +169,23 @@ class CommonWords:
         if large is False or (large is not missing and len(known) == len(terms)):
             return {t for t, common in known.items() if common} if large else set()
         unknown = [t for t in terms if t not in known]
+        if large is missing:
+            # First, and alone: a small tenant cuts nothing, and the counts below walk the
+            # whole store's matches of each word, whatever the tenant's size.
+            with self._read() as conn:
+                large = large_enough(conn, tenant)
+            if not large:
+                self._cache.keep(version, {(tenant.key, "large"): False})
+                return set()
         # A word in fewer than COMMON_WINDOW episodes of the whole store is in fewer of the
         # tenant's: not common, without reading its matches. The count is the one the keyword
         # search asks for next (is the word rare?), kept for it until the next commit.
         counts = self._statistics.capped_matches([f'"{t}"' for t in unknown], RARE_MATCHES + 1)
         few = {t for t, n in zip(unknown, counts, strict=True) if n < COMMON_WINDOW}
         with self._read() as conn:
-            large = large_enough(conn, tenant) if large is missing else large
-            fresh = {t: t not in few and is_common(conn, tenant, t) for t in unknown} if large else {}
-        self._cache.keep(version, {(tenant.key, "large"): large} | {(tenant.key, "common", t): common for t, common in fresh.items()})
-        return {t for t, common in {**known, **fresh}.items() if common} if large else set()
+            fresh = {t: t not in few and is_common(conn, tenant, t) for t in unknown}
+        self._cache.keep(version, {(tenant.key, "large"): True} | {(tenant.key, "common", t): common for t, common in fresh.items()})
+        return {t for t, common in {**known, **fresh}.items() if common}
 
 
 # FTS5 walks its doclists newest first cheaply, so the newest MAX_KEYWORD_MATCHES come at once.
@@ -310,6 +318,11 @@ def keyword_episodes(
     return [(pk, -score, []) for pk, score in best]
 
 
+def phrases_expression(phrases: list[tuple[str, ...]]) -> str:
+    # Quoted, so a phrase is its words in sequence and nothing in them is FTS5 syntax.
+    return " OR ".join('"' + " ".join(words).replace('"', '""') + '"' for words in phrases if words)
+
+
 def phrase_episodes(
     conn: Connection,
     tenant: Tenant,
@@ -319,8 +332,7 @@ def phrase_episodes(
     since: datetime | None,
     until: datetime | None,
 ) -> list[int]:
-    # Quoted, so a phrase is its words in sequence and nothing in them is FTS5 syntax.
-    expression = " OR ".join('"' + " ".join(words).replace('"', '""') + '"' for words in phrases if words)
+    expression = phrases_expression(phrases)
     if not expression:
         return []
     stmt = _phrase_matches(tenant, session_id is not None, since is not None, until is not None)
@@ -357,6 +369,10 @@ class SqliteKeywordIndex:
     def __init__(self, read: Callable[[], AbstractContextManager[Connection]], data_version: Callable[[], int]):
         self.statistics = TenantStatistics(read, data_version)
         self.common_words = CommonWords(read, data_version, self.statistics)
+        self.small_tenants = SmallTenantIndexes(read, data_version)
+
+    def drop_tenant(self, tenant: Tenant) -> None:
+        self.small_tenants.drop(tenant)
 
     def expression(self, conn: Connection, tenant: Tenant, terms: list[str], *, min_prefix: int | None, cut_common: bool) -> str | None:
         common = self.common_words(tenant, terms) if cut_common else set()
@@ -373,6 +389,9 @@ class SqliteKeywordIndex:
         since: datetime | None,
         until: datetime | None,
     ) -> list[KeywordHit]:
+        own = self.small_tenants(tenant)
+        if own is not None:
+            return own.ranked(expression, limit, session_id, since, until)
         return keyword_episodes(conn, tenant, expression, limit, session_id, since, until, self.statistics)
 
     def episode_highlights(
@@ -393,6 +412,10 @@ class SqliteKeywordIndex:
         since: datetime | None,
         until: datetime | None,
     ) -> list[int]:
+        own = self.small_tenants(tenant)
+        if own is not None:
+            expression = phrases_expression(phrases)
+            return own.newest(expression, limit, session_id, since, until) if expression else []
         return phrase_episodes(conn, tenant, phrases, limit, session_id, since, until)
 
 
