@@ -26,6 +26,10 @@ from ..printable import tenant_label
 NO_TENANT: Any = object()
 """No tenant selected (None is the anonymous bucket)."""
 
+LISTED_AT_MOST = 200
+"""Tenants in the list at once; typing in the filter finds any other (a list of every one of
+10,000 tenants took seconds to build, at every refresh)."""
+
 
 @dataclass
 class TenantName:
@@ -33,6 +37,10 @@ class TenantName:
 
     user_id: str | None
     counts: None = None
+
+
+MORE = "more"
+"""The line that says how many tenants the filter would find beyond those listed."""
 
 
 def option_id(user_id: Any) -> str:
@@ -55,6 +63,7 @@ class TenantList(Vertical):
     def __init__(self, **kwargs: Any):
         super().__init__(**kwargs)
         self.tenants: list[Any] = []
+        self.labels: list[str] = []
         self.highlight_first = True
 
     def compose(self) -> ComposeResult:
@@ -67,13 +76,20 @@ class TenantList(Vertical):
         lets through, ``selected`` highlighted (with ``highlight_first``, the first one when none
         is). False when ``selected`` is not shown (the filter hides it, or it is gone): the App
         then selects none, since an action must never reach a tenant the list does not show."""
+        if tenants is not self.tenants:
+            self.labels = [tenant_label(t.user_id).lower() for t in tenants]  # once per list, not per key typed
         self.tenants, self.selected, self.highlight_first = tenants, selected, highlight_first
         options = self.query_one("#tenants", OptionList)
         wanted = self.query_one("#tenant-filter", Input).value.strip().lower()
-        shown = [t for t in tenants if wanted in tenant_label(t.user_id).lower()]
+        matching = [t for t, label in zip(tenants, self.labels, strict=True) if wanted in label]
+        shown = matching[:LISTED_AT_MOST]
+        if selected is not NO_TENANT and all(t.user_id != selected for t in shown):
+            shown += [t for t in matching[LISTED_AT_MOST:] if t.user_id == selected]  # the selection stays in view
         options.clear_options()
-        for t in shown:
-            options.add_option(Option(_label(t), id=option_id(t.user_id)))
+        options.add_options([Option(_label(t), id=option_id(t.user_id)) for t in shown])
+        if len(matching) > len(shown):
+            more = len(matching) - len(shown)
+            options.add_option(Option(Text(f"{more:,} more: type to filter", style="dim italic"), id=MORE, disabled=True))
         keys = [option_id(t.user_id) for t in shown]
         current = option_id(selected) if selected is not NO_TENANT else None
         if current in keys:
@@ -90,6 +106,8 @@ class TenantList(Vertical):
         if options.highlighted is None:
             return NO_TENANT
         key = options.get_option_at_index(options.highlighted).id or ""
+        if key == MORE:
+            return NO_TENANT
         return None if key == "anonymous" else key.removeprefix("user:")
 
     @on(Input.Changed, "#tenant-filter")
