@@ -31,7 +31,7 @@ from .printable import printable
 from .screens.main import MainScreen
 from .searching import SEARCH_LIMIT, Search
 from .widgets.footer import KeysFooter
-from .widgets.tenant_list import NO_TENANT, TenantList, TenantName
+from .widgets.tenant_list import LISTED_AT_MOST, NO_TENANT, TenantList, TenantName
 from .workers import call_store
 
 __all__ = ["MemlensApp", "make_app", "is_idle", "NO_TENANT", "SEARCH_LIMIT"]
@@ -370,11 +370,38 @@ class MemlensApp(App):
             self.show_tenants()
 
     def load_tenants(self) -> None:
-        call_store(self, "tenants", self.store.tenants, messages.TenantsLoaded, group="tenants", exclusive=True)
+        """Every tenant's name, and the counts of those the list shows first: counting every
+        tenant reads every row of the store (seconds at 10,000 tenants); the filter asks for
+        the counts of what it shows next (:meth:`_count_tenants`)."""
+        store = self.store
+
+        def listing() -> list[Any]:
+            names = store.tenant_names()
+            counted = {t.user_id: t for t in store.tenants(user_ids=names[:LISTED_AT_MOST])}
+            return [counted.get(user_id) or TenantName(user_id) for user_id in names]
+
+        call_store(self, "tenants", listing, messages.TenantsLoaded, group="tenants", exclusive=True)
 
     def on_tenants_loaded(self, message: messages.TenantsLoaded) -> None:
         self.tenants = message.tenants
         self.show_tenants()
+
+    @on(TenantList.CountsWanted)
+    def _count_tenants(self, message: TenantList.CountsWanted) -> None:
+        """The counts of tenants the filter brought into view, unless a newer listing is coming."""
+        if self.store is None:
+            return  # the store is opening: its first listing counts the first screenful
+        store, listed = self.store, self.tenants
+
+        def counted(summaries: list[Any]) -> messages.TenantsLoaded | None:
+            if self.tenants is not listed:
+                return None  # listed again meanwhile, with counts of its own
+            found, asked = {t.user_id: t for t in summaries}, set(message.user_ids)
+            # One asked for and not found has gone meanwhile (erased by another process).
+            kept = [t for t in listed if t.counts is not None or t.user_id not in asked or t.user_id in found]
+            return messages.TenantsLoaded([found.get(t.user_id, t) if t.counts is None else t for t in kept])
+
+        call_store(self, "tenants", lambda: store.tenants(user_ids=message.user_ids), counted, group="tenant-counts", exclusive=True)
 
     def show_tenants(self) -> None:
         shown = self.query_one(TenantList).show(self.tenants, self.user_id, highlight_first=not self.picked_a_tenant)

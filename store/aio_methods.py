@@ -374,9 +374,13 @@ class AsyncMemoryStoreMethods:
             self._sync.audit_log, user_id=user_id, all_tenants=all_tenants, limit=limit, origin=origin, missing_ok=missing_ok
         )
 
-    async def tenants(self) -> list[TenantSummary]:
-        """Every tenant with its counts per tier and last activity, most recent first. (:meth:`MemoryStore.tenants`, run in a worker thread.)"""
-        return await asyncio.to_thread(self._sync.tenants)
+    async def tenants(self, *, user_ids: Iterable[str | None] | None = None) -> list[TenantSummary]:
+        """Every tenant with its counts per tier and last activity, most recent first; with ``user_ids``, only those of them the store holds (counting every tenant reads every row of the store: a list that shows a screenful of many thousands counts what it shows). (:meth:`MemoryStore.tenants`, run in a worker thread.)"""
+        return await asyncio.to_thread(self._sync.tenants, user_ids=user_ids)
+
+    async def tenant_names(self) -> list[str | None]:
+        """Every tenant's user id (None: the anonymous bucket), in :meth:`tenants` order, without counting anything: one read of the tenant list, however large the store. (:meth:`MemoryStore.tenant_names`, run in a worker thread.)"""
+        return await asyncio.to_thread(self._sync.tenant_names)
 
     async def profile(self, *, user_id: str | None = UNSET) -> Profile:
         """A tenant at a glance: its blocks, current facts, counts and activity. (:meth:`MemoryStore.profile`, run in a worker thread.)"""

@@ -821,10 +821,23 @@ class MemoryStore:
 
     # --- overviews ------------------------------------------------------------------------
 
-    def tenants(self) -> list[TenantSummary]:
-        """Every tenant with its counts per tier and last activity, most recent first."""
+    def tenants(self, *, user_ids: Iterable[str | None] | None = None) -> list[TenantSummary]:
+        """Every tenant with its counts per tier and last activity, most recent first; with
+        ``user_ids``, only those of them the store holds (counting every tenant reads every row
+        of the store: a list that shows a screenful of many thousands counts what it shows)."""
+        wanted = None
+        if user_ids is not None:
+            if isinstance(user_ids, (str, bytes)) or not isinstance(user_ids, Iterable):
+                raise InvalidInputError("user_ids must be a list of user ids (None is the anonymous bucket)")
+            wanted = [self._tenant(user_id) for user_id in user_ids]
         with self._db.read() as conn:
-            return overview.tenant_summaries(conn)
+            return overview.tenant_summaries(conn, wanted)
+
+    def tenant_names(self) -> list[str | None]:
+        """Every tenant's user id (None: the anonymous bucket), in :meth:`tenants` order, without
+        counting anything: one read of the tenant list, however large the store."""
+        with self._db.read() as conn:
+            return overview.tenant_names(conn)
 
     def profile(self, *, user_id: str | None = UNSET) -> Profile:
         """A tenant at a glance: its blocks, current facts, counts and activity."""

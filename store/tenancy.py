@@ -167,10 +167,20 @@ def user_id_of(key: str) -> str | None:
     return None if key == ANONYMOUS_KEY else key
 
 
-def count_by_tenant(conn: Connection, table: Table) -> dict[str, int]:
-    """Rows per tenant key, for overviews that span tenants (they never return content)."""
-    rows = conn.execute(select(table.c.user_id, func.count()).where(not_being_erased(table.c.user_id)).group_by(table.c.user_id))
-    return {key: count for key, count in rows}
+# Keys bound in one statement at most (SQLite allows 32,766; PostgreSQL 65,535).
+KEYS_PER_STATEMENT = 1000
+
+
+def count_by_tenant(conn: Connection, table: Table, keys: list[str] | None = None) -> dict[str, int]:
+    """Rows per tenant key (of every tenant, or of ``keys``), for overviews that span tenants
+    (they never return content)."""
+    stmt = select(table.c.user_id, func.count()).where(not_being_erased(table.c.user_id)).group_by(table.c.user_id)
+    if keys is None:
+        return {key: count for key, count in conn.execute(stmt)}
+    found: dict[str, int] = {}
+    for start in range(0, len(keys), KEYS_PER_STATEMENT):
+        found.update({key: count for key, count in conn.execute(stmt.where(table.c.user_id.in_(keys[start : start + KEYS_PER_STATEMENT])))})
+    return found
 
 
 def tenants_having(conn: Connection, table: Table, *conditions: Any) -> list[Tenant]:
@@ -199,9 +209,11 @@ def other_tenants_exist(conn: Connection, tenants_table: Table, tenant: Tenant) 
     return conn.execute(stmt).first() is not None
 
 
-def listed_tenants(tenants_table: Table, *columns: Any) -> Select[Any]:
-    """``columns`` (default: the key) of every tenant in ``tenants_table`` but those whose erasure is under way."""
-    return select(*(columns or (tenants_table.c.user_id,))).where(not_being_erased(tenants_table.c.user_id))
+def listed_tenants(tenants_table: Table, *columns: Any, keys: list[str] | None = None) -> Select[Any]:
+    """``columns`` (default: the key) of every tenant in ``tenants_table`` (or of ``keys``) but
+    those whose erasure is under way."""
+    stmt = select(*(columns or (tenants_table.c.user_id,))).where(not_being_erased(tenants_table.c.user_id))
+    return stmt if keys is None else stmt.where(tenants_table.c.user_id.in_(keys))
 
 
 def being_erased(conn: Connection, tenants: Iterable[Tenant]) -> list[Tenant]:

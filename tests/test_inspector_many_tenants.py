@@ -38,11 +38,14 @@ async def test_the_list_holds_the_first_tenants_and_says_how_many_more(crowded):
         shown = listed(app)
         assert shown[:2] == ["user:user0000", "user:user0001"] and len(shown) == LISTED_AT_MOST + 1
         assert shown[-1] == "more"
+        assert app.tenants[-1].counts is None  # counted only once the filter shows it
         assert "50 more: type to filter" in str(app.query_one("#tenants").get_option_at_index(LISTED_AT_MOST).prompt)
         # A tenant past the first screenful is found by typing part of its name, and can be picked.
         app.query_one("#tenant-filter").focus()
         await pilot.press(*"r0247")
         await wait_for(pilot, lambda: listed(app) == ["user:user0247"], what="the filter")
+        # Listed by name only at first (only the first screenful is counted), then counted.
+        await wait_for(pilot, lambda: "1 episode" in str(app.query_one("#tenants").get_option_at_index(0).prompt), what="its counts")
         await pilot.press("enter")
         await wait_for(pilot, lambda: app.user_id == "user0247", what="picked")
         # Cleared, the filter lists the first tenants again and keeps the pick in view.

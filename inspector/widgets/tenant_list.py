@@ -57,6 +57,11 @@ class TenantList(Vertical):
 
         user_id: Any
 
+    class CountsWanted(Carrier):
+        """The list shows tenants known by name only: the App should count them."""
+
+        user_ids: list[Any]
+
     selected: reactive[Any] = reactive(NO_TENANT, init=False, always_update=True)
     """The App's selection, which this list shows (bound to ``MemlensApp.user_id``)."""
 
@@ -90,6 +95,9 @@ class TenantList(Vertical):
         if len(matching) > len(shown):
             more = len(matching) - len(shown)
             options.add_option(Option(Text(f"{more:,} more: type to filter", style="dim italic"), id=MORE, disabled=True))
+        uncounted = [t.user_id for t in shown if t.counts is None]
+        if uncounted:
+            self.post_message(self.CountsWanted(uncounted))
         keys = [option_id(t.user_id) for t in shown]
         current = option_id(selected) if selected is not NO_TENANT else None
         if current in keys:

@@ -8,7 +8,7 @@ from sqlalchemy import Connection, func
 
 from ..models import Profile, TenantSummary, TierCounts
 from ..schema import tenants_t
-from ..tenancy import Tenant, count_by_tenant, listed_tenants, user_id_of
+from ..tenancy import KEYS_PER_STATEMENT, Tenant, count_by_tenant, listed_tenants, user_id_of
 from . import blocks, facts
 from .registry import COUNTED
 
@@ -19,11 +19,16 @@ TIER_TABLES = {tier.name: tier.table for tier in COUNTED}
 _NEVER = datetime.min.replace(tzinfo=UTC)
 
 
-def tenant_summaries(conn: Connection) -> list[TenantSummary]:
-    """Every tenant with its counts per tier and last activity, most recent first; ties (a frozen
-    clock, one bulk import) by name, anonymous last."""
-    per_tier = {name: count_by_tenant(conn, table) for name, table in TIER_TABLES.items()}
-    rows = conn.execute(listed_tenants(tenants_t, tenants_t)).all()
+def tenant_summaries(conn: Connection, wanted: list[Tenant] | None = None) -> list[TenantSummary]:
+    """Every tenant (or those of ``wanted`` that exist) with its counts per tier and last
+    activity, most recent first; ties (a frozen clock, one bulk import) by name, anonymous last."""
+    keys = None if wanted is None else list(dict.fromkeys(t.key for t in wanted))
+    per_tier = {name: count_by_tenant(conn, table, keys) for name, table in TIER_TABLES.items()}
+    if keys is None:
+        rows = conn.execute(listed_tenants(tenants_t, tenants_t)).all()
+    else:
+        chunks = [keys[start : start + KEYS_PER_STATEMENT] for start in range(0, len(keys), KEYS_PER_STATEMENT)]
+        rows = [row for chunk in chunks for row in conn.execute(listed_tenants(tenants_t, tenants_t, keys=chunk))]
     summaries = [
         TenantSummary(
             user_id=user_id_of(row.user_id),
@@ -34,6 +39,13 @@ def tenant_summaries(conn: Connection) -> list[TenantSummary]:
     ]
     summaries.sort(key=lambda s: (s.user_id is None, s.user_id or ""))
     return sorted(summaries, key=lambda s: s.last_activity or _NEVER, reverse=True)
+
+
+def tenant_names(conn: Connection) -> list[str | None]:
+    """Every tenant's user id in :func:`tenant_summaries` order, nothing counted."""
+    rows = conn.execute(listed_tenants(tenants_t, tenants_t.c.user_id, tenants_t.c.last_activity)).all()
+    named = sorted(((user_id_of(key), at) for key, at in rows), key=lambda r: (r[0] is None, r[0] or ""))
+    return [user_id for user_id, _ in sorted(named, key=lambda r: r[1] or _NEVER, reverse=True)]
 
 
 def profile(conn: Connection, tenant: Tenant) -> Profile:
