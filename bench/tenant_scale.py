@@ -186,6 +186,14 @@ def names_on_screen(location: str, needle: str) -> float:
         terminal.close()
 
 
+class Rows(list):
+    """The table's rows, each printed as soon as it is measured (a later failure keeps them)."""
+
+    def append(self, row: tuple[str, str, str, str]) -> None:
+        print("| " + " | ".join(row) + " |", flush=True)
+        super().append(row)
+
+
 def size_of(path: Path) -> int:
     return sum(p.stat().st_size for p in path.parent.glob(path.name + "*") if p.is_file())
 
@@ -222,18 +230,19 @@ def main() -> None:
     low, high = map(int, args.episodes.split("-"))
     if args.engine != "sqlite":
         raise SystemExit("PostgreSQL: not measured by this script yet (see docs/benchmarks.md)")
-    load = os.getloadavg()
     big_location, few_location, facts = sqlite_locations(args.tenants, low, high, args.rebuild)
+    load = os.getloadavg()  # after the build, which loads the machine itself
     probe_ids = probes(args.tenants)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip() or "?"
     print(f"# tenant scale: {args.tenants:,} tenants of {low}-{high} episodes, {args.engine}")
     print(
         f"\n`python bench/tenant_scale.py --tenants {args.tenants} --episodes {args.episodes}` · commit {commit} · "
         f"{time.strftime('%Y-%m-%d')} · {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs · "
-        f"load {load[0]:.2f} before",
-        end="",
+        f"load {load[0]:.2f} before\n"
     )
-    rows: list[tuple[str, str, str, str]] = []
+    print(f"| {args.tenants:,} tenants | this store | few-tenant store ({PROBES} tenants) | ratio |")
+    print("|---|---|---|---|", flush=True)
+    rows = Rows()
     create = facts["create"]
     tenth = max(1, len(create) // 10)
     rows.append(
@@ -334,11 +343,7 @@ def main() -> None:
                 f"{statistics.median(mine) / statistics.median(alone):.2f}x",
             )
         )
-    print(f", {os.getloadavg()[0]:.2f} after\n")
-    print(f"| {args.tenants:,} tenants | this store | few-tenant store ({PROBES} tenants) | ratio |")
-    print("|---|---|---|---|")
-    for row in rows:
-        print("| " + " | ".join(row) + " |")
+    print(f"\nLoad {os.getloadavg()[0]:.2f} after.")
 
 
 if __name__ == "__main__":
