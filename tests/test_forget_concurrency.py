@@ -1,6 +1,7 @@
 """Forget finishes what it starts (a kill between commit and scrub, a reader in the way), does
 not stall the agents writing meanwhile, and no other process keeps using what it erased."""
 
+import random
 import signal
 import sqlite3
 import subprocess
@@ -323,3 +324,56 @@ def test_an_erasure_committed_during_a_scrub_stays_pending(db_path, monkeypatch)
         assert s.audit_log(user_id="bob")[0].disk_scrubbed is True
         raw = file_bytes(db_path)
         assert [t for t in theirs if t.encode() in raw] == []
+
+
+@pytest.mark.parametrize("writing", [False, True], ids=["alone", "beside an agent writing"])
+def test_the_scrub_leaves_no_segment_that_held_an_erased_term(db_path, monkeypatch, writing):
+    """The keyword index is rewritten until the segments that held the erased terms are gone; the
+    segments an agent writes meanwhile are neither waited for nor taken in, and hold nothing erased."""
+    with MemoryStore.open(db_path, embedder=None) as s:
+        words = random.Random(5)
+        for _ in range(30):  # many segments, merged into larger ones as they come
+            s.remember_many(
+                [{"input": " ".join(f"w{words.randrange(20000)}" for _ in range(12)), "output": "ok"} for _ in range(500)], user_id="bob"
+            )
+        s.remember_many([{"input": f"alice says xylophonequartz {i}", "output": "ok"} for i in range(50)], user_id="alice")
+        for start in range(0, 1000, 100):
+            s.remember_many([{"input": f"bob later {start + i}", "output": "ok"} for i in range(100)], user_id="bob")
+        assert b"ylophonequartz" in file_bytes(db_path)  # the term, as the index stores it after its first letter
+        before = segments(db_path)
+        # Steps of four pages: this index takes as many steps as one of 750,000 episodes in 100-page steps.
+        monkeypatch.setattr(store.backend.sqlite.maintenance, "MERGE_PAGES", 4)
+        stop = threading.Event()
+
+        def agent() -> None:
+            with MemoryStore.open(db_path, embedder=None) as writer:
+                n = 0
+                while not stop.is_set():
+                    writer.remember(f"bob meanwhile {n}", "ok", user_id="bob")
+                    n += 1
+                    time.sleep(0.0005)
+
+        thread = threading.Thread(target=agent)
+        if writing:
+            thread.start()
+        try:
+            time.sleep(0.3)
+            receipt = s.forget(user_id="alice", actor="dpo")
+        finally:
+            stop.set()
+            if writing:
+                thread.join(60)
+        assert receipt.disk_scrubbed, receipt.scrub_pending_reason
+        assert not before & segments(db_path)  # every segment that could hold an erased term is gone
+    assert b"ylophonequartz" not in file_bytes(db_path)
+
+
+def segments(db_path: Path) -> set[tuple[int, bytes]]:
+    """The keyword index's segments, each by its number and its first page (FTS5 reuses numbers;
+    a page is keyed segid << 37 | page number)."""
+    with sqlite3.connect(f"file:{db_path}?mode=ro", uri=True) as conn:
+        return set(
+            conn.execute(
+                "SELECT segid, (SELECT block FROM episodes_fts_data WHERE id = (segid << 37) + 1) FROM (SELECT DISTINCT segid FROM episodes_fts_idx)"
+            )
+        )
