@@ -289,6 +289,22 @@ def main() -> None:
                 f"{min(listing) / min(listing_few):.0f}x",
             )
         )
+        names = [timed(big.tenant_names) for _ in range(3)]
+        names_few = [timed(few.tenant_names) for _ in range(3)]
+        rows.append(
+            ("`tenant_names()` (every name, nothing counted)", ms(min(names)), ms(min(names_few)), f"{min(names) / min(names_few):.0f}x")
+        )
+        first = big.tenant_names()[:200]
+        screenful = [timed(lambda: big.tenants(user_ids=first)) for _ in range(3)]
+        screenful_few = [timed(lambda: few.tenants(user_ids=few.tenant_names())) for _ in range(3)]
+        rows.append(
+            (
+                "`tenants(user_ids=...)`: the inspector's first screenful counted (200 tenants; the few: all 5)",
+                ms(min(screenful)),
+                ms(min(screenful_few)),
+                f"{min(screenful) / min(screenful_few):.1f}x",
+            )
+        )
         counting = [timed(big.stats) for _ in range(3)]
         counting_few = [timed(few.stats) for _ in range(3)]
         rows.append(("`stats()`", ms(min(counting)), ms(min(counting_few)), f"{min(counting) / min(counting_few):.0f}x"))
