@@ -32,7 +32,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from contextlib import suppress
 from pathlib import Path
@@ -147,33 +146,47 @@ def mistyped(store: MemoryStore, user: str) -> float:
     return time.perf_counter() - started
 
 
+WRITER = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from store import MemoryStore
+from store.embedding import FakeEmbedder
+others = sys.argv[3].split(",")
+with MemoryStore.open(sys.argv[2], embedder=FakeEmbedder()) as store, open(sys.argv[4], "w") as log:
+    print("open", flush=True)
+    n = 0
+    while True:
+        started = time.time()
+        store.remember(f"writer note {n}", output="ok", user_id=others[n % len(others)])
+        log.write(f"{started} {time.time()}\\n")
+        log.flush()
+        n += 1
+        time.sleep(0.01)
+"""
+
+
 def erase_beside_writers(location: str, victim: str, others: list[str]) -> tuple[float, list[float], list[float]]:
-    """Seconds to forget ``victim``; a writer's waits of other tenants before and during it."""
-    before, during, phase = [], [], ["before"]
-    stop = threading.Event()
-
-    def writer() -> None:
-        with MemoryStore.open(location, embedder=FakeEmbedder()) as store:
-            n = 0
-            while not stop.is_set():
-                started = time.perf_counter()
-                store.remember(f"writer note {n}", output="ok", user_id=others[n % len(others)])
-                (before if phase[0] == "before" else during).append(time.perf_counter() - started)
-                n += 1
-                time.sleep(0.01)
-
-    thread = threading.Thread(target=writer)
-    thread.start()
+    """Seconds to forget ``victim``; the waits of an agent writing other tenants (in a process of
+    its own, as agents are) before the forget and while it runs."""
+    log = Path(location + ".writes")
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(ROOT), location, ",".join(others), str(log)], stdout=subprocess.PIPE, text=True, env=ENV
+    )
     try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "open"
         time.sleep(2.0)
         with MemoryStore.open(location, embedder=FakeEmbedder()) as store:
-            phase[0] = "during"
-            seconds = timed(lambda: store.forget(user_id=victim, actor="bench"))
-            phase[0] = "after"
+            began = time.time()
+            store.forget(user_id=victim, actor="bench")
+            ended = time.time()
+        time.sleep(0.5)
     finally:
-        stop.set()
-        thread.join()
-    return seconds, before, during
+        writer.terminate()
+        writer.wait()
+    writes = [tuple(map(float, line.split())) for line in log.read_text().splitlines() if len(line.split()) == 2]
+    before = [end - start for start, end in writes if end < began]
+    during = [end - start for start, end in writes if end >= began and start <= ended]
+    return ended - began, before, during
 
 
 def names_on_screen(location: str, needle: str) -> float:
