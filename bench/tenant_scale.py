@@ -106,6 +106,12 @@ def queries_for(i: int, low: int, high: int, n: int) -> list[str]:
     return [" ".join(rng.sample(rng.choice(texts), 2)) for _ in range(n)]
 
 
+def best_of_three(what: str, mine, few) -> tuple[str, str, str, str]:
+    """A row: the quickest of three calls on each store, and their ratio."""
+    a, b = min(timed(mine) for _ in range(3)), min(timed(few) for _ in range(3))
+    return (what, ms(a), ms(b), f"{a / b:.1f}x")
+
+
 def timed(call) -> float:
     started = time.perf_counter()
     call()
@@ -292,35 +298,18 @@ def main() -> None:
                 f"{pct(mine, 50) / pct(alone, 50):.2f}x",
             )
         )
-        listing = [timed(big.tenants) for _ in range(3)]
-        listing_few = [timed(few.tenants) for _ in range(3)]
-        rows.append(
-            (
-                "`tenants()` (every tenant with its counts)",
-                ms(min(listing)),
-                ms(min(listing_few)),
-                f"{min(listing) / min(listing_few):.0f}x",
-            )
-        )
-        names = [timed(big.tenant_names) for _ in range(3)]
-        names_few = [timed(few.tenant_names) for _ in range(3)]
-        rows.append(
-            ("`tenant_names()` (every name, nothing counted)", ms(min(names)), ms(min(names_few)), f"{min(names) / min(names_few):.0f}x")
-        )
         first = big.tenant_names()[:200]
-        screenful = [timed(lambda: big.tenants(user_ids=first)) for _ in range(3)]
-        screenful_few = [timed(lambda: few.tenants(user_ids=few.tenant_names())) for _ in range(3)]
-        rows.append(
+        for what, mine_call, few_call in (
+            ("`tenants()` (every tenant with its counts)", big.tenants, few.tenants),
+            ("`tenant_names()` (every name, nothing counted)", big.tenant_names, few.tenant_names),
             (
                 "`tenants(user_ids=...)`: the inspector's first screenful counted (200 tenants; the few: all 5)",
-                ms(min(screenful)),
-                ms(min(screenful_few)),
-                f"{min(screenful) / min(screenful_few):.1f}x",
-            )
-        )
-        counting = [timed(big.stats) for _ in range(3)]
-        counting_few = [timed(few.stats) for _ in range(3)]
-        rows.append(("`stats()`", ms(min(counting)), ms(min(counting_few)), f"{min(counting) / min(counting_few):.0f}x"))
+                lambda: big.tenants(user_ids=first),
+                lambda: few.tenants(user_ids=few.tenant_names()),
+            ),
+            ("`stats()`", big.stats, few.stats),
+        ):
+            rows.append(best_of_three(what, mine_call, few_call))
         finding = [mistyped(big, name(i)) for i in probe_ids]
         finding_few = [mistyped(few, name(i)) for i in probe_ids]
         rows.append(
