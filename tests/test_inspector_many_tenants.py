@@ -54,3 +54,31 @@ async def test_the_list_holds_the_first_tenants_and_says_how_many_more(crowded):
             await pilot.press("backspace")
         await wait_for(pilot, lambda: len(listed(app)) == LISTED_AT_MOST + 2, what="cleared")
         assert "user:user0247" in listed(app) and app.user_id == "user0247"
+
+
+async def test_while_the_store_opens_the_list_holds_a_screenful_of_names():
+    """Before anything is counted the first frame waits for every tenant listed: a screenful."""
+    from textual.app import App
+
+    from inspector.widgets.tenant_list import LISTED_BY_NAME_ONLY, NO_TENANT, TenantList, TenantName
+
+    class Sidebar(App):
+        def compose(self):
+            yield TenantList()
+
+    app = Sidebar()
+    async with app.run_test(size=(60, 40)):
+        sidebar = app.query_one(TenantList)
+        names = [TenantName(f"user{i:04d}") for i in range(TENANTS)]
+        sidebar.show(names, NO_TENANT, highlight_first=True)
+        assert len(listed(app)) == LISTED_BY_NAME_ONLY + 1 and listed(app)[-1] == "more"
+        counted = counted_summaries(names[:1]) + names[1:]
+        sidebar.show(counted, NO_TENANT, highlight_first=True)
+        assert len(listed(app)) == LISTED_AT_MOST + 1
+
+
+def counted_summaries(names):
+    """The first of ``names`` as the store lists it once counted."""
+    from store.models import TenantSummary, TierCounts
+
+    return [TenantSummary(user_id=t.user_id, counts=TierCounts(), last_activity=FROZEN) for t in names]
