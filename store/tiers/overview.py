@@ -43,8 +43,8 @@ def tenant_summaries(conn: Connection, wanted: list[Tenant] | None = None) -> li
 
 def tenant_names(conn: Connection) -> list[str | None]:
     """Every tenant's user id in :func:`tenant_summaries` order, nothing counted."""
-    rows = conn.execute(listed_tenants(tenants_t, tenants_t.c.user_id, tenants_t.c.last_activity)).all()
-    named = sorted(((user_id_of(key), at) for key, at in rows), key=lambda r: (r[0] is None, r[0] or ""))
+    rows = conn.execute(listed_tenants(tenants_t, tenants_t)).all()
+    named = sorted(((user_id_of(row.user_id), row.last_activity) for row in rows), key=lambda r: (r[0] is None, r[0] or ""))
     return [user_id for user_id, _ in sorted(named, key=lambda r: r[1] or _NEVER, reverse=True)]
 
 
