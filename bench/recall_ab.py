@@ -41,9 +41,11 @@ MODEL = "all-MiniLM-L6-v2"
 
 
 class Lookup:
-    """The real model's vectors for known texts, without loading the model."""
+    """The real model's vectors for known texts, without loading the model; texts no cache holds
+    are encoded by the real model (what a fresh clone's first run does, once)."""
 
     name, dim, is_warm = MODEL, 384, True
+    _model = None  # the real model, loaded only for texts no cache holds
 
     def __init__(self, texts, vectors):
         self._known = dict(zip(texts, vectors, strict=True))
@@ -52,6 +54,13 @@ class Lookup:
         pass
 
     def embed(self, texts):
+        missing = [t for t in texts if t not in self._known]
+        if missing:  # not in any cache (a fresh clone): the real model computes them, loaded once
+            from store.embedding import LocalModelEmbedder
+
+            if Lookup._model is None:
+                Lookup._model = LocalModelEmbedder()
+            self._known.update(zip(missing, Lookup._model.embed(missing), strict=True))
         return np.vstack([self._known[t] for t in texts])
 
 
