@@ -104,19 +104,21 @@ print(json.dumps({"update_block": blocks, "add_fact": facts}))
 
 def writes(before: str, calls: int, rounds: int, work: Path) -> list[list[str]]:
     tree = work / "before"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(tree), before], check=True)
-    try:
-        results: dict[tuple[str, str], list[float]] = {}
-        for r in range(rounds):
-            for label, code_root in random.sample([("before", tree), ("now", ROOT)], 2):
-                db = work / f"w-{label}-{r}.db"
-                out = subprocess.run(
-                    [sys.executable, "-c", WRITES, str(code_root), str(db), str(calls)], capture_output=True, text=True, check=True
-                )
-                for call, times in json.loads(out.stdout).items():
-                    results.setdefault((call, label), []).extend(times)
-    finally:
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=True)
+    # A clone in the temporary folder (sharing this checkout's objects, writing nothing into it),
+    # not a worktree: that wrote into this checkout's .git, so a read-only tree could not run it.
+    if not (ROOT / ".git").exists():
+        raise SystemExit(f"the write comparison needs a git checkout of memlens (for its baseline commit {before}); {ROOT} is not one")
+    subprocess.run(["git", "clone", "-q", "--shared", "--no-checkout", str(ROOT), str(tree)], check=True)
+    subprocess.run(["git", "-C", str(tree), "checkout", "-q", "--detach", before], check=True)
+    results: dict[tuple[str, str], list[float]] = {}
+    for r in range(rounds):
+        for label, code_root in random.sample([("before", tree), ("now", ROOT)], 2):
+            db = work / f"w-{label}-{r}.db"
+            out = subprocess.run(
+                [sys.executable, "-c", WRITES, str(code_root), str(db), str(calls)], capture_output=True, text=True, check=True
+            )
+            for call, times in json.loads(out.stdout).items():
+                results.setdefault((call, label), []).extend(times)
     rows = []
     for call in ("update_block", "add_fact"):
         base, now = results[(call, "before")], results[(call, "now")]
