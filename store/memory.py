@@ -586,8 +586,9 @@ class MemoryStore:
         """Search the tenant's memories; every hit carries its score breakdown.
 
         ``kind``: ``"episodic"``, ``"facts"`` (current ones), ``"working"`` (blocks),
-        ``"scratchpad"`` or ``"all"``. ``mode``: ``"hybrid"`` (vector + BM25 keyword,
-        fused by reciprocal rank), ``"keyword"`` or ``"vector"``; without an embedder
+        ``"scratchpad"`` or ``"all"``. ``mode``: ``"hybrid"`` (vector and BM25 keyword
+        candidates, ordered by cosine plus query-word coverage and any exact identifier: see
+        the recall docs), ``"keyword"`` or ``"vector"``; without an embedder
         hybrid is keyword-only. ``prefix=True`` treats the last word as a prefix, for
         search as you type. An empty query returns the most recent episodes.
         """

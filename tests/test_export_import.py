@@ -201,3 +201,10 @@ def test_the_audit_log_of_a_name_it_never_knew_is_refused_when_asked(store):
         store.audit_log(user_id=None, missing_ok=False)
     with pytest.raises(InvalidInputError):
         store.audit_log(user_id="bob", missing_ok="no")
+
+
+def test_an_export_without_user_id_says_what_to_pass(store):
+    store.remember("hello", "ok", user_id="alice")
+    with pytest.raises(InvalidInputError, match="export needs user_id") as refused:
+        store.export()
+    assert "Unset" not in str(refused.value)

@@ -45,7 +45,7 @@ class DataRights:
         return self._db.read_only
 
     def require_tenant(self, tenant: Tenant, *, missing_ok: bool = False) -> bool:
-        """Whether the store holds this tenant. Unless ``missing_ok``, a tenant it does not hold; see :meth:`store.memory.MemoryStore.require_tenant`."""
+        """Whether the store holds this tenant; unless ``missing_ok``, one it does not hold raises UnknownTenantError. See :meth:`store.memory.MemoryStore.require_tenant`."""
         with self._db.read() as conn:
             return require_tenant(conn, tenant, missing_ok=missing_ok)
 
@@ -55,6 +55,8 @@ class DataRights:
         self, *, user_id: Any = UNSET, include_embeddings: bool = False, actor: str = "api", missing_ok: bool = False
     ) -> dict[str, Any]:
         """Everything the store holds for one tenant, grouped by section, with a manifest; see :meth:`store.memory.MemoryStore.export`."""
+        if user_id is UNSET:
+            raise InvalidInputError("export needs user_id (None for the anonymous bucket); export_to(user_ids=None) exports every tenant")
         buffer = io.StringIO()
         manifest = self.export_to(
             buffer, user_ids=[user_id], fmt="jsonl", include_embeddings=include_embeddings, actor=actor, missing_ok=missing_ok
@@ -195,7 +197,7 @@ class DataRights:
         missing_ok: bool = False,
         facts_only: bool = False,
     ) -> ForgetReceipt:
-        """Erase a tenant, one of its sessions, or what is older than ``before``, and everything; see :meth:`store.memory.MemoryStore.forget`."""
+        """Erase a tenant, one of its sessions, or what is older than ``before``, and everything derived from it. See :meth:`store.memory.MemoryStore.forget`."""
         if session_id is not None:
             check_name(session_id, "session_id")
         before = check_optional_datetime(before, "before")
@@ -314,7 +316,7 @@ class DataRights:
             self._erase_in_steps(tenant)
 
     def scrub(self) -> bool:
-        """Make deleted content unrecoverable from the files: delete expired key-value entries,; see :meth:`store.memory.MemoryStore.scrub`."""
+        """Make deleted content unrecoverable from the files (expired key-value entries deleted, indexes rewritten, the WAL emptied). See :meth:`store.memory.MemoryStore.scrub`."""
         return self._scrub(budget=1.0, rewrite=True)[0]
 
     def pending_scrub(self) -> PendingScrub | None:

@@ -1,6 +1,6 @@
 """The PostgreSQL backend (:class:`.backend.PostgresBackend`), from its parts: the schema and its
 migrations (:mod:`.ddl`), one LIST partition per tenant (:mod:`.partitions`), the erasure
-sequence that leaves no erased byte in the data directory (:mod:`.erasure`), connections that
+sequence that leaves no erased byte in the data directory (:mod:`.scrub`), connections that
 never let one tenant's maintenance stall another (:mod:`.engine`), the advisory locks that let
 different tenants' writers run together (:mod:`.locks`), BM25 keyword search
 (:mod:`.keyword`), exact and approximate vector search (:mod:`.vectors`), change detection by
