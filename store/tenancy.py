@@ -171,16 +171,17 @@ def user_id_of(key: str) -> str | None:
 KEYS_PER_STATEMENT = 1000
 
 
+def key_batches(keys: list[str]) -> list[list[str]]:
+    """``keys`` in batches of at most KEYS_PER_STATEMENT, one statement each."""
+    return [keys[start : start + KEYS_PER_STATEMENT] for start in range(0, len(keys), KEYS_PER_STATEMENT)]
+
+
 def count_by_tenant(conn: Connection, table: Table, keys: list[str] | None = None) -> dict[str, int]:
     """Rows per tenant key (of every tenant, or of ``keys``), for overviews that span tenants
     (they never return content)."""
     stmt = select(table.c.user_id, func.count()).where(not_being_erased(table.c.user_id)).group_by(table.c.user_id)
-    if keys is None:
-        return {key: count for key, count in conn.execute(stmt)}
-    found: dict[str, int] = {}
-    for start in range(0, len(keys), KEYS_PER_STATEMENT):
-        found.update({key: count for key, count in conn.execute(stmt.where(table.c.user_id.in_(keys[start : start + KEYS_PER_STATEMENT])))})
-    return found
+    batches = [stmt] if keys is None else [stmt.where(table.c.user_id.in_(batch)) for batch in key_batches(keys)]
+    return {key: count for batch in batches for key, count in conn.execute(batch)}
 
 
 def tenants_having(conn: Connection, table: Table, *conditions: Any) -> list[Tenant]:

@@ -90,7 +90,7 @@ class TenantList(Vertical):
         options = self.query_one("#tenants", OptionList)
         wanted = self.query_one("#tenant-filter", Input).value.strip().lower()
         matching = [t for t, label in zip(tenants, self.labels, strict=True) if wanted in label]
-        opening = all(t.counts is None for t in tenants)
+        opening = not any(t.counts is not None for t in tenants)  # stops at the first counted, the list's first
         shown = matching[: LISTED_BY_NAME_ONLY if opening else LISTED_AT_MOST]
         if selected is not NO_TENANT and all(t.user_id != selected for t in shown):
             shown += [t for t in matching[len(shown) :] if t.user_id == selected]  # the selection stays in view

@@ -2,33 +2,40 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
+from typing import TypeVar
 
 from sqlalchemy import Connection, func
 
 from ..models import Profile, TenantSummary, TierCounts
 from ..schema import tenants_t
-from ..tenancy import KEYS_PER_STATEMENT, Tenant, count_by_tenant, listed_tenants, user_id_of
+from ..tenancy import Tenant, count_by_tenant, key_batches, listed_tenants, user_id_of
 from . import blocks, facts
 from .registry import COUNTED
 
 # What overviews count per tenant, by TierCounts field.
 TIER_TABLES = {tier.name: tier.table for tier in COUNTED}
 
+T = TypeVar("T")
+
 # Sorts a tenant that has no activity time (none is written without one) after all others.
 _NEVER = datetime.min.replace(tzinfo=UTC)
 
 
+def _most_recent_first(tenants: Iterable[T], user_id: Callable[[T], str | None], at: Callable[[T], datetime | None]) -> list[T]:
+    """Most recently active first; ties (a frozen clock, one bulk import) by name, anonymous last."""
+    by_name = sorted(tenants, key=lambda t: (user_id(t) is None, user_id(t) or ""))
+    return sorted(by_name, key=lambda t: at(t) or _NEVER, reverse=True)
+
+
 def tenant_summaries(conn: Connection, wanted: list[Tenant] | None = None) -> list[TenantSummary]:
     """Every tenant (or those of ``wanted`` that exist) with its counts per tier and last
-    activity, most recent first; ties (a frozen clock, one bulk import) by name, anonymous last."""
+    activity, in :func:`_most_recent_first` order."""
     keys = None if wanted is None else list(dict.fromkeys(t.key for t in wanted))
     per_tier = {name: count_by_tenant(conn, table, keys) for name, table in TIER_TABLES.items()}
-    if keys is None:
-        rows = conn.execute(listed_tenants(tenants_t, tenants_t)).all()
-    else:
-        chunks = [keys[start : start + KEYS_PER_STATEMENT] for start in range(0, len(keys), KEYS_PER_STATEMENT)]
-        rows = [row for chunk in chunks for row in conn.execute(listed_tenants(tenants_t, tenants_t, keys=chunk))]
+    batches = [None] if keys is None else key_batches(keys)
+    rows = [row for batch in batches for row in conn.execute(listed_tenants(tenants_t, tenants_t, keys=batch))]
     summaries = [
         TenantSummary(
             user_id=user_id_of(row.user_id),
@@ -37,15 +44,13 @@ def tenant_summaries(conn: Connection, wanted: list[Tenant] | None = None) -> li
         )
         for row in rows
     ]
-    summaries.sort(key=lambda s: (s.user_id is None, s.user_id or ""))
-    return sorted(summaries, key=lambda s: s.last_activity or _NEVER, reverse=True)
+    return _most_recent_first(summaries, lambda s: s.user_id, lambda s: s.last_activity)
 
 
 def tenant_names(conn: Connection) -> list[str | None]:
     """Every tenant's user id in :func:`tenant_summaries` order, nothing counted."""
     rows = conn.execute(listed_tenants(tenants_t, tenants_t)).all()
-    named = sorted(((user_id_of(row.user_id), row.last_activity) for row in rows), key=lambda r: (r[0] is None, r[0] or ""))
-    return [user_id for user_id, _ in sorted(named, key=lambda r: r[1] or _NEVER, reverse=True)]
+    return [user_id_of(row.user_id) for row in _most_recent_first(rows, lambda r: user_id_of(r.user_id), lambda r: r.last_activity)]
 
 
 def profile(conn: Connection, tenant: Tenant) -> Profile:

@@ -4,7 +4,6 @@ truncated (old frames keep old pages). ``secure_delete`` (set at open) zeroes fr
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 import time
 from collections.abc import Callable
@@ -23,12 +22,11 @@ KEYWORD_INDEXES = ("episodes_fts", "facts_fts")
 _FIRST_PAGES = "SELECT segid, (SELECT block FROM {table}_data WHERE id = (segid << 37) + 1) FROM (SELECT DISTINCT segid FROM {table}_idx)"
 
 
-def _segments(conn: Connection, table: str) -> set[tuple[int, bytes]]:
-    """The FTS5 index's segments now, each by its number and a digest of its first page: FTS5
-    gives a merged-away segment's number to the next new one, so the number alone would take a
-    new segment for an old one (and the rewrite would go on as long as agents write)."""
-    rows = conn.exec_driver_sql(_FIRST_PAGES.format(table=table))
-    return {(segid, hashlib.blake2b(page or b"", digest_size=16).digest()) for segid, page in rows}
+def _segments(conn: Connection, table: str) -> set[tuple[int, bytes | None]]:
+    """The FTS5 index's segments now, each by its number and its first page: FTS5 gives a
+    merged-away segment's number to the next new one, so the number alone would take a new
+    segment for an old one (and the rewrite would go on as long as agents write)."""
+    return {(segid, page) for segid, page in conn.exec_driver_sql(_FIRST_PAGES.format(table=table))}
 
 
 def rewrite_keyword_indexes(write: Callable[[], AbstractContextManager[Connection]], max_steps: int = 100_000) -> bool:
