@@ -153,8 +153,9 @@ class SearchResults(Carrier):
     seq: int
     hits: list[Any]
     status: str
-    painted: Any = None
-    """A threading.Event set once these results are on screen, for the search thread to wait on."""
+    paint_at: float | None = None
+    """For the keyword half of a hybrid search: when (``time.monotonic()``) to paint it, unless
+    the hybrid results have replaced it by then; ``None``: paint at once."""
 
 
 class ForgetPreview(Carrier):

@@ -16,7 +16,14 @@ from .time_travel import up_to
 from .widgets.tenant_list import NO_TENANT
 
 SEARCH_LIMIT = 25  # about a screenful; more costs time on every keystroke
-PAINT_WAIT = 0.05  # seconds the hybrid half waits at most for the keyword half to be painted
+KEYWORD_HALF_AFTER = 0.03
+"""Seconds after the keystroke when the keyword half is painted if the hybrid results are not in
+yet. Painted at every keystroke, it was a third of the inspector's own CPU (a frame of the
+results, the status line and the table's rows, 9-10 ms a key) for results replaced a few
+milliseconds later; waiting this long keeps the first results within the 50 ms a keystroke may take.
+Where the hybrid search itself takes less than this (a tenant of a few thousand memories), the
+keyword half is not even searched."""
+SMOOTHING = 0.3  # the weight of the newest hybrid search in the time expected of the next
 
 
 def search_status(what: str, searched: str, store: Any, joining: bool = False) -> str:
@@ -98,6 +105,8 @@ class Search:
         self.newest = 0
         """The number of the newest request handed over: the search thread skips older ones' second half."""
         self.thread = LatestOnly(self.run, self.failed)
+        self.hybrid_seconds: dict[str, float] = {}
+        """Per tenant, the time a hybrid search is expected to take, from the ones it took."""
 
     @property
     def busy(self) -> bool:
@@ -126,16 +135,20 @@ class Search:
     def run(self, request: Any) -> None:
         """Runs on the search thread: the search, its results posted back unless already stale.
 
-        A hybrid search paints its keyword half first: ranked by FTS5 alone it is on screen in a
-        few milliseconds, where the whole hybrid search (the query encoded, the vectors searched,
-        both fused) took 2-3 times as long on every keystroke. The hybrid results then replace
-        it, unless a newer keystroke has asked for its own search meanwhile. A keyword half with
-        no match is not painted: an empty list between two full ones would only flicker."""
+        Where a hybrid search is expected to take longer than ``KEYWORD_HALF_AFTER``, it first
+        ranks by FTS5 alone, in a few milliseconds, where the whole hybrid search (the query
+        encoded, the vectors searched, both fused) takes 2-3 times as long. That keyword half goes
+        to the view to be painted ``KEYWORD_HALF_AFTER`` the keystroke, unless the hybrid results
+        are in by then: the user sees results soon, and one set of them when the hybrid search is
+        quick. Nothing is posted once a newer keystroke has asked for its own search. A keyword
+        half with no match is not posted: an empty list between two full ones would only flicker."""
         from store.errors import MemlensError
 
         view, user, mode, m, at = request
         store = self.host.store
-        phases = ("keyword", mode) if mode == "hybrid" and m.query.strip() else (mode,)
+        expected = self.hybrid_seconds.get(user)
+        quick = expected is not None and expected < KEYWORD_HALF_AFTER
+        phases = ("keyword", mode) if mode == "hybrid" and m.query.strip() and not quick else (mode,)
         for phase in phases:
             joining = phase != mode  # the keyword half, painted while the hybrid half is searched
             if m.seq != self.newest:
@@ -157,6 +170,9 @@ class Search:
             except MemlensError as error:
                 self.failed(request, error)
                 return
+            if phase == "hybrid" and m.query.strip():
+                took = time.perf_counter() - start
+                self.hybrid_seconds[user] = took if expected is None else (1 - SMOOTHING) * expected + SMOOTHING * took
             if joining and not hits:
                 continue  # no keyword match: the results on screen stay until the hybrid ones replace them
             if m.seq != self.newest:
@@ -165,13 +181,8 @@ class Search:
             if at is not None:
                 what += " · episodes up to the moment only"
             timing = f" · {(time.perf_counter() - start) * 1000:.1f} ms" if self.show_timings else ""
-            painted = threading.Event() if joining else None
-            view.post_message(messages.SearchResults(m.seq, hits, f"{search_status(what, phase, store, joining)}{timing}", painted))
-            if painted is not None:
-                # The keyword half is painted before the hybrid half starts: run side by side,
-                # the encoding's Python and the paint took turns on the GIL, and the first
-                # results reached the screen ~10 ms later (pty timelines, 100k episodes).
-                painted.wait(PAINT_WAIT)
+            paint_at = m.asked_at + KEYWORD_HALF_AFTER if joining else None
+            view.post_message(messages.SearchResults(m.seq, hits, f"{search_status(what, phase, store, joining)}{timing}", paint_at))
 
     def failed(self, request: Any, error: Exception) -> None:
         """On the search thread: this request failed; the next one is searched as usual."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import time
+from typing import Any
 
 import pytest
 
@@ -134,26 +136,52 @@ async def test_live_search_is_keyword_first_then_semantic(demo):
         assert "vegetarian" in hit.matched_terms
 
 
-async def test_a_hybrid_search_paints_its_keyword_half_first_then_the_hybrid_results(demo, monkeypatch):
-    """The keyword half is on screen while the query is encoded and the vectors searched: the
-    status line says semantic results are joining, and the hybrid results replace it."""
+class SlowQueries(FakeEmbedder):
+    """Encodes a query in ``delay`` seconds: a hybrid search whose semantic half is slow."""
+
+    delay = 0.0
+
+    def embed(self, texts):
+        time.sleep(self.delay)
+        return super().embed(texts)
+
+
+async def statuses_painted(demo, monkeypatch, *, query_seconds: float, keyword_half_after: float) -> tuple[list[str], Any]:
+    from inspector import searching
     from inspector.widgets.views import SearchView
 
     statuses: list[str] = []
     show = SearchView.show
     monkeypatch.setattr(SearchView, "show", lambda self, hits, status: (statuses.append(status), show(self, hits, status))[1])
-    app = app_for(demo)
+    monkeypatch.setattr(searching, "KEYWORD_HALF_AFTER", keyword_half_after)
+    embedder = SlowQueries()
+    app = app_for(demo, embedder=embedder)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         await open_tenant(pilot, app, "alice")
         await wait_for(pilot, lambda: app.store.model_ready, what="model ready")
         await settle(pilot, app)
         statuses.clear()
+        embedder.delay = query_seconds
         app.query_one("#query").value = "vegetarian restaurant"
         await settle(pilot, app)
-        results = table(app, "#results")
+        return statuses, table(app, "#results")
+
+
+async def test_a_slow_hybrid_search_paints_its_keyword_half_first_then_the_hybrid_results(demo, monkeypatch):
+    """The keyword half is on screen while the query is encoded and the vectors searched: the
+    status line says semantic results are joining, and the hybrid results replace it."""
+    statuses, results = await statuses_painted(demo, monkeypatch, query_seconds=0.5, keyword_half_after=0.05)
+    assert len(statuses) == 2, statuses
     assert statuses[0].startswith("KEYWORD") and "semantic joining" in statuses[0]
     assert statuses[-1].startswith("HYBRID") and "semantic + keyword" in statuses[-1]
+    assert any(h.scores.vector is not None for h in results.records.values())
+
+
+async def test_a_hybrid_search_in_before_the_keyword_half_is_due_paints_once(demo, monkeypatch):
+    """Results replaced a moment later are not painted: one frame of results, the hybrid ones."""
+    statuses, results = await statuses_painted(demo, monkeypatch, query_seconds=0.0, keyword_half_after=5.0)
+    assert len(statuses) == 1 and statuses[0].startswith("HYBRID"), statuses
     assert any(h.scores.vector is not None for h in results.records.values())
 
 

@@ -51,10 +51,11 @@ restore are off until `n`. Search looks through episodes up to the moment only.
 
 The tenant list shows a tenant selected, or none: with none (the filter hides it, or it was
 erased) the views are empty and export and forget say so. A read-only store says so in the
-header, and forget and restore are off. As you type, keyword matches show first and the hybrid
-ranking replaces them a moment later (the line above the results says *keyword first · semantic
-joining…* meanwhile); until the model is warm, search is by keyword alone (the header says
-whether it is; the line above the results names the mode searched). Views refresh by themselves
+header, and forget and restore are off. As you type, where the hybrid search is slow, keyword
+matches show first and the hybrid ranking replaces them a moment later (the line above the
+results says *keyword first · semantic joining…* meanwhile); until the model is warm, search is
+by keyword alone (the header says whether it is; the line above the results names the mode
+searched). Views refresh by themselves
 when another process writes to the store.
 """
 
