@@ -92,7 +92,7 @@ class MemlensApp(App):
         self.embedder_spec = embedder
         self.warm_on_start = warm_model
         self.poll_seconds = poll_seconds
-        self.store = None
+        self.store: Any = None  # the open store (a MemoryStore, or a view of another library's memory)
         self.read_only_reason: str | None = None
         self.failed: str | None = None
         self.opening = True  # until the store has opened or failed to
@@ -102,7 +102,7 @@ class MemlensApp(App):
         self.seen_version: int | None = None
         # Off for snapshots, where a measured time would differ per run.
         self.search = Search(self, show_timings=show_timings)
-        self.model_thread = None
+        self.model_thread: threading.Thread | None = None
         saved_theme = config.load().get("theme")
         if saved_theme in self.available_themes:
             self.theme = saved_theme
@@ -264,14 +264,17 @@ class MemlensApp(App):
 
     def on_action_failed(self, m: messages.ActionFailed) -> None:
         if m.what == "search" and self.query("#search-view"):
-            self.query_one("#search-view").show_error(f"search failed: {m.error} (type to search again)")
+            from .widgets.views import SearchView  # imported after the first frame (above)
+
+            self.query_one("#search-view", SearchView).show_error(f"search failed: {m.error} (type to search again)")
         self.notify(f"{m.what}: {m.error}", title="failed", severity="error", timeout=15)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The App's own workers (the open, the search thread, the names): one that raised is
         reported as the widgets' are (inspector.workers)."""
         if event.state == WorkerState.ERROR:
-            self.post_message(messages.WorkerFailed(event.worker, event.worker.error))
+            error = event.worker.error or RuntimeError("the worker stopped without saying why")
+            self.post_message(messages.WorkerFailed(event.worker, error))
 
     def on_worker_failed(self, m: messages.WorkerFailed) -> None:
         """A worker (the App's or a widget's) raised: say so, and keep the app usable (the open
@@ -288,8 +291,9 @@ class MemlensApp(App):
         # is joined at exit, so quitting during the one-time model export (~20 s) sat on a blank
         # screen until the export was done (9 s in the report; over 30 s on this busy machine).
         # MemlensApp.run() ends the process instead (tests/test_e2e.py).
-        self.model_thread = threading.Thread(target=self._warm_model, name="memlens-model", daemon=True)
-        self.model_thread.start()
+        thread = threading.Thread(target=self._warm_model, name="memlens-model", daemon=True)
+        self.model_thread = thread
+        thread.start()
 
     def _warm_model(self) -> None:
         try:
@@ -305,7 +309,9 @@ class MemlensApp(App):
         freeze_startup_objects()
         self.update_subtitle()
         if self.query("#search-view"):
-            self.query_one("#search-view").request()
+            from .widgets.views import SearchView
+
+            self.query_one("#search-view", SearchView).request()
 
     def on_model_failed(self, message: messages.ModelFailed) -> None:
         self.notify(f"semantic search unavailable: {message.error}", severity="warning", timeout=8)

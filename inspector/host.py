@@ -49,6 +49,13 @@ class Host(Protocol):
 
 
 @runtime_checkable
+class Gatekeeper(Protocol):
+    """The screen that knows whether an action may run now (the main screen, screens.main)."""
+
+    def disabled_reason(self, action: str) -> str | None: ...
+
+
+@runtime_checkable
 class Commands(Protocol):
     """The actions the command palette offers (the main screen's, screens.main)."""
 

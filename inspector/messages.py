@@ -212,7 +212,7 @@ class WorkerFailed(Carrier):
     """A worker raised something that is not a store error (inspector.workers)."""
 
     worker: Any
-    error: BaseException | None
+    error: BaseException
 
 
 class StoreChanged(Carrier):

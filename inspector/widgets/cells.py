@@ -82,6 +82,8 @@ class CachedCells(DataTable):
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         row_key = self._row_locations.get_key(row_index)
         column_key = self._column_locations.get_key(column_index)
+        if row_key is None or column_key is None:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         key = content_key(self._data.get(row_key, {}).get(column_key))
         if key is None or self.rows[row_key].height != 1:
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from rich.markup import escape
 from rich.text import Text
@@ -21,6 +21,7 @@ from textual.timer import Timer
 from textual.widgets import Checkbox, DataTable, Input, Label, ProgressBar, Select, Static
 
 from ..formatting import audit_action, highlighted, one_line, parse_day, rank, remaining, score, score_bars, when
+from ..host import Gatekeeper, Host
 from ..messages import Carrier, SearchResults
 from . import detail
 from .cells import CachedCells
@@ -62,7 +63,7 @@ class RecordTable(CachedCells, DataTable):
         if not self.row_count:
             return None
         key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
-        return self.records.get(key)
+        return None if key is None else self.records.get(key)
 
     def select_key(self, key: str | None) -> None:
         """Put the cursor back on ``key`` after a reload, if it is still there."""
@@ -90,7 +91,8 @@ class RecordTable(CachedCells, DataTable):
         # Only the table the user is in drives the detail pane; tables filling in the
         # background (other tabs, reloads) must not replace what the user is reading.
         if self.has_focus:
-            self.show_detail(self.records.get(event.row_key.value))
+            key = event.row_key.value
+            self.show_detail(None if key is None else self.records.get(key))
 
     def on_focus(self) -> None:
         self.show_detail(self.selected())
@@ -126,7 +128,8 @@ class CheckpointsTable(RecordTable):
         if self.selected() is None:
             return "pick a checkpoint in the Sessions view first"
         # Restoring writes: the main screen knows whether the store or the moment shown allows it.
-        return self.screen.disabled_reason("restore") if action == "restore" else None
+        screen = self.screen
+        return screen.disabled_reason("restore") if action == "restore" and isinstance(screen, Gatekeeper) else None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("diff", "mark", "restore"):
@@ -523,7 +526,7 @@ class SessionsView(Horizontal):
             )
 
     def _kv_detail(self, entry):
-        return f"key {entry.key}", detail.kv(entry, self.app.now())
+        return f"key {entry.key}", detail.kv(entry, cast(Host, self.app).now())
 
     def show_sessions(self, sessions: list[Any]) -> None:
         table = self.query_one("#sessions-table", RecordTable)
