@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from store import MemoryStore
+from store.backend import engine_names
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -203,7 +204,7 @@ def pytest_generate_tests(metafunc):
         names = mark.args[0]
         if "backend" in ([n.strip() for n in names.split(",")] if isinstance(names, str) else list(names)):
             return
-    metafunc.parametrize("backend", ["sqlite", "postgres"])
+    metafunc.parametrize("backend", engine_names())
 
 
 @pytest.fixture

@@ -16,10 +16,15 @@ from ..errors import StoreOpenError
 from ..locations import scheme
 from .interface import Backend, KeywordIndex, ServerVectorIndex, Sql
 
-__all__ = ["Backend", "KeywordIndex", "ServerVectorIndex", "Sql", "open_backend", "sql"]
+__all__ = ["Backend", "KeywordIndex", "ServerVectorIndex", "Sql", "engine_names", "open_backend", "sql"]
 
 # Dialect name -> the engine package; a new backend adds its line here.
 _ENGINES = {"sqlite": "store.backend.sqlite", "postgresql": "store.backend.postgres", "postgres": "store.backend.postgres"}
+
+
+def engine_names() -> tuple[str, ...]:
+    """Every engine, by its package's name (``sqlite``, ``postgres``): what the tests run on each."""
+    return tuple(dict.fromkeys(package.rsplit(".", 1)[1] for package in _ENGINES.values()))
 
 
 def _engine(name: str) -> ModuleType:
@@ -39,11 +44,7 @@ def open_backend(path_or_url: str | Path, *, read_only: bool, create: bool, vect
     ``postgresql://...``). ``vector_dim`` is the embedder's width, or None with no embedder: a
     server store fixes its vector column's width when it is created, and refuses an embedder of
     another width on open (an SQLite file keeps any width and ignores it)."""
-    engine = _engine(scheme(path_or_url))
-    if vector_dim is None or engine.__name__.endswith("sqlite"):
-        opened: Backend = engine.open_backend(path_or_url, read_only=read_only, create=create)
-    else:
-        opened = engine.open_backend(path_or_url, read_only=read_only, create=create, vector_dim=vector_dim)
+    opened: Backend = _engine(scheme(path_or_url)).open_backend(path_or_url, read_only=read_only, create=create, vector_dim=vector_dim)
     return opened
 
 

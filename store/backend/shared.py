@@ -1,5 +1,6 @@
 """What every engine's implementation shares: the highlight markers, the upsert's shape, the
-keyword policy and its data-version cache, and how a writer waits out a tenant's erasure."""
+keyword policy and its data-version cache, how a writer waits out a tenant's erasure, and the
+refusals of a schema version this memlens cannot open."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Select, Table, text
 
-from ..errors import StoreBusyError
+from ..errors import SchemaTooNewError, StoreBusyError, StoreOpenError
 from ..schema import episodes_t
 from ..tenancy import Tenant
 
@@ -23,6 +24,21 @@ from ..tenancy import Tenant
 # marker inside text only ever adds a word to the highlight list).
 MARK_START, MARK_END = "\x02", "\x03"
 _MARK = re.compile(f"{MARK_START}(.*?){MARK_END}", re.DOTALL)
+
+
+# --- schema versions, refused in the same words on every engine ------------------------------------
+
+
+def refuse_version(where: object, version: int, current: int, *, read_only: bool) -> None:
+    """Raise if this memlens cannot open a store of schema ``version`` (``current`` is its own):
+    a newer one always, an older one when opened read-only (migrating it is a write)."""
+    if version > current:
+        raise SchemaTooNewError(
+            f"{where} has schema version {version}, newer than this memlens understands ({current}); "
+            "upgrade memlens to open it. Nothing was changed."
+        )
+    if 0 < version < current and read_only:
+        raise StoreOpenError(f"{where} has schema version {version} and needs migrating to {current}; open it once without read_only")
 
 
 # --- keyword search policy, the same on every engine ---------------------------------------------

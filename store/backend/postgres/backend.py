@@ -31,13 +31,12 @@ from ...errors import (
     ForeignDatabaseError,
     ModelMismatchError,
     ReadOnlyStoreError,
-    SchemaTooNewError,
     StoreBusyError,
     StoreNotFoundError,
     StoreOpenError,
 )
 from ...tenancy import Tenant, being_erased
-from ..shared import wait_out_erasure
+from ..shared import refuse_version, wait_out_erasure
 from . import ddl, engine, locks, partitions, scrub
 from . import errors as pg_errors
 from .changes import ChangeCounter
@@ -131,18 +130,10 @@ class PostgresBackend:
             raise translate(error, self.path, connecting=True) from None
         if foreign:
             raise ForeignDatabaseError(f"{self.path} holds tables of another application ({', '.join(foreign)}); memlens will not touch it")
-        if version > ddl.CURRENT_VERSION:
-            raise SchemaTooNewError(
-                f"{self.path} has schema version {version}, newer than this memlens understands "
-                f"({ddl.CURRENT_VERSION}); upgrade memlens to open it. Nothing was changed."
-            )
+        refuse_version(self.path, version, ddl.CURRENT_VERSION, read_only=self.read_only)
         if version == 0 and (self.read_only or not create):
             hint = "" if self.read_only else " (pass create=True to create a store there)"
             raise StoreNotFoundError(f"{self.path} holds no memlens store; nothing was created{hint}")
-        if 0 < version < ddl.CURRENT_VERSION and self.read_only:
-            raise StoreOpenError(
-                f"{self.path} has schema version {version} and needs migrating to {ddl.CURRENT_VERSION}; open it once without read_only"
-            )
         if width is not None and vector_dim is not None and width != vector_dim:
             raise ModelMismatchError(
                 f"{self.path} keeps vectors of {width} dimensions and this embedder makes {vector_dim}; "

@@ -12,7 +12,8 @@ if TYPE_CHECKING:  # the module itself loads on open: it imports SQLAlchemy's en
     from .database import Database
 
 
-def open_backend(path_or_url: str | Path, *, read_only: bool, create: bool) -> Database:
+def open_backend(path_or_url: str | Path, *, read_only: bool, create: bool, vector_dim: int | None = None) -> Database:
+    """``vector_dim`` is accepted and ignored: an SQLite file keeps vectors of any width."""
     from .database import Database
 
     return Database(path_or_url, read_only=read_only, create=create)

@@ -30,7 +30,6 @@ from ...errors import (
     MemlensError,
     NotADatabaseError,
     ReadOnlyStoreError,
-    SchemaTooNewError,
     StoreBusyError,
     StoreDatabaseError,
     StoreFullError,
@@ -38,7 +37,7 @@ from ...errors import (
     StoreOpenError,
 )
 from ...tenancy import Tenant, being_erased
-from ..shared import wait_out_erasure
+from ..shared import refuse_version, wait_out_erasure
 from . import maintenance, schema_check
 from .keyword import SqliteKeywordIndex
 from .migrations import APPLICATION_ID, CURRENT_VERSION, migrate, read_version
@@ -221,11 +220,7 @@ def inspect_file(path: Path, *, empty_ok: bool = False) -> tuple[bool, int]:
         raise translate(error, path) or StoreOpenError(f"cannot read {path}: {error}") from error
     finally:
         conn.close()
-    if version > CURRENT_VERSION:
-        raise SchemaTooNewError(
-            f"{path} has schema version {version}, newer than this memlens understands ({CURRENT_VERSION}); "
-            "upgrade memlens to open it. The file was not changed."
-        )
+    refuse_version(path, version, CURRENT_VERSION, read_only=False)  # an older one: the caller knows whether it may migrate
     return True, version
 
 
@@ -289,10 +284,7 @@ class Database:
                 f"and this process cannot write its folder {self.path.parent}; look at a copy in a writable folder"
             )
         initialised, version = inspect_file(self.path, empty_ok=create and not read_only) if exists else (False, 0)
-        if read_only and version < CURRENT_VERSION:
-            raise StoreOpenError(
-                f"{self.path} has schema version {version} and needs migrating to {CURRENT_VERSION}; open it once without read_only"
-            )
+        refuse_version(self.path, version, CURRENT_VERSION, read_only=read_only)
         # Nothing can change a file on a read-only filesystem, so SQLite may skip the -shm it
         # could not create there; elsewhere an immutable reader would miss other processes' writes.
         # So may a file that refuses every write (chattr +i): only its attribute's removal changes it.
