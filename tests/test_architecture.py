@@ -163,7 +163,20 @@ ALLOWED = {
 }
 
 
-def engine_words(path: Path) -> list[str]:
+POSTGRES = re.compile(
+    r"psycopg|pgvector|pgserver|tsvector|tsquery|\bpg_[a-z]|dialects\.postgresql|\bjsonb\b|on conflict|advisory_", re.IGNORECASE
+)
+POSTGRES_ALLOWED = {
+    # The registry of engines: it maps "postgresql" URLs to store.backend.postgres.
+    "store/backend/__init__.py",
+    # The address rule: anything but a path or an sqlite:/// URL is a server.
+    "store/locations.py",
+    # A type variant: the vector column is pgvector's type on PostgreSQL.
+    "store/schema.py",
+}
+
+
+def engine_words(path: Path, engine: re.Pattern[str] = ENGINE) -> list[str]:
     tree = ast.parse(path.read_text())
     # A string standing alone as a statement documents (a module, class, function or attribute).
     docstrings = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)}
@@ -180,7 +193,7 @@ def engine_words(path: Path) -> list[str]:
             texts = [node.attr]
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
             texts = [node.value]
-        found += [f"{path}:{getattr(node, 'lineno', '?')}: {t[:60]!r}" for t in texts if ENGINE.search(t)]
+        found += [f"{path}:{getattr(node, 'lineno', '?')}: {t[:60]!r}" for t in texts if engine.search(t)]
     return found
 
 
@@ -193,6 +206,32 @@ def test_only_the_sqlite_backend_knows_it_is_sqlite():
             continue
         found += engine_words(path)
     assert found == []
+
+
+def test_only_the_postgres_backend_knows_it_is_postgres():
+    store_root = ROOT / "store"
+    found = []
+    for path in sorted(store_root.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith("store/backend/postgres/") or rel in POSTGRES_ALLOWED:
+            continue
+        found += engine_words(path, POSTGRES)
+    assert found == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "from psycopg import sql",
+        "conn.execute(text('SELECT pg_advisory_xact_lock(1)'))",
+        "x = \"to_tsvector('simple', text)\"",
+        "from sqlalchemy.dialects.postgresql import insert",
+    ],
+)
+def test_the_postgres_check_sees_each_form(tmp_path, line):
+    path = tmp_path / "m.py"
+    path.write_text(f'"""Docstrings may say PostgreSQL."""\n{line}\n')
+    assert engine_words(path, POSTGRES)
 
 
 @pytest.mark.parametrize(
