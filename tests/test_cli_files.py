@@ -453,12 +453,15 @@ def test_tenant_options_are_exclusive_and_required(tmp_path, args, quiet_isolati
 
 
 def test_an_unexpected_error_is_one_line_with_a_way_to_see_more(tmp_path, monkeypatch, capsys):
+    from dataclasses import replace
+
     import inspector.cli.main as cli
+    from inspector.cli.commands import BY_NAME
 
     def broken(args):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(cli, "cmd_stats", broken)
+    monkeypatch.setitem(BY_NAME, "stats", replace(BY_NAME["stats"], handler=broken))
     assert cli.main(["stats", str(tmp_path / "x.db")]) == 1
     assert capsys.readouterr().err == "memlens: unexpected error: RuntimeError: a bug (MEMLENS_DEBUG=1 shows where)\n"
     monkeypatch.setenv("MEMLENS_DEBUG", "1")

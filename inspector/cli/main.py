@@ -1,6 +1,7 @@
 """The ``memlens`` command: parse, dispatch, and turn every failure into one line and an exit
-status. The parser is in :mod:`.parser`, the store-only commands in :mod:`.store_commands` (no
-UI), the inspector's in :mod:`.tui` (imported only when a command opens it)."""
+status. The commands are declared in :mod:`.commands`, their flags in :mod:`.parser`, the
+store-only handlers in :mod:`.store_commands` (no UI), the inspector's in :mod:`.tui` (which
+imports the UI only when a command opens it)."""
 
 from __future__ import annotations
 
@@ -10,21 +11,10 @@ import signal
 import sys
 from collections.abc import Callable
 
-from .parser import COMMANDS, DEFAULT_DEMO_PATH, Parser, build_parser
+from .commands import BY_NAME, build_parser
+from .commands import NAMES as COMMANDS
+from .parser import DEFAULT_DEMO_PATH, Parser
 from .refusal import CommandLineError
-from .store_commands import (
-    cmd_audit,
-    cmd_demo,
-    cmd_export,
-    cmd_forget,
-    cmd_import,
-    cmd_index,
-    cmd_migrate,
-    cmd_reembed,
-    cmd_scrub,
-    cmd_stats,
-)
-from .tui import cmd_open, cmd_serve
 
 __all__ = ["DEFAULT_DEMO_PATH", "CommandLineError", "Parser", "Stopped", "build_parser", "main", "main_for"]
 
@@ -32,24 +22,6 @@ __all__ = ["DEFAULT_DEMO_PATH", "CommandLineError", "Parser", "Stopped", "build_
 class Stopped(BaseException):
     """SIGTERM, raised where the process is so that every ``finally`` runs (an export removes
     its partial file, a write transaction rolls back). Not an Exception, so nothing swallows it."""
-
-
-def _handlers() -> dict:
-    # Looked up when called, not bound at import, so a test can replace one command.
-    return {
-        "open": cmd_open,
-        "demo": cmd_demo,
-        "serve": cmd_serve,
-        "stats": cmd_stats,
-        "export": cmd_export,
-        "import": cmd_import,
-        "forget": cmd_forget,
-        "audit": cmd_audit,
-        "reembed": cmd_reembed,
-        "migrate": cmd_migrate,
-        "scrub": cmd_scrub,
-        "index": cmd_index,
-    }
 
 
 # The store's messages name its API's remedies; on the command line, the flag that does the same.
@@ -103,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
-    handler = _handlers()[args.command]
+    handler = BY_NAME[args.command].handler  # looked up when called: a test may replace one command
     return main_for(lambda: handler(args))
 
 

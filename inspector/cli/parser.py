@@ -1,5 +1,6 @@
-"""The ``memlens`` command line: every sub-command, its flags and its help. Parsing only: the
-commands themselves are in :mod:`.store_commands` (no UI) and :mod:`.tui` (the inspector)."""
+"""The ``memlens`` command line's flags: each sub-command's arguments, and the types they parse.
+Parsing only: :mod:`.commands` declares the commands (name, help, these arguments, handler), whose
+handlers are in :mod:`.store_commands` (no UI) and :mod:`.tui` (the inspector)."""
 
 from __future__ import annotations
 
@@ -68,20 +69,6 @@ def location(value: str) -> Path | str:
     return value if is_server_url(value) or foreign_scheme(value) else Path(value)
 
 
-COMMANDS = ("open", "demo", "serve", "stats", "export", "import", "forget", "audit", "reembed", "migrate", "scrub", "index")
-
-
-class _NotParsed:
-    """Stands in for the sub-commands a command line does not name: their flags are not built.
-    Building all of them took 7-8 ms of every start, on the way to the inspector's first frame."""
-
-    def add_argument(self, *args, **kwargs) -> None:
-        return None
-
-    def add_mutually_exclusive_group(self, *args, **kwargs) -> _NotParsed:
-        return self
-
-
 def installed_version() -> str:
     """The version the installed distribution's metadata records (one place: pyproject.toml)."""
     from importlib.metadata import PackageNotFoundError, version
@@ -92,7 +79,7 @@ def installed_version() -> str:
         return "unknown (not installed)"
 
 
-class _Version(argparse.Action):
+class VersionAction(argparse.Action):
     """``--version``: the metadata is read only when asked (every start builds this parser)."""
 
     def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
@@ -103,29 +90,20 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-def build_parser(only: str | None = None) -> Parser:
-    """The whole command line; with ``only`` (one of :data:`COMMANDS`), just that sub-command,
-    which parses its arguments the same way."""
-    parser = Parser(prog="memlens", description="Look inside an AI agent's memory.")
-    parser.add_argument("--version", action=_Version, help="print the installed version and exit")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+# Each sub-command's arguments, by the name of the command (``commands.py`` declares the commands).
 
-    def command(name: str, help: str) -> argparse.ArgumentParser:
-        if only is not None and name != only:
-            return _NotParsed()  # type: ignore[return-value]
-        sub = subparsers.add_parser(name, help=help)
-        parser.commands[name] = sub
-        return sub
 
-    opener = command("open", "open a store in the inspector (same as `memlens PATH`)")
+def open_arguments(opener: argparse.ArgumentParser) -> None:
     opener.add_argument("db", type=location, help="the store: a file, or a postgresql:// URL")
 
-    demo = command("demo", "build a realistic demo store and open it in the inspector")
+
+def demo_arguments(demo: argparse.ArgumentParser) -> None:
     demo.add_argument("--db", type=Path, default=DEFAULT_DEMO_PATH, help="where to build it (default: %(default)s)")
     demo.add_argument("--no-open", action="store_true", help="only build it and print a summary")
     demo.add_argument("--force", action="store_true", help="replace the file at --db even if it is not a demo store")
 
-    serve = command("serve", "serve the inspector to a web browser (for a demo or a shared screen)")
+
+def serve_arguments(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("db", type=location, nargs="?", default=DEFAULT_DEMO_PATH, help="the store (default: %(default)s)")
     serve.add_argument("--port", type=port, default=8000, help="the port to listen on (default: %(default)s)")
     serve.add_argument(
@@ -145,10 +123,13 @@ def build_parser(only: str | None = None) -> Parser:
         help="how many pages may run an inspector at once, each a process of its own (default: %(default)s)",
     )
 
-    stats = command("stats", "print the tenants of a store with their counts per tier")
-    stats.add_argument("db", type=location, help="the store: a file, or a postgresql:// URL")
 
-    export = command("export", "export a tenant (or every tenant) to JSON or JSONL")
+def store_argument(parser: argparse.ArgumentParser) -> None:
+    """The one positional argument of ``stats``, ``scrub``: the store."""
+    parser.add_argument("db", type=location, help="the store: a file, or a postgresql:// URL")
+
+
+def export_arguments(export: argparse.ArgumentParser) -> None:
     export.add_argument("--db", type=location, required=True, help="the store: a file, or a postgresql:// URL")
     _tenant_options(export, required=True, every="every tenant")
     export.add_argument("-o", "--output", type=Path, required=True, help="file to write (.json: one document; otherwise JSONL)")
@@ -157,9 +138,8 @@ def build_parser(only: str | None = None) -> Parser:
     export.add_argument("--embeddings", action="store_true", help="include the vectors")
     _actor(export)
 
-    add_import_options(command("import", "import an export file (atomic; re-importing changes nothing)"))
 
-    forget = command("forget", "erase a tenant, a session, or what is older than a date")
+def forget_arguments(forget: argparse.ArgumentParser) -> None:
     forget.add_argument("--db", type=location, required=True, help="the store: a file, or a postgresql:// URL")
     _tenant_options(forget, required=True)
     forget.add_argument("--session", help="only this session")
@@ -169,15 +149,18 @@ def build_parser(only: str | None = None) -> Parser:
     mode.add_argument("--yes", action="store_true", help="erase")
     _actor(forget)
 
-    audit = command("audit", "show the audit log (every tenant unless --user/--anonymous)")
+
+def audit_arguments(audit: argparse.ArgumentParser) -> None:
     audit.add_argument("--db", type=location, required=True, help="the store: a file, or a postgresql:// URL")
     _tenant_options(audit, required=False)
 
-    reembed = command("reembed", "re-embed every episode and fact with the current model")
+
+def reembed_arguments(reembed: argparse.ArgumentParser) -> None:
     reembed.add_argument("db", type=location, help="the store: a file, or a postgresql:// URL")
     reembed.add_argument("--model", help="a local sentence-transformers model directory (default: the packaged all-MiniLM-L6-v2)")
 
-    migrate = command("migrate", "copy a whole store to another (SQLite file <-> PostgreSQL), verified, in one transaction")
+
+def migrate_arguments(migrate: argparse.ArgumentParser) -> None:
     migrate.add_argument(
         "--from",
         dest="source",
@@ -203,18 +186,15 @@ def build_parser(only: str | None = None) -> Parser:
     migrate.add_argument("--model", help="the destination's model directory (default: the packaged all-MiniLM-L6-v2)")
     _actor(migrate)
 
-    scrub = command("scrub", "rewrite indexes and truncate the WAL so deleted content leaves the files")
-    scrub.add_argument("db", type=location, help="the store: a file, or a postgresql:// URL")
 
-    index = command("index", "PostgreSQL: build a tenant's server-side vector index (pgvector HNSW) and report its recall")
+def index_arguments(index: argparse.ArgumentParser) -> None:
     index.add_argument("--db", type=location, required=True, help="the store: a postgresql:// URL")
     _tenant_options(index, required=True)
     index.add_argument("--sample", type=int, default=100, help="queries to measure recall@10 with (default: %(default)s)")
     index.add_argument("--drop", action="store_true", help="drop the index instead: the tenant's searches are exact again")
-    return parser
 
 
-def add_import_options(imp: argparse.ArgumentParser) -> None:
+def import_arguments(imp: argparse.ArgumentParser) -> None:
     """`memlens import`'s flags; a new source format adds its flag here and its branch in
     :func:`.store_commands.cmd_import`."""
     imp.add_argument("--db", type=location, required=True, help="the store: a file, or a postgresql:// URL")
