@@ -26,12 +26,13 @@ from . import config, messages
 from .commands import system_commands
 from .failures import describe, is_damage
 from .locations import is_server_url, shown
+from .messages import TenantName
 from .opening import Glance
 from .printable import printable
 from .screens.main import MainScreen
 from .searching import SEARCH_LIMIT, Search
 from .widgets.footer import KeysFooter
-from .widgets.tenant_list import LISTED_AT_MOST, NO_TENANT, TenantList, TenantName
+from .widgets.tenant_list import LISTED_AT_MOST, NO_TENANT, TenantList
 from .workers import call_store
 
 __all__ = ["MemlensApp", "make_app", "is_idle", "NO_TENANT", "SEARCH_LIMIT"]

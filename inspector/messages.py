@@ -5,15 +5,50 @@ Results for one tenant carry ``tenant_key``: the App drops those for a tenant no
 
 Plain classes rather than dataclasses: 22 ``@dataclass`` classes took 10.8 ms to import, on the
 path to the first frame (``python -X importtime``), for constructors :class:`Carrier` gives at no cost.
+Carrier is marked as dataclass-like (``dataclass_transform``), so mypy checks every message built
+against its fields' types; the store's models they carry are imported for the type checker only.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, dataclass_transform
 
 from textual.message import Message
 
+if TYPE_CHECKING:  # the store's models are imported after the first frame, when results come
+    from datetime import datetime
 
+    from textual.worker import Worker
+
+    from store.models import (
+        Activity,
+        AuditEntry,
+        Block,
+        BlockHistory,
+        Change,
+        Checkpoint,
+        CheckpointDiff,
+        EpisodePage,
+        Fact,
+        ForgetReceipt,
+        KeyValueEntry,
+        MemoryDiff,
+        MemorySnapshot,
+        RecallHit,
+        ScratchpadEntry,
+        SessionInfo,
+        TaskState,
+        TenantSummary,
+        TierCounts,
+    )
+
+
+def _is_class_variable(annotation: object) -> bool:
+    return str(annotation).startswith(("ClassVar", "typing.ClassVar"))
+
+
+@dataclass_transform()
 class Carrier(Message):
     """A message whose constructor takes the fields annotated on its class (inherited ones first),
     positionally or by name, as a dataclass's would; a field with a class-level value is optional."""
@@ -22,7 +57,8 @@ class Carrier(Message):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        own = [name for name, kind in cls.__dict__.get("__annotations__", {}).items() if not kind.startswith("ClassVar")]
+        # Strings under ``from __future__ import annotations``, the types themselves without it.
+        own = [name for name, kind in cls.__dict__.get("__annotations__", {}).items() if not _is_class_variable(kind)]
         cls.fields = cls.fields + tuple(name for name in own if name not in cls.fields)
 
     def __init__(self, *values: Any, **named: Any) -> None:
@@ -68,11 +104,19 @@ class ModelFailed(Carrier):
 class TenantNames(Carrier):
     """The tenants by name, before the store has opened; None when the file could not be read so."""
 
-    names: list[Any] | None
+    names: list[str | None] | None
+
+
+@dataclass(frozen=True)
+class TenantName:
+    """A tenant known by name only, until the store has opened and counted its records."""
+
+    user_id: str | None
+    counts: None = None
 
 
 class TenantsLoaded(Carrier):
-    tenants: list[Any]
+    tenants: list[TenantSummary | TenantName]
 
 
 class TenantResult(Carrier):
@@ -89,69 +133,69 @@ class TenantResult(Carrier):
 
 
 class BlocksLoaded(TenantResult):
-    blocks: list[Any]
+    blocks: list[Block]
 
 
 class EpisodesLoaded(TenantResult):
     """One page of episodes; ``append`` adds it below what is shown."""
 
-    page: Any
+    page: EpisodePage
     append: bool = False
 
 
 class FactsLoaded(TenantResult):
-    facts: list[Any]
-    valid_at: Any
+    facts: list[Fact]
+    valid_at: datetime | None
     history: bool
-    known_at: Any = None
+    known_at: datetime | None = None
 
 
 class OverviewLoaded(TenantResult):
     """The tenant at a glance: its counts per tier (TierCounts) and episodes per day (Activity)."""
 
-    counts: Any
-    activity: Any
+    counts: TierCounts
+    activity: Activity
 
 
 class SessionsLoaded(TenantResult):
-    sessions: list[Any]
+    sessions: list[SessionInfo]
 
 
 class PastLoaded(TenantResult):
     """The tenant as it stood at a past moment (MemorySnapshot): its blocks, its sessions and the
     overview's counts come from this one snapshot; ``activity`` is the overview's sparkline."""
 
-    snapshot: Any
-    activity: Any
+    snapshot: MemorySnapshot
+    activity: Activity
 
 
 class SessionLoaded(TenantResult):
     """The working memory of one session: task state, key-value entries, notes, checkpoints."""
 
     session_id: str
-    task: Any
-    entries: list[Any]
-    notes: list[Any]
-    checkpoints: list[Any]
+    task: TaskState | None
+    entries: list[KeyValueEntry]
+    notes: list[ScratchpadEntry]
+    checkpoints: list[Checkpoint]
     note: str = ""
     """In the past: where the state shown comes from (a checkpoint), or why none is shown."""
 
 
 class AuditLoaded(TenantResult):
-    entries: list[Any]
+    entries: list[AuditEntry]
 
 
 class StoreAuditLoaded(Carrier):
     """The audit log of the whole store, every tenant (erased ones included)."""
 
-    entries: list[Any]
+    entries: list[AuditEntry]
 
 
 class SearchResults(Carrier):
     """To the search view that asked: the results of its request ``seq``, and the search line."""
 
     seq: int
-    hits: list[Any]
+    hits: list[RecallHit]
     status: str
     paint_at: float | None = None
     """For the keyword half of a hybrid search: when (``time.monotonic()``) to paint it, unless
@@ -159,11 +203,11 @@ class SearchResults(Carrier):
 
 
 class ForgetPreview(Carrier):
-    receipt: Any
+    receipt: ForgetReceipt
 
 
 class ForgetDone(Carrier):
-    receipt: Any
+    receipt: ForgetReceipt
 
 
 class ExportDone(Carrier):
@@ -173,21 +217,21 @@ class ExportDone(Carrier):
 
 class CheckpointDiffed(Carrier):
     title: str
-    diff: Any
+    diff: CheckpointDiff
 
 
 class CheckpointRestored(Carrier):
     tenant_key: Any
-    checkpoint: Any
+    checkpoint: Checkpoint
 
 
 class BlockHistoryLoaded(Carrier):
     title: str
-    history: Any
+    history: BlockHistory
 
 
 class TimelineLoaded(Carrier):
-    changes: list[Any]
+    changes: list[Change]
 
 
 class MomentChosen(Carrier):
@@ -200,7 +244,7 @@ class MomentChosen(Carrier):
 
 class TenantDiffed(Carrier):
     title: str
-    diff: Any
+    diff: MemoryDiff
 
 
 class ActionFailed(Carrier):
@@ -211,7 +255,7 @@ class ActionFailed(Carrier):
 class WorkerFailed(Carrier):
     """A worker raised something that is not a store error (inspector.workers)."""
 
-    worker: Any
+    worker: Worker[Any]
     error: BaseException
 
 

@@ -138,3 +138,20 @@ def test_every_message_is_a_carrier():
                 others.append(f"{name}.{cls.name}")
     assert others == []
     assert "Carrier" in (PACKAGE / "widgets" / "views.py").read_text()  # the scan reads the widgets it checks
+
+
+def test_a_message_declared_without_postponed_annotations_takes_its_fields():
+    """Annotations are strings under ``from __future__ import annotations`` and the types
+    themselves without it: a Carrier reads both (a type's ``startswith`` crashed at class creation)."""
+    namespace: dict = {}
+    source = (
+        "from typing import ClassVar\n"
+        "from inspector.messages import Carrier\n"
+        "class Said(Carrier):\n"
+        "    kind: ClassVar[str] = 'said'\n"
+        "    text: str\n"
+        "    times: int = 1\n"
+    )
+    exec(compile(source, "said.py", "exec", dont_inherit=True), namespace)  # not this module's __future__ import
+    said = namespace["Said"]("hello", times=2)
+    assert type(said).fields == ("text", "times") and (said.text, said.times, said.kind) == ("hello", 2, "said")

@@ -60,7 +60,8 @@ async def test_while_the_store_opens_the_list_holds_a_screenful_of_names():
     """Before anything is counted the first frame waits for every tenant listed: a screenful."""
     from textual.app import App
 
-    from inspector.widgets.tenant_list import LISTED_BY_NAME_ONLY, NO_TENANT, TenantList, TenantName
+    from inspector.messages import TenantName
+    from inspector.widgets.tenant_list import LISTED_BY_NAME_ONLY, NO_TENANT, TenantList
 
     class Sidebar(App):
         def compose(self):

@@ -7,7 +7,6 @@ Part of the first frame: it imports nothing the App has not loaded already.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
@@ -32,14 +31,6 @@ LISTED_AT_MOST = 200
 LISTED_BY_NAME_ONLY = 16
 """Tenants in the list while the store opens and none is counted yet: a screenful, since the
 first frame waits for each one listed (200 put it 1.24x after a store of five tenants')."""
-
-
-@dataclass
-class TenantName:
-    """A tenant known by name only, until the store has opened and counted its records."""
-
-    user_id: str | None
-    counts: None = None
 
 
 MORE = "more"

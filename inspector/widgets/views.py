@@ -539,7 +539,8 @@ class SessionsView(Horizontal):
 
     @on(DataTable.RowHighlighted, "#sessions-table")
     def _picked(self, event: DataTable.RowHighlighted) -> None:
-        self.post_message(self.Picked(event.row_key.value))
+        if event.row_key.value is not None:
+            self.post_message(self.Picked(event.row_key.value))
 
     def selected_session(self) -> str | None:
         return self.query_one("#sessions-table", RecordTable).selected_key()
