@@ -36,7 +36,7 @@ from corpus import embeddings, memories, queries  # noqa: E402
 from recall_ab import Lookup, pct  # noqa: E402
 from recall_bench import table  # noqa: E402
 
-from store import MemoryStore  # noqa: E402
+from store import MemoryStore, testing  # noqa: E402
 from store.embedding import LocalModelEmbedder, cache_dir  # noqa: E402
 from store.recall import approximate  # noqa: E402
 from store.recall.approximate import ApproximateIndex  # noqa: E402
@@ -131,7 +131,7 @@ MEMORY_PROBE = r"""
 import os, sys
 sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[1] + "/bench")
 from recall_ab import Lookup
-from store import MemoryStore
+from store import MemoryStore, testing
 from store.recall import approximate
 import usearch.index  # its code is not per-vector memory: loaded before the first reading
 
@@ -146,7 +146,7 @@ s.warm_vectors(user_id="bench")
 matrix = rss()
 os.environ[approximate.MIN_ROWS_ENV] = str(approximate.DEFAULT_MIN_ROWS)
 s.warm_vectors(user_id="bench")
-assert s._indexer.cache.settle(timeout=3600) and s._indexer.cache.index_failure is None
+assert testing.vector_cache(s).settle(timeout=3600) and testing.vector_cache(s).index_failure is None
 both = rss()
 peak = rss("VmHWM")
 print(before, matrix, both, peak)
@@ -170,7 +170,7 @@ def e2e_rows(db: Path, n: int, query_texts: list[str]) -> list[list[str]]:
     real.warm()
     store = MemoryStore.open(db, embedder=real)
     store.warm_vectors(user_id=TENANT)
-    assert store._indexer.cache.settle(timeout=3600) and store._indexer.cache.index_failure is None
+    assert testing.vector_cache(store).settle(timeout=3600) and testing.vector_cache(store).index_failure is None
     results: dict[tuple[str, str], list[float]] = {}
     for mode in ("vector", "hybrid"):
         for q in query_texts[:10]:

@@ -96,7 +96,7 @@ class PrecomputedEmbedder:
 
     def __init__(self, real, texts: list[str], vectors: np.ndarray):
         self.real, self.name = real, real.name
-        self._known = {t: v for t, v in zip(texts, vectors, strict=True)}
+        self.known = {t: v for t, v in zip(texts, vectors, strict=True)}
 
     @property
     def dim(self) -> int:
@@ -110,7 +110,7 @@ class PrecomputedEmbedder:
         self.real.warm()
 
     def embed(self, texts):
-        missing = [t for t in texts if t not in self._known]
+        missing = [t for t in texts if t not in self.known]
         if missing:
-            self._known.update(zip(missing, self.real.embed(missing), strict=True))
-        return np.vstack([self._known[t] for t in texts])
+            self.known.update(zip(missing, self.real.embed(missing), strict=True))
+        return np.vstack([self.known[t] for t in texts])

@@ -25,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from store import MemoryStore  # noqa: E402
+from store import MemoryStore, testing  # noqa: E402
 from store.backend.sqlite import maintenance  # noqa: E402
 from store.rights import audit, erasure  # noqa: E402
 from store.tenancy import Tenant  # noqa: E402
@@ -73,7 +73,7 @@ def erase_in_steps(store: MemoryStore) -> dict[str, float]:
     tenant, scope = Tenant("victim"), erasure.Scope(Tenant("victim"), None, None)
     times = {}
     start = time.perf_counter()
-    with store._db.write(tenant, inserting=False) as conn:
+    with testing.backend(store).write(tenant, inserting=False) as conn:
         counts = erasure.count(conn, scope)
         digest = audit.record(conn, tenant, action="forget", actor="bench", scope={}, counts=counts, at=utcnow())
         erasure.begin_tenant_erasure(conn, tenant, digest)
@@ -83,7 +83,7 @@ def erase_in_steps(store: MemoryStore) -> dict[str, float]:
     @contextmanager
     def timed_step():
         began = time.perf_counter()
-        with store._db.write(inserting=False, whole_store=False) as conn:
+        with testing.backend(store).write(inserting=False, whole_store=False) as conn:
             yield conn
         deletes.append(time.perf_counter() - began)
 
@@ -96,7 +96,7 @@ def erase_in_steps(store: MemoryStore) -> dict[str, float]:
     @contextmanager
     def timed_write():
         began = time.perf_counter()
-        with store._db.write() as conn:
+        with testing.backend(store).write() as conn:
             yield conn
         steps.append(time.perf_counter() - began)
 
@@ -104,7 +104,7 @@ def erase_in_steps(store: MemoryStore) -> dict[str, float]:
     times["rewrite FTS5 indexes"] = time.perf_counter() - start
     times["(longest write-lock hold of the rewrite)"] = max(steps)
     start = time.perf_counter()
-    with store._db.raw() as raw:
+    with testing.backend(store).raw() as raw:
         assert maintenance.truncate_wal(raw)[0]
     times["truncate WAL"] = time.perf_counter() - start
     times["total"] = sum(v for k, v in times.items() if not k.startswith("("))
@@ -136,7 +136,7 @@ def keyword_tables() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = MemoryStore.open(Path(tmp) / "keyword.db", embedder=None, scratchpad_limit=len(notes))
         now = utcnow()
-        with store._db.write() as conn:  # 3,000 notes in one transaction, not 3,000
+        with testing.backend(store).write() as conn:  # 3,000 notes in one transaction, not 3,000
             session = ensure_session(conn, Tenant("u"), "s", now)
             conn.execute(scratch_t.insert(), [Tenant("u").stamp({"session_pk": session, "created_at": now, "content": n}) for n in notes])
         for name, content in blocks.items():
@@ -267,7 +267,7 @@ def writer_wait(path: Path, total: int, victims: list[str]) -> tuple[dict, list[
     reader.start()
     ready.wait(30)
     store.remember("make the WAL non-empty", user_id="agent")
-    with store._db.raw() as raw:
+    with testing.backend(store).raw() as raw:
         start = time.monotonic()
         raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         windows["old"].append((start, time.monotonic()))

@@ -33,7 +33,7 @@ from backends_bench import postgres_url  # noqa: E402
 from corpus import embeddings, memories, queries  # noqa: E402
 from recall_ab import Lookup  # noqa: E402
 
-from store import MemoryStore  # noqa: E402
+from store import MemoryStore, testing  # noqa: E402
 from store.embedding import LocalModelEmbedder, cache_dir  # noqa: E402
 
 USER = "bench"
@@ -48,7 +48,7 @@ def rss_mb() -> float:
 
 def timed(store: MemoryStore, texts: list[str], mode: str) -> tuple[list[float], list]:
     # The store keeps the vectors of the last 256 query texts; every pass encodes its own.
-    store._indexer._queries.clear()
+    testing.forget_query_vectors(store)
     times, results = [], []
     for q in texts:
         start = time.perf_counter()
@@ -93,7 +93,7 @@ def main() -> None:
             reference.warm_vectors(user_id=USER)
             for q in query_texts[:10]:
                 reference.recall(q, user_id=USER, limit=10)
-            reference._indexer.cache.settle(timeout=3600)
+            testing.vector_cache(reference).settle(timeout=3600)
             sqlite_runs = {mode: timed(reference, query_texts, mode) for mode in ("vector", "hybrid")}
     url, server = postgres_url()
     try:
@@ -114,7 +114,7 @@ def main() -> None:
         store.warm_vectors(user_id=USER)
         for q in query_texts[:10]:
             store.recall(q, user_id=USER, limit=10)
-        store._indexer.cache.settle(timeout=3600)  # the in-process approximate index, if the tenant is large enough
+        testing.vector_cache(store).settle(timeout=3600)  # the in-process approximate index, if the tenant is large enough
         memory_runs = {mode: timed(store, query_texts, mode) for mode in ("vector", "hybrid")}
         memory_rss = rss_mb() - before
         store.close()

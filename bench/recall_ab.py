@@ -48,20 +48,20 @@ class Lookup:
     _model = None  # the real model, loaded only for texts no cache holds
 
     def __init__(self, texts, vectors):
-        self._known = dict(zip(texts, vectors, strict=True))
+        self.known = dict(zip(texts, vectors, strict=True))
 
     def warm(self) -> None:
         pass
 
     def embed(self, texts):
-        missing = [t for t in texts if t not in self._known]
+        missing = [t for t in texts if t not in self.known]
         if missing:  # not in any cache (a fresh clone): the real model computes them, loaded once
             from store.embedding import LocalModelEmbedder
 
             if Lookup._model is None:
                 Lookup._model = LocalModelEmbedder()
-            self._known.update(zip(missing, Lookup._model.embed(missing), strict=True))
-        return np.vstack([self._known[t] for t in texts])
+            self.known.update(zip(missing, Lookup._model.embed(missing), strict=True))
+        return np.vstack([self.known[t] for t in texts])
 
 
 # Runs in a fresh process with one version's code first on sys.path.

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corpus import PrecomputedEmbedder, embeddings, memories, queries  # noqa: E402
 
-from store import MemoryStore  # noqa: E402
+from store import MemoryStore, testing  # noqa: E402
 from store.embedding import LocalModelEmbedder, cache_dir  # noqa: E402
 from store.recall.vectors import top_k  # noqa: E402
 from store.tenancy import Tenant  # noqa: E402
@@ -96,13 +96,13 @@ def bench_size(n: int, texts, vectors, query_texts, query_vectors, real, workdir
     embedder = PrecomputedEmbedder(real, list(texts[:n]) + query_texts, np.vstack([vectors[:n], query_vectors]))
     store = build_store(workdir / f"recall-{n}.db", texts[:n], embedder)
     tenant = Tenant("bench")
-    with store._db.read() as conn:
-        pks, matrix = store._indexer.cache.get(conn, tenant, "episode", real.dim)
+    with testing.backend(store).read() as conn:
+        pks, matrix = testing.vector_cache(store).get(conn, tenant, "episode", real.dim)
     baseline = np.ascontiguousarray(vectors[:n])
 
     def ours(q):
-        with store._db.read() as conn:
-            p, m = store._indexer.cache.get(conn, tenant, "episode", real.dim)
+        with testing.backend(store).read() as conn:
+            p, m = testing.vector_cache(store).get(conn, tenant, "episode", real.dim)
         return p[top_k(m, q, 10)[0]]
 
     def numpy_scan(q):

@@ -48,7 +48,7 @@ from hybrid_stages import Stages, print_stages  # noqa: E402
 from peers_bench import peers_side_by_side, print_side_by_side  # noqa: E402
 from recall_ab import Lookup, pct  # noqa: E402
 
-from store import MemoryStore  # noqa: E402
+from store import MemoryStore, testing  # noqa: E402
 from store.embedding import LocalModelEmbedder, cache_dir  # noqa: E402
 
 WARM = 10
@@ -172,7 +172,7 @@ def main() -> None:
         for q in warm:
             store.recall(q, user_id="bench", limit=10)
         built = time.perf_counter()
-        assert store._indexer.cache.settle(timeout=3600) and store._indexer.cache.index_failure is None
+        assert testing.vector_cache(store).settle(timeout=3600) and testing.vector_cache(store).index_failure is None
         built = time.perf_counter() - built
         encode = timed([lambda q=q: real.embed([q]) for q in query_texts])
         hybrid = timed([lambda q=q: store.recall(q, user_id="bench", limit=10) for q in query_texts])

@@ -3,8 +3,8 @@
 A test that reads ``store._db`` pins how the store is composed today, and breaks when the
 composition changes though no behaviour did. So no test names a private attribute, method,
 function or class of the ``store`` package; what they need of those, ``store.testing`` hands
-them. The scan covers test modules and the scripts they run in subprocesses (string literals
-that parse as Python). Textual's private names are not the store's and are not counted here.
+them. The scan covers test modules, the benchmarks, and the scripts they run in subprocesses
+(string literals that parse as Python). Textual's private names are not the store's and are not counted here.
 """
 
 from __future__ import annotations
@@ -82,6 +82,15 @@ def test_no_test_reads_a_private_name_of_the_store():
     # This file's own samples reach in on purpose; loomflow's vendored tests test loomflow.
     tests = [p for p in TESTS.rglob("*.py") if VENDORED not in p.parents and p != Path(__file__)]
     found = [line for path in sorted(tests) for line in private_reads(path, private)]
+    assert found == [], "use store.testing instead:\n" + "\n".join(found)
+
+
+def test_no_benchmark_reads_a_private_name_of_the_store():
+    """The benchmarks too: they measure the store as it is composed, through the same door."""
+    private = store_private_names()
+    scripts = sorted((TESTS.parent / "bench").glob("*.py"))
+    assert scripts, "no benchmark found beside the tests"
+    found = [line for path in scripts for line in private_reads(path, private)]
     assert found == [], "use store.testing instead:\n" + "\n".join(found)
 
 
