@@ -197,54 +197,39 @@ def engine_words(path: Path, engine: re.Pattern[str] = ENGINE) -> list[str]:
     return found
 
 
-def test_only_the_sqlite_backend_knows_it_is_sqlite():
-    store_root = ROOT / "store"
-    found = []
-    for path in sorted(store_root.rglob("*.py")):
-        rel = path.relative_to(ROOT).as_posix()
-        if rel.startswith("store/backend/sqlite/") or rel in ALLOWED:
-            continue
-        found += engine_words(path)
-    assert found == []
+ENGINES = {
+    "sqlite": (ENGINE, "store/backend/sqlite/", ALLOWED),
+    "postgres": (POSTGRES, "store/backend/postgres/", POSTGRES_ALLOWED),
+}
 
 
-def test_only_the_postgres_backend_knows_it_is_postgres():
-    store_root = ROOT / "store"
+@pytest.mark.parametrize("engine", ENGINES)
+def test_only_each_backend_knows_its_engine(engine):
+    words, home, allowed = ENGINES[engine]
     found = []
-    for path in sorted(store_root.rglob("*.py")):
+    for path in sorted((ROOT / "store").rglob("*.py")):
         rel = path.relative_to(ROOT).as_posix()
-        if rel.startswith("store/backend/postgres/") or rel in POSTGRES_ALLOWED:
+        if rel.startswith(home) or rel in allowed:
             continue
-        found += engine_words(path, POSTGRES)
+        found += engine_words(path, words)
     assert found == []
 
 
 @pytest.mark.parametrize(
-    "line",
+    ("engine", "line"),
     [
-        "from psycopg import sql",
-        "conn.execute(text('SELECT pg_advisory_xact_lock(1)'))",
-        "x = \"to_tsvector('simple', text)\"",
-        "from sqlalchemy.dialects.postgresql import insert",
+        ("sqlite", "import sqlite3"),
+        ("sqlite", "conn.exec_driver_sql('PRAGMA wal_checkpoint')"),
+        ("sqlite", "x = 'episodes_fts5'"),
+        ("sqlite", "literal_column('vectors.rowid')"),
+        ("sqlite", "from sqlalchemy.dialects.sqlite import insert"),
+        ("postgres", "from psycopg import sql"),
+        ("postgres", "conn.execute(text('SELECT pg_advisory_xact_lock(1)'))"),
+        ("postgres", "x = \"to_tsvector('simple', text)\""),
+        ("postgres", "from sqlalchemy.dialects.postgresql import insert"),
     ],
 )
-def test_the_postgres_check_sees_each_form(tmp_path, line):
+def test_the_engine_check_sees_each_form(tmp_path, engine, line):
     path = tmp_path / "m.py"
-    path.write_text(f'"""Docstrings may say PostgreSQL."""\n{line}\n')
-    assert engine_words(path, POSTGRES)
-
-
-@pytest.mark.parametrize(
-    "line",
-    [
-        "import sqlite3",
-        "conn.exec_driver_sql('PRAGMA wal_checkpoint')",
-        "x = 'episodes_fts5'",
-        "literal_column('vectors.rowid')",
-        "from sqlalchemy.dialects.sqlite import insert",
-    ],
-)
-def test_the_engine_check_sees_each_form(tmp_path, line):
-    path = tmp_path / "m.py"
-    path.write_text(f'"""Docstrings may say SQLite."""\n# comments too: PRAGMA\n{line}\n')
-    assert engine_words(path)
+    path.write_text(f'"""Docstrings may say SQLite and PostgreSQL."""\n# comments too: PRAGMA, pg_dump\n{line}\n')
+    assert engine_words(path, ENGINES[engine][0])
