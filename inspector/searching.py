@@ -105,8 +105,10 @@ class Search:
         self.newest = 0
         """The number of the newest request handed over: the search thread skips older ones' second half."""
         self.thread = LatestOnly(self.run, self.failed)
-        self.hybrid_seconds: dict[str, float] = {}
-        """Per tenant, the time a hybrid search is expected to take, from the ones it took."""
+        self.hybrid_seconds: tuple[Any, float] | None = None
+        """The tenant last searched and the time its hybrid search is expected to take, from the
+        ones it took: one tenant's, so neither the state nor the user ids it holds grow with the
+        tenants browsed (another tenant's first search starts afresh)."""
 
     @property
     def busy(self) -> bool:
@@ -146,7 +148,7 @@ class Search:
 
         view, user, mode, m, at = request
         store = self.host.store
-        expected = self.hybrid_seconds.get(user)
+        expected = self.hybrid_seconds[1] if self.hybrid_seconds is not None and self.hybrid_seconds[0] == user else None
         quick = expected is not None and expected < KEYWORD_HALF_AFTER
         phases = ("keyword", mode) if mode == "hybrid" and m.query.strip() and not quick else (mode,)
         for phase in phases:
@@ -172,7 +174,7 @@ class Search:
                 return
             if phase == "hybrid" and m.query.strip():
                 took = time.perf_counter() - start
-                self.hybrid_seconds[user] = took if expected is None else (1 - SMOOTHING) * expected + SMOOTHING * took
+                self.hybrid_seconds = (user, took if expected is None else (1 - SMOOTHING) * expected + SMOOTHING * took)
             if joining and not hits:
                 continue  # no keyword match: the results on screen stay until the hybrid ones replace them
             if m.seq != self.newest:

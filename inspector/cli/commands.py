@@ -21,7 +21,7 @@ class Command:
 
 
 DECLARED: tuple[Command, ...] = (
-    Command("open", "open a store in the inspector (same as `memlens PATH`)", flags.open_arguments, tui.cmd_open),
+    Command("open", "open a store in the inspector (same as `memlens PATH`)", flags.store_argument, tui.cmd_open),
     Command("demo", "build a realistic demo store and open it in the inspector", flags.demo_arguments, store_commands.cmd_demo),
     Command("serve", "serve the inspector to a web browser (for a demo or a shared screen)", flags.serve_arguments, tui.cmd_serve),
     Command("stats", "print the tenants of a store with their counts per tier", flags.store_argument, store_commands.cmd_stats),

@@ -93,10 +93,6 @@ class VersionAction(argparse.Action):
 # Each sub-command's arguments, by the name of the command (``commands.py`` declares the commands).
 
 
-def open_arguments(opener: argparse.ArgumentParser) -> None:
-    opener.add_argument("db", type=location, help="the store: a file, or a postgresql:// URL")
-
-
 def demo_arguments(demo: argparse.ArgumentParser) -> None:
     demo.add_argument("--db", type=Path, default=DEFAULT_DEMO_PATH, help="where to build it (default: %(default)s)")
     demo.add_argument("--no-open", action="store_true", help="only build it and print a summary")
@@ -125,7 +121,7 @@ def serve_arguments(serve: argparse.ArgumentParser) -> None:
 
 
 def store_argument(parser: argparse.ArgumentParser) -> None:
-    """The one positional argument of ``stats``, ``scrub``: the store."""
+    """The one argument of ``open``, ``stats`` and ``scrub``: the store."""
     parser.add_argument("db", type=location, help="the store: a file, or a postgresql:// URL")
 
 
@@ -156,7 +152,7 @@ def audit_arguments(audit: argparse.ArgumentParser) -> None:
 
 
 def reembed_arguments(reembed: argparse.ArgumentParser) -> None:
-    reembed.add_argument("db", type=location, help="the store: a file, or a postgresql:// URL")
+    store_argument(reembed)
     reembed.add_argument("--model", help="a local sentence-transformers model directory (default: the packaged all-MiniLM-L6-v2)")
 
 

@@ -55,8 +55,7 @@ header, and forget and restore are off. As you type, where the hybrid search is 
 matches show first and the hybrid ranking replaces them a moment later (the line above the
 results says *keyword first · semantic joining…* meanwhile); until the model is warm, search is
 by keyword alone (the header says whether it is; the line above the results names the mode
-searched). Views refresh by themselves
-when another process writes to the store.
+searched). Views refresh by themselves when another process writes to the store.
 """
 
 

@@ -279,14 +279,17 @@ class SearchView(Vertical):
     def on_search_results(self, m: SearchResults) -> None:
         if m.seq != self.seq:
             return  # stale: never paint over newer results
-        if self._keyword_half is not None:
-            self._keyword_half.stop()  # replaced by these results before it was painted
-            self._keyword_half = None
+        self._drop_keyword_half()  # replaced by these results before it was painted
         wait = 0.0 if m.paint_at is None else m.paint_at - time.monotonic()
         if wait > 0:
             self._keyword_half = self.set_timer(wait, lambda: self._paint_keyword_half(m))
         else:
             self.show(m.hits, m.status)
+
+    def _drop_keyword_half(self) -> None:
+        if self._keyword_half is not None:
+            self._keyword_half.stop()
+            self._keyword_half = None
 
     def _paint_keyword_half(self, m: SearchResults) -> None:
         self._keyword_half = None
@@ -329,9 +332,7 @@ class SearchView(Vertical):
         self.query_one("#search-status", Label).update(Text(text, style="bold red"))
 
     def clear(self, hint: str) -> None:
-        if self._keyword_half is not None:
-            self._keyword_half.stop()
-            self._keyword_half = None
+        self._drop_keyword_half()
         self.query_one(ResultsTable).reset()
         self.query_one("#search-status", Label).update(hint)
 
