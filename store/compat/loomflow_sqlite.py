@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import sqlite3
 import time
@@ -173,9 +174,12 @@ def source_stamp(path: Path) -> list[tuple[str, int, int] | None]:
 Reading = tuple[dict[str, Any], list[str], int, list[str]]
 T = TypeVar("T")
 
-# A reading that meets the agent writing is tried again this many times, after these pauses (s),
-# before the reader says the agent is writing: a write of loomflow's takes milliseconds.
-READ_RETRY_PAUSES = (0.02, 0.1, 0.3)
+# A reading that meets the agent writing is tried again, after pauses growing from the first to
+# the last (s), each drawn at random up to that length so that the readings do not keep step with
+# an agent that writes on a fixed beat, until READ_RETRY_SECONDS have passed: a write of
+# loomflow's takes milliseconds, and a busy agent on a loaded machine leaves gaps that short.
+READ_RETRY_FIRST_PAUSE, READ_RETRY_LAST_PAUSE = 0.01, 0.25
+READ_RETRY_SECONDS = 3.0
 
 
 def _read(path: Path) -> Reading:
@@ -188,44 +192,38 @@ def _read(path: Path) -> Reading:
 
 
 def read_retried(read: Callable[[], T], source: Path, nothing: str) -> T:
-    """``read()``, made again after each pause of READ_RETRY_PAUSES while it raises
-    SourceChangedError (the agent wrote meanwhile), then refused saying the agent is writing;
-    ``nothing`` says what the refusal left undone."""
-    for pause in READ_RETRY_PAUSES:
+    """``read()``, made again after a pause while it raises SourceChangedError (the agent wrote
+    meanwhile), for up to READ_RETRY_SECONDS; then refused saying the agent is writing, with
+    ``nothing`` saying what the refusal left undone."""
+    deadline = time.monotonic() + READ_RETRY_SECONDS
+    pause, readings = READ_RETRY_FIRST_PAUSE, 0
+    while True:
+        readings += 1
         try:
             return read()
         except SourceChangedError:
-            time.sleep(pause)
-    try:
-        return read()
-    except SourceChangedError:
-        raise SourceChangedError(
-            f"{source} changed during each of {len(READ_RETRY_PAUSES) + 1} readings: the agent is writing to it; "
-            f"{nothing} (try again when it pauses)"
-        ) from None
+            if time.monotonic() + pause > deadline:
+                break
+        time.sleep(random.uniform(pause / 2, pause))
+        pause = min(pause * 2, READ_RETRY_LAST_PAUSE)
+    raise SourceChangedError(
+        f"{source} changed during each of {readings} readings in {READ_RETRY_SECONDS:g} s: the agent is writing to it; "
+        f"{nothing} (try again when it pauses)"
+    )
 
 
 def _read_once(path: Path) -> Reading:
     """One reading; a reading that failed or disagreed with itself while the file's stamp moved
     was torn by a writer, and raises SourceChangedError whatever it met (a vanished -wal, a page
-    that looked malformed, counts that disagree)."""
+    that looked malformed, counts that disagree). A file with pending writes is copied and the copy
+    read: only the copying can meet the agent, so a busy agent (a write every few milliseconds)
+    tears the few milliseconds of a copy, not the whole reading."""
     before = source_stamp(path)
+    pending = [s for s in PENDING if _has_bytes(path.parent / (path.name + s))]
     try:
-        pending = [s for s in PENDING if (path.parent / (path.name + s)).is_file() and (path.parent / (path.name + s)).stat().st_size]
         if pending:
-            folder = make_private_folder("memlens-loomflow-", path)
-            try:
-                copy = folder / "source.db"
-                shutil.copyfile(path, copy)
-                for suffix in pending:
-                    shutil.copyfile(path.parent / (path.name + suffix), folder / ("source.db" + suffix))
-                if source_stamp(path) != before:
-                    raise SourceChangedError(f"{path} changed while it was being copied; nothing was imported (is an agent writing to it?)")
-                result = read_memory(path, sqlite3.connect(copy))
-            finally:
-                remove_private_folder(folder)
-        else:
-            result = read_memory(path, sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True))
+            return _read_a_copy(path, pending, before)
+        result = read_memory(path, sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True))
     except SourceChangedError:
         raise
     except (sqlite3.Error, OSError, SourceError, ImportValidationError) as exc:
@@ -239,6 +237,29 @@ def _read_once(path: Path) -> Reading:
     if source_stamp(path) != before:
         raise SourceChangedError(f"{path} changed while it was being read; nothing was imported (is an agent writing to it?)")
     return result
+
+
+def _has_bytes(side: Path) -> bool:
+    try:
+        return side.stat().st_size > 0
+    except FileNotFoundError:
+        return False
+
+
+def _read_a_copy(path: Path, pending: list[str], before: list[tuple[str, int, int] | None]) -> Reading:
+    """Copy the file and its pending side files into a private folder, check that nobody wrote
+    meanwhile, and read the copy (which no agent writes), removing it whatever happens."""
+    folder = make_private_folder("memlens-loomflow-", path)
+    try:
+        copy = folder / "source.db"
+        shutil.copyfile(path, copy)
+        for suffix in pending:
+            shutil.copyfile(path.parent / (path.name + suffix), folder / ("source.db" + suffix))
+        if source_stamp(path) != before:
+            raise SourceChangedError(f"{path} changed while it was being copied; nothing was imported (is an agent writing to it?)")
+        return read_memory(path, sqlite3.connect(copy))
+    finally:
+        remove_private_folder(folder)
 
 
 def read_memory(path: Path, connection: sqlite3.Connection) -> Reading:
