@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import os
 import pty
+import re
 import select
 import shutil
 import signal
@@ -67,7 +68,10 @@ class Terminal:
         raise AssertionError(f"the footer never {'showed' if quit_shown else 'hid'} q Quit; the screen was:\n{self.text()}")
 
     def type(self, keys: str) -> None:
-        for key in keys:
+        """Each key in a write of its own, as a person types; an escape sequence (an arrow key) is
+        one key and one write, as a terminal sends it: written a byte at a time, a loaded machine
+        can let Textual's wait for the rest of it pass, and read Escape, then "[B" as text."""
+        for key in re.findall(r"\x1b\[[0-?]*[ -/]*[@-~]|.", keys, re.DOTALL):
             os.write(self.master, key.encode())
             self.pump(0.03)
 
