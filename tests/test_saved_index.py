@@ -226,6 +226,7 @@ HOSTILE = {
     "a path outside the folder": lambda g, d: d | {"graph": "../../../etc/passwd"},
     "another tenant's graph": lambda g, d: d | {"graph": g.name.replace(tenant_stem("alice"), tenant_stem("bob"))},
     "wrong types": lambda g, d: d | {"rows": "600"},
+    "an older format (blake2b digests)": lambda g, d: d | {"format": 2},
     "fewer rows than it covers": lambda g, d: d | {"rows": 100},
     "not JSON": lambda g, d: "{not json",
     "garbage rows": _garbage_rows,
