@@ -54,10 +54,28 @@ def chosen(names: str | None) -> list[Benchmark]:
     return [b for b in BENCHMARKS if b.name in wanted]
 
 
-def why_not(benchmark: Benchmark) -> str | None:
+def why_not(benchmark: Benchmark, probed: dict[str, str | None]) -> str | None:
     if benchmark.postgres and importlib.util.find_spec("pgserver") is None:
         return "needs the embedded PostgreSQL: pip install -e '.[test]'"
+    if benchmark.pg_vectors:
+        if "pg_vectors" not in probed:
+            probed["pg_vectors"] = pg_vector_ops_failure()
+        return probed["pg_vectors"]
     return None
+
+
+def pg_vector_ops_failure() -> str | None:
+    """Why the embedded PostgreSQL's pgvector cannot rank vectors on this machine, or None: its
+    prebuilt binary dies with SIGILL on CPUs without the instructions it was built for, and every
+    benchmark of PostgreSQL's vector search would fail on the first query."""
+    sys.path.insert(0, str(ROOT))
+    from tests import pg_support
+
+    server, handle = pg_support.start()
+    try:
+        return server.vector_ops_unavailable
+    finally:
+        pg_support.stop(server, handle)
 
 
 def run(benchmark: Benchmark, quick: bool, out: Path, revision: str) -> tuple[str, float]:
@@ -106,8 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     size = "small sizes (a few minutes)" if args.quick else f"documented sizes, about {total:g} min on two cores"
     print(f"running {len(benchmarks)} benchmarks at {size}, commit {revision}; results in {out}", flush=True)
     outcomes: list[tuple[Benchmark, str, float]] = []
+    probed: dict[str, str | None] = {}
     for benchmark in benchmarks:
-        reason = why_not(benchmark)
+        reason = why_not(benchmark, probed)
         if reason is not None:
             print(f"\n== {benchmark.name}: skipped, {reason}", flush=True)
             outcomes.append((benchmark, f"skipped: {reason}", 0.0))
@@ -117,7 +136,9 @@ def main(argv: list[str] | None = None) -> int:
         outcome, seconds = run(benchmark, args.quick, out, revision)
         outcomes.append((benchmark, outcome, seconds))
     rows = "\n".join(
-        f"| [{b.name}]({b.name}.md) | `bench/{b.script}` | {outcome} | {seconds / 60:.1f} min |" for b, outcome, seconds in outcomes
+        f"| {b.name if outcome.startswith('skipped') else f'[{b.name}]({b.name}.md)'} | `bench/{b.script}` | {outcome} "
+        f"| {seconds / 60:.1f} min |"
+        for b, outcome, seconds in outcomes
     )
     (out / "index.md").write_text(
         f"# Benchmark run, commit {revision}{' (quick sizes)' if args.quick else ''}\n\n"
