@@ -327,6 +327,34 @@ async def test_a_read_torn_once_by_the_agent_is_read_again(tmp_path, target, mon
     assert {r["content"] for r in read.document["records"] if r["type"] == "block"} == {"written during the first read"}
 
 
+async def test_a_write_while_the_private_copy_is_read_does_not_tear_the_reading(tmp_path, target, monkeypatch):
+    """A file with pending writes (its -wal) is copied and the copy read: only the copying can
+    meet the agent, so a write while the copy is read leaves that one reading whole, as of the
+    copy. (Checking the live file after the whole reading made a busy agent tear every one.)"""
+    source = tmp_path / "bot.db"
+    holder = sqlite3.connect(source)  # keeps the WAL from being checkpointed away: the writes stay pending
+    holder.execute("PRAGMA journal_mode=WAL")
+    holder.execute("PRAGMA user_version = 1")
+    holder.commit()
+    try:
+        await write_loomflow(source)
+        real = loomflow_sqlite.read_memory
+        readings = []
+
+        def load_while_loomflow_writes(path, conn):
+            result = real(path, conn)
+            readings.append(1)
+            _sqlite(source, f"UPDATE working_blocks SET content = 'written during reading {len(readings)}'")
+            return result
+
+        monkeypatch.setattr(loomflow_sqlite, "read_memory", load_while_loomflow_writes)
+        read = loomflow_sqlite.read_loomflow_sqlite(source)
+        assert len(readings) == 1  # one reading, not torn
+        assert "written during reading 1" not in {r.get("content") for r in read.document["records"]}
+    finally:
+        holder.close()
+
+
 # --- the command: memlens import --from loomflow-sqlite -----------------------------------------
 
 
