@@ -452,8 +452,11 @@ async def test_at_80x24_every_tab_label_the_quit_key_and_the_session_detail_fit(
         app.query_one("#tenants").focus()
         await wait_for(pilot, lambda: "q Quit" in footer(app), what="q Quit in the footer")
         app.main_screen.action_show_view("search")
-        await pilot.pause(0.2)
-        for field in ("#search-kind", "#search-session", "#search-since", "#search-until"):
+        fields = ("#search-kind", "#search-session", "#search-since", "#search-until")
+        # Waited for, not a fixed pause: on a loaded machine the tab's layout can take longer than
+        # 0.2 s to be refreshed (CI once found the kind field not yet placed).
+        await wait_for(pilot, lambda: all(fully_on_screen(app, app.query_one(f)) for f in fields), what="the search filters placed")
+        for field in fields:
             assert fully_on_screen(app, app.query_one(field)), field
 
 
