@@ -286,19 +286,25 @@ async def test_a_newer_schema_or_a_bad_record_writes_nothing(tmp_path, target, c
     assert dump(target.path) == before
 
 
-async def test_a_source_written_to_during_every_read_is_refused(tmp_path, target, monkeypatch):
-    source = tmp_path / "bot.db"
-    await write_loomflow(source)
+def write_during_each_reading(source, monkeypatch) -> list[int]:
+    """Loomflow writes to ``source`` at the end of each reading of it; returns the readings' tally."""
     real = loomflow_sqlite.read_memory
-    writes = []
+    readings: list[int] = []
 
     def load_while_loomflow_writes(path, conn):
         result = real(path, conn)
-        writes.append(1)
-        _sqlite(source, f"UPDATE working_blocks SET content = 'changed {len(writes)}'")
+        readings.append(1)
+        _sqlite(source, f"UPDATE working_blocks SET content = 'written during reading {len(readings)}'")
         return result
 
     monkeypatch.setattr(loomflow_sqlite, "read_memory", load_while_loomflow_writes)
+    return readings
+
+
+async def test_a_source_written_to_during_every_read_is_refused(tmp_path, target, monkeypatch):
+    source = tmp_path / "bot.db"
+    await write_loomflow(source)
+    writes = write_during_each_reading(source, monkeypatch)
     before = dump(target.path)
     started = time.monotonic()
     with pytest.raises(SourceChangedError, match="the agent is writing") as caught:
@@ -338,16 +344,7 @@ async def test_a_write_while_the_private_copy_is_read_does_not_tear_the_reading(
     holder.commit()
     try:
         await write_loomflow(source)
-        real = loomflow_sqlite.read_memory
-        readings = []
-
-        def load_while_loomflow_writes(path, conn):
-            result = real(path, conn)
-            readings.append(1)
-            _sqlite(source, f"UPDATE working_blocks SET content = 'written during reading {len(readings)}'")
-            return result
-
-        monkeypatch.setattr(loomflow_sqlite, "read_memory", load_while_loomflow_writes)
+        readings = write_during_each_reading(source, monkeypatch)
         read = loomflow_sqlite.read_loomflow_sqlite(source)
         assert len(readings) == 1  # one reading, not torn
         assert "written during reading 1" not in {r.get("content") for r in read.document["records"]}
