@@ -219,7 +219,8 @@ def _read_once(path: Path) -> Reading:
     read: only the copying can meet the agent, so a busy agent (a write every few milliseconds)
     tears the few milliseconds of a copy, not the whole reading."""
     before = source_stamp(path)
-    pending = [s for s in PENDING if _has_bytes(path.parent / (path.name + s))]
+    sizes = {stamp[0]: stamp[1] for stamp in before if stamp is not None}
+    pending = [suffix for suffix in PENDING if sizes.get(path.name + suffix, 0) > 0]  # as the stamp saw them
     try:
         if pending:
             return _read_a_copy(path, pending, before)
@@ -237,13 +238,6 @@ def _read_once(path: Path) -> Reading:
     if source_stamp(path) != before:
         raise SourceChangedError(f"{path} changed while it was being read; nothing was imported (is an agent writing to it?)")
     return result
-
-
-def _has_bytes(side: Path) -> bool:
-    try:
-        return side.stat().st_size > 0
-    except FileNotFoundError:
-        return False
 
 
 def _read_a_copy(path: Path, pending: list[str], before: list[tuple[str, int, int] | None]) -> Reading:
