@@ -15,6 +15,7 @@ fails is reported and the others still run; the command exits 1 if any failed.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import os
 import subprocess
@@ -54,16 +55,15 @@ def chosen(names: str | None) -> list[Benchmark]:
     return [b for b in BENCHMARKS if b.name in wanted]
 
 
-def why_not(benchmark: Benchmark, probed: dict[str, str | None]) -> str | None:
+def why_not(benchmark: Benchmark) -> str | None:
     if benchmark.postgres and importlib.util.find_spec("pgserver") is None:
         return "needs the embedded PostgreSQL: pip install -e '.[test]'"
     if benchmark.pg_vectors:
-        if "pg_vectors" not in probed:
-            probed["pg_vectors"] = pg_vector_ops_failure()
-        return probed["pg_vectors"]
+        return pg_vector_ops_failure()
     return None
 
 
+@functools.cache  # probed once a run: it starts and stops a server
 def pg_vector_ops_failure() -> str | None:
     """Why the embedded PostgreSQL's pgvector cannot rank vectors on this machine, or None: its
     prebuilt binary dies with SIGILL on CPUs without the instructions it was built for, and every
@@ -81,7 +81,7 @@ def pg_vector_ops_failure() -> str | None:
 def run(benchmark: Benchmark, quick: bool, out: Path, revision: str) -> tuple[str, float]:
     """Run one benchmark, its output shown as it comes and written under its header; returns its outcome and seconds."""
     arguments = benchmark.quick if quick else benchmark.arguments
-    command = " ".join(["python", f"bench/{benchmark.script}", *arguments])
+    command = benchmark.command(quick)
     before, started, at = load(), time.monotonic(), datetime.now(UTC)
     lines: list[str] = []
     with subprocess.Popen(
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     benchmarks = chosen(args.only)
     if args.what == "list":
         for b in benchmarks:
-            print(f"{b.name:18} ~{b.minutes:>4g} min  {b.command}{'  (PostgreSQL)' if b.postgres else ''}")
+            print(f"{b.name:18} ~{b.minutes:>4g} min  {b.command()}{'  (PostgreSQL)' if b.postgres else ''}")
         return 0
     out = args.out or ROOT / "bench" / "results" / datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)
@@ -124,9 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     size = "small sizes (a few minutes)" if args.quick else f"documented sizes, about {total:g} min on two cores"
     print(f"running {len(benchmarks)} benchmarks at {size}, commit {revision}; results in {out}", flush=True)
     outcomes: list[tuple[Benchmark, str, float]] = []
-    probed: dict[str, str | None] = {}
     for benchmark in benchmarks:
-        reason = why_not(benchmark, probed)
+        reason = why_not(benchmark)
         if reason is not None:
             print(f"\n== {benchmark.name}: skipped, {reason}", flush=True)
             outcomes.append((benchmark, f"skipped: {reason}", 0.0))

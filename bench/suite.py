@@ -21,9 +21,8 @@ class Benchmark:
     postgres: bool = False  # needs the embedded PostgreSQL of the test extra
     pg_vectors: bool = False  # and its pgvector's distance functions, which die on some CPUs
 
-    @property
-    def command(self) -> str:
-        return " ".join(["python", f"bench/{self.script}", *self.arguments])
+    def command(self, quick: bool = False) -> str:
+        return " ".join(["python", f"bench/{self.script}", *(self.quick if quick else self.arguments)])
 
 
 BENCHMARKS = (
