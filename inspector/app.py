@@ -16,7 +16,6 @@ from typing import Any
 from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal
 from textual.notifications import SeverityLevel
 from textual.reactive import reactive
 from textual.widgets import Header, Input, Label
@@ -31,6 +30,7 @@ from .opening import Glance
 from .printable import printable
 from .screens.main import MainScreen
 from .searching import SEARCH_LIMIT, Search
+from .widgets.backdrops import Row
 from .widgets.footer import KeysFooter
 from .widgets.tenant_list import LISTED_AT_MOST, NO_TENANT, TenantList
 from .workers import call_store
@@ -113,7 +113,7 @@ class MemlensApp(App):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        with Horizontal(id="main"):
+        with Row(id="main"):
             yield TenantList(id="sidebar").data_bind(selected=MemlensApp.user_id)
             # The tier views join here after the first frame (on_mount says why). Until then "/"
             # shows this box, so what is typed next is text, not keys (a "q" would have quit),

@@ -11,6 +11,7 @@ from textual.screen import Screen
 
 from inspector.widgets.results import ResultsTable
 from inspector.widgets.views import QueryInput, SearchView
+from store import MemoryStore
 
 
 @pytest.fixture
@@ -234,3 +235,65 @@ def test_a_plain_cell_is_laid_out_as_rich_lays_out_its_text():
         assert fitted_cell(plain, width) == "".join(segment.text for segment in text.render(console))
 
     same()
+
+
+@pytest.fixture
+def long_hits(store):
+    tail = "and the physiotherapist said to keep the knee moving with short walks every morning"
+    for i in range(30):
+        store.remember(f"booked the hotel in Lisbon, room {i}, {tail}", f"confirmation number {1000 + i}", user_id="alice")
+    return store.recall("hotel lisbon", user_id="alice", limit=25, kind="all", prefix=True)
+
+
+async def test_memories_wider_than_the_results_are_cut_to_fit_and_nothing_scrolls_sideways(long_hits):
+    """In a wide terminal the memory column is cut (with an ellipsis) so the rows fit: no
+    horizontal scrollbar, and new results keep the scrollable size (no scrollbar to redraw)."""
+    app = OneSearchView()
+    async with app.run_test(size=(120, 30)) as pilot:
+        table = app.query_one("#results", ResultsTable)
+        app.query_one(SearchView).show(long_hits, "25 results")
+        await pilot.pause()
+        assert table.virtual_size.width <= table.scrollable_content_region.width
+        assert not table.show_horizontal_scrollbar
+        line = "".join(segment.text for segment in table.render_line(1))
+        assert "…" in line and line.rstrip().endswith(table.cell_text(0, 6))  # cut, and the last column still shown
+        size = table.virtual_size
+        app.query_one(SearchView).show(long_hits[::-1], "25 results")
+        await pilot.pause()
+        assert table.virtual_size == size
+
+
+async def test_in_a_narrow_terminal_the_memory_is_not_cut_to_a_stub(long_hits):
+    """Where fitting would leave the memory fewer than NARROWED_AT_LEAST cells, the table keeps
+    it whole and scrolls sideways, as at 80 columns before."""
+    from inspector.widgets.results import NARROWED_AT_LEAST
+
+    app = OneSearchView()
+    async with app.run_test(size=(60, 20)) as pilot:
+        table = app.query_one("#results", ResultsTable)
+        app.query_one(SearchView).show(long_hits, "25 results")
+        await pilot.pause()
+        assert table.virtual_size.width > table.scrollable_content_region.width
+        line = "".join(segment.text for segment in table.render_line(1))
+        assert table.cell_text(0, 2)[: NARROWED_AT_LEAST + 6] in line  # more of it than a cut would leave
+
+
+async def test_every_container_between_the_screen_and_the_search_box_is_drawn_blank(tmp_path):
+    """Textual draws every container whose parent overlaps a change, whole, at every frame; the
+    ones around the search view are declared blank (widgets/backdrops.py), so a keystroke's frame
+    draws the search box, the status line and the results rather than every layer of the screen
+    under them. A new container on that path must be blank too, or this fails."""
+    from .inspector_support import app_for, open_tenant, settle
+
+    path = tmp_path / "one.db"
+    with MemoryStore.open(path) as s:
+        s.remember("booked the hotel in Lisbon", user_id="alice")
+    app = app_for(path, poll_seconds=0)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot, app)
+        await open_tenant(pilot, app, "alice")
+        layers = [node for node in app.query_one("#results").ancestors if node is not app]
+        for changed in ("#query", "#search-status", "#results"):
+            assert app.query_one(changed).parent in layers
+    drawn = [f"{type(node).__name__}#{node.id}" for node in layers if not node.BLANK]
+    assert drawn == [], drawn

@@ -35,7 +35,13 @@ def busy_store(tmp_path):
     path = tmp_path / "many.db"
     words = ["invoice", "berlin", "meeting", "tuesday", "flight", "lunch", "report", "budget", "train", "hotel", "from", "in"]
     with MemoryStore.open(path, embedder=FakeEmbedder()) as s:
-        rows = [{"input": f"{words[i % 12]} {words[(i * 7) % 12]} {words[(i * 5) % 12]} note {i}", "output": "ok"} for i in range(3000)]
+        # Memories longer than the results table is wide, as real ones are: the table cuts them
+        # to fit, so a new set of results keeps its scrollable size and its scrollbars.
+        tail = "with the receipts scanned, the totals checked twice and the notes filed for the quarterly review"
+        rows = [
+            {"input": f"{words[i % 12]} {words[(i * 7) % 12]} {words[(i * 5) % 12]} note {i} {tail[: 40 + i % 50]}", "output": "ok"}
+            for i in range(3000)
+        ]
         s.remember_many(rows, user_id="alice")
     return path
 

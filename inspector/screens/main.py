@@ -37,6 +37,7 @@ MAIN_TABLE = {
 
 
 class MainScreen(Screen[None]):
+    BLANK = True  # covered by its widgets: drawn as blank background (widgets/backdrops.py says why)
     BINDINGS = [
         # A priority binding: it acts when "/" reaches the screen, before the next key is handed
         # to the widget that had the focus. An ordinary binding acts only after "/" has gone to

@@ -18,13 +18,14 @@ from collections.abc import Callable, Iterable
 from typing import Any, ClassVar
 
 from rich.cells import cell_len, set_cell_size
+from rich.control import strip_control_codes
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
-from textual.geometry import Size
+from textual.geometry import Offset, Region, Size
 from textual.reactive import Reactive, reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -34,11 +35,23 @@ from .detail import ShowDetail
 
 CACHED_ROWS = 512  # a few screens of rows, each kept per content, widths and style
 PADDING = 1  # cells each side of a column, as DataTable's
+NARROWED_AT_LEAST = 24  # cells of the narrowing column left when it is cut to fit the table
 
 
-def _text(cell: Any) -> Text:
-    """A cell as Rich Text, never read as markup: a memory holding "[/]" shows as written."""
-    return cell.copy() if isinstance(cell, Text) else Text(str(cell))
+Cell = str | Text
+"""A cell as drawn: plain text (most cells: a kind, a score, a time), or Rich Text where it has
+styles (the memory with its matched words)."""
+
+
+def _cell(cell: Any) -> Cell:
+    """A cell as shown, never read as markup (a memory holding "[/]" shows as written) and without
+    control codes, which Rich Text would strip: plain text stays a string, a fifth of the cost of
+    a Text at every keystroke's 175 cells."""
+    return cell if isinstance(cell, Text) else strip_control_codes(str(cell))
+
+
+def _plain(cell: Cell) -> str:
+    return cell if isinstance(cell, str) else cell.plain
 
 
 def fitted_cell(plain: str, width: int) -> str:
@@ -113,18 +126,26 @@ class ResultsTable(ScrollView, can_focus=True):
     class ModeWanted(Carrier):
         """``m``: the same query in the next mode (the search view owns the modes)."""
 
-    def __init__(self, *columns: str, render: Callable[[Any], tuple[str, Any]] | None = None, **kwargs: Any):
+    def __init__(self, *columns: str, render: Callable[[Any], tuple[str, Any]] | None = None, narrowing: int | None = None, **kwargs: Any):
         super().__init__(**kwargs)
         self.columns = columns
+        self.narrowing = narrowing
+        """The column cut (with an ellipsis) so that the rows fit the table's width (``_fitted``):
+        the memory text, which the detail pane shows whole. Rows that fit need no horizontal
+        scrollbar, and a new set of results keeps the scrollable size, so the scrollbars are not
+        drawn again at every keystroke (they were a tenth of a keystroke's frames)."""
         self.render_detail = render
         self.records: dict[str, Any] = {}
         self._keys: list[str] = []
-        self._cells: list[tuple[Text, ...]] = []
+        self._cells: list[tuple[Cell, ...]] = []
         self._cell_keys: list[tuple] = []
-        self._widths: tuple[int, ...] = tuple(cell_len(c) for c in columns)
+        self._natural: tuple[int, ...] = tuple(cell_len(c) for c in columns)
+        """Each column's width as its widest cell (or header) would have it."""
+        self._widths = self._natural
         self._strips: LRUCache[tuple, Strip] = LRUCache(CACHED_ROWS)
         self._style: Style | None = None
         self._detail_shown = False  # a record of these rows was sent to the detail pane
+        self._drawing: tuple[Offset, int] | None = None  # the scroll and width, while lines are drawn
 
     # What the search view and the App use.
 
@@ -139,7 +160,7 @@ class ResultsTable(ScrollView, can_focus=True):
 
     def cell_text(self, row: int, column: int) -> str:
         """What a cell shows, as plain text."""
-        return self._cells[row][column].plain
+        return _plain(self._cells[row][column])
 
     def show_rows(self, rows: Iterable[tuple[str, Any, tuple[Any, ...]]]) -> None:
         """Replace the rows with ``(key, record, cells)``; the cursor goes back to the top.
@@ -153,9 +174,11 @@ class ResultsTable(ScrollView, can_focus=True):
         if keys == self._keys and cell_keys == self._cell_keys:
             return
         self._keys, self._cell_keys = keys, cell_keys
-        self._cells = [tuple(_text(c) for c in cells) for _, _, cells in rows]
+        self._cells = [tuple(_cell(c) for c in cells) for _, _, cells in rows]
         # The widths fit the rows shown (and the headers), as DataTable's did after a reset.
-        self._widths = tuple(max([cell_len(header), *(row[i].cell_len for row in self._cells)]) for i, header in enumerate(self.columns))
+        self._natural = tuple(
+            max([cell_len(header), *(cell_len(_plain(row[i])) for row in self._cells)]) for i, header in enumerate(self.columns)
+        )
         self._resize()
         self.set_reactive(ResultsTable.cursor_row, 0)
         self.scroll_to(0, 0, animate=False, immediate=True)
@@ -187,11 +210,22 @@ class ResultsTable(ScrollView, can_focus=True):
     # appears, and a size measured against the whole region would then call for the other.
 
     def _resize(self) -> None:
-        width = sum(self._widths) + 2 * PADDING * len(self._widths)
         room = Size(self.size.width - self.styles.scrollbar_size_vertical, self.size.height - self.styles.scrollbar_size_horizontal)
+        self._widths = self._fitted(room.width)
+        width = sum(self._widths) + 2 * PADDING * len(self._widths)
         size = Size(max(width, room.width), max(1 + len(self._keys), room.height))
         if size != self.virtual_size:
             self.virtual_size = size
+
+    def _fitted(self, room: int) -> tuple[int, ...]:
+        """The columns' widths: as wide as their cells, but the narrowing column cut to fit ``room``
+        where that leaves it ``NARROWED_AT_LEAST`` cells; a narrower table scrolls sideways instead
+        (at 80 columns the memory reads better cut by the edge than cut to a word)."""
+        widths = list(self._natural)
+        excess = sum(widths) + 2 * PADDING * len(widths) - room
+        if self.narrowing is not None and 0 < excess <= widths[self.narrowing] - NARROWED_AT_LEAST:
+            widths[self.narrowing] -= excess
+        return tuple(widths)
 
     def on_resize(self, _: events.Resize) -> None:
         self._resize()
@@ -280,11 +314,19 @@ class ResultsTable(ScrollView, can_focus=True):
             self._style = self.rich_style
         return self._style
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # The scroll and the width, once for the lines drawn: Textual works each out afresh from
+        # the widget's geometry, a third of a row's cost when asked for at every line.
+        self._drawing = (self.scroll_offset, self.scrollable_content_region.width)
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._drawing = None
+
     def render_line(self, y: int) -> Strip:
-        scroll_x, scroll_y = self.scroll_offset
-        width = self.scrollable_content_region.width
+        (scroll_x, scroll_y), width = self._drawing or (self.scroll_offset, self.scrollable_content_region.width)
         if y == 0:
-            strip = self._strip(("header",), tuple(Text(c) for c in self.columns), "results--header")
+            strip = self._strip(("header",), self.columns, "results--header")
         else:
             row = y - 1 + scroll_y
             if row >= len(self._keys):
@@ -293,7 +335,7 @@ class ResultsTable(ScrollView, can_focus=True):
             strip = self._strip(self._cell_keys[row], self._cells[row], component)
         return strip.crop_extend(scroll_x, scroll_x + width, self.base_style)
 
-    def _strip(self, key: tuple, cells: tuple[Text, ...], component: str) -> Strip:
+    def _strip(self, key: tuple, cells: tuple[Cell, ...], component: str) -> Strip:
         cache_key = (key, self._widths, component, self.has_focus)
         strip = self._strips.get(cache_key)
         if strip is None:
@@ -304,10 +346,10 @@ class ResultsTable(ScrollView, can_focus=True):
             console = self.app.console
             segments: list[Segment] = []
             for text, width in zip(cells, self._widths, strict=True):
-                if not text.spans and not text.style:
+                if isinstance(text, str) or (not text.spans and not text.style):
                     # A plain cell (a kind, a score, a time): one segment, without Rich's render of
                     # a Text, which cost most of a row's drawing and rows are drawn at each keystroke.
-                    segments.append(Segment(fitted_cell(text.plain, width)))
+                    segments.append(Segment(fitted_cell(_plain(text), width)))
                     continue
                 cell = text.copy()
                 cell.truncate(width, overflow="ellipsis", pad=True)

@@ -17,15 +17,15 @@ from typing import Any
 
 from textual import on
 from textual.app import ComposeResult
-from textual.containers import Vertical
 from textual.reactive import reactive
-from textual.widgets import Label, TabbedContent, TabPane
+from textual.widgets import ContentSwitcher, Label, TabbedContent, TabPane
 
 from .. import messages
 from ..printable import tenant_label
 from ..time_travel import past_counts, session_source, up_to
 from ..workers import call_store
 from . import detail
+from .backdrops import Column
 from .detail import ShowDetail
 from .overview import ACTIVITY_DAYS, DetailPane
 from .results import ResultsTable
@@ -45,7 +45,20 @@ from .views import (
 )
 
 
-class TenantViews(Vertical):
+class Pane(TabPane):
+    BLANK = True  # as the containers of backdrops.py: its view covers it
+
+
+class Tabs(TabbedContent):
+    BLANK = True  # covered by its tab bar and the pane shown
+
+    def on_mount(self) -> None:
+        # The switcher between the panes, which TabbedContent makes inside itself (so no subclass
+        # of ours can take its place), is covered by the pane shown too.
+        self.query_one(ContentSwitcher).BLANK = True  # type: ignore[misc]
+
+
+class TenantViews(Column):
     """The tabs of tier views and the detail pane of the selected tenant (``host``: the App, for
     the store and the clock; ``on_search``: where the search view hands its requests)."""
 
@@ -69,18 +82,18 @@ class TenantViews(Vertical):
         # Shown while the views show a past moment (MemlensApp.watch_as_of): in words, so it
         # reads without colour, with the keys that move in time.
         yield Label("", id="past-banner")
-        with TabbedContent(initial="search", id="tabs"):
-            with TabPane("Search", id="search"):
+        with Tabs(initial="search", id="tabs"):
+            with Pane("Search", id="search"):
                 yield SearchView(id="search-view", on_search=self.on_search)
-            with TabPane("Blocks", id="blocks"):
+            with Pane("Blocks", id="blocks"):
                 yield BlocksView(id="blocks-view")
-            with TabPane("Episodes", id="episodes"):
+            with Pane("Episodes", id="episodes"):
                 yield EpisodesView(id="episodes-view")
-            with TabPane("Facts", id="facts"):
+            with Pane("Facts", id="facts"):
                 yield FactsView(id="facts-view")
-            with TabPane("Sessions", id="sessions"):
+            with Pane("Sessions", id="sessions"):
                 yield SessionsView(id="sessions-view")
-            with TabPane("Audit", id="audit"):
+            with Pane("Audit", id="audit"):
                 yield AuditView(id="audit-view")
         yield DetailPane(id="detail")
 

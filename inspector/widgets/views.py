@@ -13,7 +13,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import VerticalScroll
 from textual.geometry import Size
 from textual.reactive import Reactive
 from textual.render import measure
@@ -24,6 +24,7 @@ from ..formatting import audit_action, highlighted, one_line, parse_day, rank, r
 from ..host import Gatekeeper, Host
 from ..messages import Carrier, SearchResults
 from . import detail
+from .backdrops import Column, Row
 from .cells import CachedCells
 from .detail import ShowDetail
 from .results import ResultsTable
@@ -183,7 +184,7 @@ class QueryInput(Input):
         self.query_ancestor(SearchView).action_focus_results()
 
 
-class SearchView(Vertical):
+class SearchView(Column):
     class Changed(Carrier):
         query: str
         kind: str
@@ -211,7 +212,7 @@ class SearchView(Vertical):
 
     def compose(self) -> ComposeResult:
         yield QueryInput(placeholder="search this tenant's memory…  (/ to focus)", id="query")
-        with Horizontal(classes="filters"):
+        with Row(classes="filters"):
             yield Select(
                 [(k, k) for k in ("episodic", "facts", "working", "scratchpad", "all")],
                 value="all",
@@ -234,6 +235,7 @@ class SearchView(Vertical):
             "when",
             id="results",
             render=lambda h: (f"{h.kind} {h.id[:12]}", detail.hit(h)),
+            narrowing=2,
         )
 
     def set_sessions(self, sessions: list[str]) -> None:
@@ -337,7 +339,7 @@ class SearchView(Vertical):
         self.query_one("#search-status", Label).update(hint)
 
 
-class BlocksView(Vertical):
+class BlocksView(Column):
     def compose(self) -> ComposeResult:
         yield BlocksTable("slot", "name", "content", "updated", id="blocks-table", render=lambda b: (f"block {b.name}", detail.block(b)))
 
@@ -353,7 +355,7 @@ class BlocksView(Vertical):
         self.query_one(RecordTable).reset()
 
 
-class EpisodesView(Vertical):
+class EpisodesView(Column):
     class Wanted(Carrier):
         """The App should load episodes: the first page (``cursor`` None) or the next one."""
 
@@ -368,7 +370,7 @@ class EpisodesView(Vertical):
         self.loading = False
 
     def compose(self) -> ComposeResult:
-        with Horizontal(classes="filters"):
+        with Row(classes="filters"):
             yield Select([], prompt="any session", id="episodes-session", compact=True)
             yield Input(placeholder="since YYYY-MM-DD", id="episodes-since", classes="date", compact=True)
             yield Input(placeholder="until YYYY-MM-DD", id="episodes-until", classes="date", compact=True)
@@ -426,13 +428,13 @@ class EpisodesView(Vertical):
             self.request(self.next_cursor)
 
 
-class FactsView(Vertical):
+class FactsView(Column):
     class Wanted(Carrier):
         valid_at: datetime | None
         history: bool
 
     def compose(self) -> ComposeResult:
-        with Horizontal(classes="filters"):
+        with Row(classes="filters"):
             yield Input(placeholder="as of YYYY-MM-DD (empty: now)", id="facts-as-of", classes="date", compact=True)
             yield Checkbox("history", value=False, id="facts-history", compact=True)
         yield Label("", id="facts-status")
@@ -506,7 +508,7 @@ def facts_headline(facts: list[Any], valid_at: datetime | None, history: bool, k
 SESSION_ID_WIDTH = 18  # with the episodes and a whole update time: the list's 50 columns
 
 
-class SessionsView(Horizontal):
+class SessionsView(Row):
     class Picked(Carrier):
         session_id: str
 
@@ -587,7 +589,7 @@ def session_rows(entries, notes, checkpoints, now: datetime) -> dict[str, Any]:
     }
 
 
-class AuditView(Vertical):
+class AuditView(Column):
     def compose(self) -> ComposeResult:
         yield RecordTable(
             "when",
