@@ -22,6 +22,7 @@ from textual.widgets import Header, Input, Label
 from textual.worker import Worker, WorkerState
 
 from . import config, messages
+from .collecting import PAUSE, IdleCollection
 from .commands import system_commands
 from .failures import describe, is_damage
 from .locations import is_server_url, shown
@@ -93,6 +94,8 @@ class MemlensApp(App):
         self.embedder_spec = embedder
         self.warm_on_start = warm_model
         self.poll_seconds = poll_seconds
+        self.idle_collection = IdleCollection()
+        """Full garbage collections wait for a pause in the typing (inspector/collecting.py)."""
         self.store: Any = None  # the open store (a MemoryStore, or a view of another library's memory)
         self.read_only_reason: str | None = None
         self.failed: str | None = None
@@ -250,6 +253,8 @@ class MemlensApp(App):
             self.warm_model()
         if self.poll_seconds:
             self.set_interval(self.poll_seconds, self.poll_changes)
+        self.idle_collection.defer()
+        self.set_interval(PAUSE / 2, lambda: self.idle_collection.collect_if_paused(self.search.last_asked))
 
     def on_store_failed(self, message: messages.StoreFailed) -> None:
         self.opening = False
@@ -472,6 +477,7 @@ class MemlensApp(App):
 
     async def on_unmount(self) -> None:
         gc.unfreeze()  # whatever this App leaves behind is garbage like any other (tests run many Apps)
+        self.idle_collection.restore()
         self.search.stop()
         if self.store is not None:
             self.store.close()

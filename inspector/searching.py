@@ -104,6 +104,8 @@ class Search:
         """Whether the search line shows the time a search took (off for snapshots)."""
         self.newest = 0
         """The number of the newest request handed over: the search thread skips older ones' second half."""
+        self.last_asked = 0.0
+        """When the newest request was handed over (``time.monotonic()``): the user is typing."""
         self.thread = LatestOnly(self.run, self.failed)
         self.hybrid_seconds: tuple[Any, float] | None = None
         """The tenant last searched and the time its hybrid search is expected to take, from the
@@ -127,6 +129,7 @@ class Search:
         if self.host.store is None or self.host.user_id is NO_TENANT:
             return
         self.newest = m.seq
+        self.last_asked = time.monotonic()
         # Until the model is warm every mode searches by keyword (the status line says so): the
         # semantic half would otherwise hold the search thread until the warm-up ends.
         mode = m.mode if self.host.store.model_ready else "keyword"
