@@ -58,9 +58,15 @@ def fitted_cell(plain: str, width: int) -> str:
     """``plain`` in ``width`` cells, cut with an ellipsis or padded, with the column's padding: as
     ``Text.truncate(width, overflow="ellipsis", pad=True)`` then ``pad(PADDING)`` lay it out (``width``
     is at least 1: a column is at least its header wide)."""
-    if cell_len(plain) > width:
-        plain = set_cell_size(plain, width - 1) + "…"
-    return " " * PADDING + set_cell_size(plain, width) + " " * PADDING
+    # By hand where it can be: set_cell_size measures grapheme by grapheme, and was a third of
+    # a row's drawing (the score bars to pad, the memories cut to fit the table).
+    length = cell_len(plain)
+    if length > width:
+        one_cell_each = plain.isascii() and length == len(plain)
+        plain = (plain[: width - 1] if one_cell_each else set_cell_size(plain, width - 1)) + "…"
+    elif length < width:
+        plain += " " * (width - length)
+    return " " * PADDING + plain + " " * PADDING
 
 
 def _cell_key(cell: Any) -> tuple:
