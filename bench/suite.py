@@ -33,7 +33,7 @@ BENCHMARKS = (
     Benchmark("opening", "opening_bench.py", quick=("--rows", "20000", "--rounds", "1"), minutes=6),
     Benchmark("peers", "peers_bench.py", quick=("--rows", "20000", "--queries", "20"), minutes=8),
     Benchmark("ann", "ann_bench.py", quick=("--sizes", "3000", "--no-chroma"), minutes=15),
-    Benchmark("inspector", "inspector_bench.py", ("--runs", "5"), quick=("--runs", "1", "--names-only"), minutes=25),
+    Benchmark("inspector", "inspector_bench.py", ("--runs", "7"), quick=("--runs", "1", "--names-only"), minutes=25),
     Benchmark("recall-quality", "recall_quality.py", minutes=2),
     Benchmark("rare-words", "keyword_rare_words.py", quick=("--episodes", "3000"), minutes=5),
     Benchmark(
