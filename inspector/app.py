@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
-import signal
 import sys
 import threading
 from datetime import datetime
@@ -24,6 +23,7 @@ from textual.worker import Worker, WorkerState
 from . import config, messages
 from .collecting import PAUSE, IdleCollection
 from .commands import system_commands
+from .ending import end_on_signals
 from .failures import describe, is_damage
 from .locations import is_server_url, shown
 from .messages import TenantName
@@ -127,13 +127,10 @@ class MemlensApp(App):
     def on_mount(self) -> None:
         if not self.is_headless:
             # A closed terminal (SIGHUP) or a kill (SIGTERM) ends the app as `q` does, so the store
-            # is closed and a view's private copy of another library's memory deleted.
-            loop = asyncio.get_running_loop()
-            for signum in (signal.SIGTERM, signal.SIGHUP):
-                try:
-                    loop.add_signal_handler(signum, self.exit)
-                except (NotImplementedError, RuntimeError, ValueError):
-                    pass  # not POSIX, or not the main thread: the default ending, and the next start's sweep
+            # is closed and a view's private copy of another library's memory deleted; where it
+            # cannot (the terminal gone), ending.py ends the process. Not POSIX, or not the main
+            # thread: the default ending, and the next start's sweep.
+            end_on_signals(self.exit, asyncio.get_running_loop())
         self.sub_title = f"{shown(self.path)} · opening…"
         self.query_one("#sidebar").border_title = "tenants"
         # The names are what a user waits for; read with sqlite3 alone since the App was made,

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PrivateCopy", "copies_of", "make_private_folder", "remove_private_folder", "sweep_stale"]
+__all__ = ["PrivateCopy", "copies_of", "make_private_folder", "remove_open_copies", "remove_private_folder", "sweep_stale"]
 
 PREFIXES = ("memlens-view-", "memlens-chroma-", "memlens-loomflow-")
 OWNER_FILE = "owner.json"
@@ -76,7 +76,9 @@ def remove_private_folder(folder: Path) -> None:
 
 
 @atexit.register
-def _remove_open_folders() -> None:
+def remove_open_copies() -> None:
+    """Delete every copy this process still has open: at the interpreter's exit, or by a process
+    about to end without one (``os._exit``)."""
     with _open_lock:
         folders = list(_open_folders)
     for folder in folders:

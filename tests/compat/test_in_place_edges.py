@@ -168,6 +168,79 @@ def test_the_inspector_closed_by_a_signal_deletes_its_mirror(source, tmpdir_env,
         os.close(main)
 
 
+async def a_new_user_writes(source: Path, user: str) -> None:
+    from datetime import UTC, datetime
+
+    from loomflow import Episode
+    from loomflow.memory import HashEmbedder
+    from loomflow.memory.sqlite import SqliteMemory
+
+    mem = SqliteMemory(source, embedder=HashEmbedder(), with_facts=False)
+    await mem.remember(Episode(id=f"{user}-ep0", user_id=user, session_id="s0", occurred_at=datetime.now(UTC), input="hello", output="hi"))
+
+
+def cpu_seconds(pid: int, *, over: float) -> float:
+    """The CPU seconds process ``pid`` used in the next ``over`` seconds."""
+
+    def used() -> float:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    before = used()
+    time.sleep(over)
+    return used() - before
+
+
+@pytest.mark.slow
+def test_an_inspector_whose_terminal_is_gone_still_ends_on_sigterm_and_deletes_its_mirror(source, tmpdir_env):
+    """The terminal closed without a hangup (its pty is not the inspector's controlling one): Textual's
+    writes fail and its event loop blocks for good, with a thread spinning on the dead terminal. A
+    SIGTERM then still ends the process within inspector.ending.GRACE and leaves no mirror; before,
+    it was ignored and the process stayed at a full core, holding the copy."""
+    import pty
+
+    from inspector.ending import GRACE
+
+    main, child = pty.openpty()
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "100", "LINES": "30"}
+    process = subprocess.Popen(
+        [str(Path(sys.executable).parent / "memlens"), f"loomflow-sqlite:{source}"],
+        stdin=child,
+        stdout=child,
+        stderr=child,
+        env=env,
+        cwd=ROOT,
+        start_new_session=True,
+    )
+    os.close(child)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not copies(tmpdir_env):
+            try:
+                os.read(main, 65536)
+            except OSError:
+                time.sleep(0.05)
+        (mirror,) = copies(tmpdir_env)
+        time.sleep(1.0)  # the app is up, its signal handlers installed
+        os.close(main)  # the terminal is gone; no hangup is sent
+        main = -1
+        # New users, each shown by the view's next poll: writes to the dead terminal, enough of them
+        # to fill Textual's queue once its writer thread has died on the first.
+        for n in range(16):
+            asyncio.run(a_new_user_writes(source, f"user{n}"))
+            time.sleep(0.6)
+        assert cpu_seconds(process.pid, over=1.0) > 0.5  # its input thread spins on the dead terminal
+        os.kill(process.pid, signal.SIGTERM)
+        process.wait(timeout=GRACE + 20)
+        assert process.returncode in (0, 128 + signal.SIGTERM), process.returncode
+        assert not mirror.exists()
+    finally:
+        if process.poll() is None:
+            process.kill()
+        if main >= 0:
+            os.close(main)
+
+
 def test_a_file_with_a_planted_trigger_is_refused_before_anything_changes(source, tmp_path):
     with sqlite3.connect(source) as conn:
         conn.execute("CREATE TABLE stash (kept TEXT)")
