@@ -130,9 +130,9 @@ def test_a_polling_view_drops_the_erased_user_from_its_copy(source, tmpdir_env):
         holder.wait()
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
-def test_the_inspector_closed_by_a_signal_deletes_its_mirror(source, tmpdir_env, signum):
-    """The real inspector in a terminal (pyte over a pty), ended as a closed terminal or `kill` ends it."""
+def inspector_in_a_terminal(source: Path) -> tuple[subprocess.Popen, int]:
+    """The real ``memlens`` on a view of ``source``, in a pty of its own (not its controlling
+    terminal: closing it sends no hangup), and the pty's main side."""
     import pty
 
     main, child = pty.openpty()
@@ -147,11 +147,29 @@ def test_the_inspector_closed_by_a_signal_deletes_its_mirror(source, tmpdir_env,
         start_new_session=True,
     )
     os.close(child)
+    return process, main
+
+
+def its_mirror(folder: Path, main: int) -> list[Path]:
+    """The copies in ``folder`` once the inspector has made its mirror (the terminal kept drained)."""
+    import select
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not copies(folder):
+        if select.select([main], [], [], 0.1)[0]:
+            try:
+                os.read(main, 65536)
+            except OSError:
+                time.sleep(0.05)
+    return copies(folder)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_the_inspector_closed_by_a_signal_deletes_its_mirror(source, tmpdir_env, signum):
+    """The real inspector in a terminal (pyte over a pty), ended as a closed terminal or `kill` ends it."""
+    process, main = inspector_in_a_terminal(source)
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not copies(tmpdir_env):
-            time.sleep(0.1)
-        (mirror,) = copies(tmpdir_env)
+        (mirror,) = its_mirror(tmpdir_env, main)
         time.sleep(1.0)  # the app is up, its signal handlers installed
         os.kill(process.pid, signum)
         deadline = time.monotonic() + 30
@@ -197,30 +215,11 @@ def test_an_inspector_whose_terminal_is_gone_still_ends_on_sigterm_and_deletes_i
     writes fail and its event loop blocks for good, with a thread spinning on the dead terminal. A
     SIGTERM then still ends the process within inspector.ending.GRACE and leaves no mirror; before,
     it was ignored and the process stayed at a full core, holding the copy."""
-    import pty
-
     from inspector.ending import GRACE
 
-    main, child = pty.openpty()
-    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "100", "LINES": "30"}
-    process = subprocess.Popen(
-        [str(Path(sys.executable).parent / "memlens"), f"loomflow-sqlite:{source}"],
-        stdin=child,
-        stdout=child,
-        stderr=child,
-        env=env,
-        cwd=ROOT,
-        start_new_session=True,
-    )
-    os.close(child)
+    process, main = inspector_in_a_terminal(source)
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not copies(tmpdir_env):
-            try:
-                os.read(main, 65536)
-            except OSError:
-                time.sleep(0.05)
-        (mirror,) = copies(tmpdir_env)
+        (mirror,) = its_mirror(tmpdir_env, main)
         time.sleep(1.0)  # the app is up, its signal handlers installed
         os.close(main)  # the terminal is gone; no hangup is sent
         main = -1
