@@ -23,9 +23,9 @@ GRACE = 5.0
 SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
 
-def end_on_signals(request_exit: Callable[[], None], loop: asyncio.AbstractEventLoop) -> bool:
+def end_on_signals(request_exit: Callable[[], None], loop: asyncio.AbstractEventLoop) -> None:
     """From now on SIGTERM and SIGHUP end the App (``request_exit`` on ``loop``), or the process.
-    False where signals cannot be caught here (not POSIX, or not the main thread)."""
+    Where signals cannot be caught here (not POSIX, or not the main thread), nothing changes."""
 
     def handler(signum: int, _frame: object) -> None:
         try:
@@ -38,8 +38,7 @@ def end_on_signals(request_exit: Callable[[], None], loop: asyncio.AbstractEvent
         for signum in SIGNALS:
             signal.signal(signum, handler)
     except (AttributeError, ValueError):
-        return False
-    return True
+        pass
 
 
 def _end_after_grace(signum: int) -> None:
