@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, dataclass_transform
 from textual.message import Message
 
 if TYPE_CHECKING:  # the store's models are imported after the first frame, when results come
+    import threading
     from datetime import datetime
 
     from textual.worker import Worker
@@ -197,9 +198,9 @@ class SearchResults(Carrier):
     seq: int
     hits: list[RecallHit]
     status: str
-    paint_at: float | None = None
-    """For the keyword half of a hybrid search: when (``time.monotonic()``) to paint it, unless
-    the hybrid results have replaced it by then; ``None``: paint at once."""
+    painted: threading.Event | None = None
+    """For the keyword half of a hybrid search: set once it is on screen (or will never be),
+    which the hybrid half waits for."""
 
 
 class ForgetPreview(Carrier):

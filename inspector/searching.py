@@ -17,12 +17,15 @@ from .widgets.tenant_list import NO_TENANT
 
 SEARCH_LIMIT = 25  # about a screenful; more costs time on every keystroke
 KEYWORD_HALF_AFTER = 0.03
-"""Seconds after the keystroke when the keyword half is painted if the hybrid results are not in
-yet. Painted at every keystroke, it was a third of the inspector's own CPU (a frame of the
-results, the status line and the table's rows, 9-10 ms a key) for results replaced a few
-milliseconds later; waiting this long keeps the first results within the 50 ms a keystroke may take.
-Where the hybrid search itself takes less than this (a tenant of a few thousand memories), the
-keyword half is not even searched."""
+"""Seconds a hybrid search may be expected to take before its keyword half is searched and painted
+first. Where the hybrid search is quicker (a tenant of a few thousand memories), the keyword half
+is not even searched: painted at every keystroke, it was a third of the inspector's own CPU (a
+frame of the results, the status line and the table's rows, 9-10 ms a key) for results replaced
+a few milliseconds later."""
+PAINT_WAIT = 0.05
+"""Seconds the hybrid half waits at most for the keyword half to be on screen. Painted while the
+hybrid half was searched, the frame shared the interpreter with it and took 10-30 ms instead of
+10; the hybrid half starts that much later and arrives about as soon."""
 SMOOTHING = 0.3  # the weight of the newest hybrid search in the time expected of the next
 
 
@@ -142,11 +145,11 @@ class Search:
 
         Where a hybrid search is expected to take longer than ``KEYWORD_HALF_AFTER``, it first
         ranks by FTS5 alone, in a few milliseconds, where the whole hybrid search (the query
-        encoded, the vectors searched, both fused) takes 2-3 times as long. That keyword half goes
-        to the view to be painted ``KEYWORD_HALF_AFTER`` the keystroke, unless the hybrid results
-        are in by then: the user sees results soon, and one set of them when the hybrid search is
-        quick. Nothing is posted once a newer keystroke has asked for its own search. A keyword
-        half with no match is not posted: an empty list between two full ones would only flicker."""
+        encoded, the vectors searched, both fused) takes 2-3 times as long. That keyword half is
+        painted at once, and the hybrid half waits until it is on screen (``PAINT_WAIT`` at
+        most): the user sees results soon, and one set of them when the hybrid search is quick.
+        Nothing is posted once a newer keystroke has asked for its own search. A keyword half
+        with no match is not posted: an empty list between two full ones would only flicker."""
         from store.errors import MemlensError
 
         view, user, mode, m, at = request
@@ -186,8 +189,10 @@ class Search:
             if at is not None:
                 what += " · episodes up to the moment only"
             timing = f" · {(time.perf_counter() - start) * 1000:.1f} ms" if self.show_timings else ""
-            paint_at = m.asked_at + KEYWORD_HALF_AFTER if joining else None
-            view.post_message(messages.SearchResults(m.seq, hits, f"{search_status(what, phase, store, joining)}{timing}", paint_at))
+            painted = threading.Event() if joining else None
+            view.post_message(messages.SearchResults(m.seq, hits, f"{search_status(what, phase, store, joining)}{timing}", painted))
+            if painted is not None:
+                painted.wait(PAINT_WAIT)
 
     def failed(self, request: Any, error: Exception) -> None:
         """On the search thread: this request failed; the next one is searched as usual."""

@@ -4,7 +4,6 @@ user asks for something; they never touch the store."""
 from __future__ import annotations
 
 import json
-import time
 from datetime import datetime
 from typing import Any, cast
 
@@ -17,7 +16,6 @@ from textual.containers import VerticalScroll
 from textual.geometry import Size
 from textual.reactive import Reactive
 from textual.render import measure
-from textual.timer import Timer
 from textual.widgets import Checkbox, DataTable, Input, Label, ProgressBar, Select, Static
 
 from ..formatting import audit_action, highlighted, one_line, parse_day, rank, remaining, score, score_bars, when
@@ -194,8 +192,6 @@ class SearchView(Column):
         mode: str = "hybrid"
         seq: int = 0
         """The request's number: results of any but the newest are stale."""
-        asked_at: float = 0.0
-        """When it was asked for (``time.monotonic()``): the keyword half waits for the hybrid results from then."""
 
     MODES = ("hybrid", "vector", "keyword")
     """The order ``m`` cycles through, for a presenter to show the same query's ranks move."""
@@ -208,7 +204,6 @@ class SearchView(Column):
         super().__init__(**kwargs)
         self.on_search = on_search
         self.seq = 0  # the newest request's number
-        self._keyword_half: Timer | None = None  # the keyword half, until the hybrid results replace it
 
     def compose(self) -> ComposeResult:
         yield QueryInput(placeholder="search this tenant's memory…  (/ to focus)", id="query")
@@ -269,7 +264,6 @@ class SearchView(Column):
             until,
             self.mode,
             self.seq,
-            time.monotonic(),
         )
         if self.on_search is not None:
             # Handed over directly: as a message it waited ~7 ms in the App's queue behind the
@@ -280,23 +274,13 @@ class SearchView(Column):
 
     def on_search_results(self, m: SearchResults) -> None:
         if m.seq != self.seq:
+            if m.painted is not None:
+                m.painted.set()  # never painted: the hybrid half need not wait for it
             return  # stale: never paint over newer results
-        self._drop_keyword_half()  # replaced by these results before it was painted
-        wait = 0.0 if m.paint_at is None else m.paint_at - time.monotonic()
-        if wait > 0:
-            self._keyword_half = self.set_timer(wait, lambda: self._paint_keyword_half(m))
-        else:
-            self.show(m.hits, m.status)
-
-    def _drop_keyword_half(self) -> None:
-        if self._keyword_half is not None:
-            self._keyword_half.stop()
-            self._keyword_half = None
-
-    def _paint_keyword_half(self, m: SearchResults) -> None:
-        self._keyword_half = None
-        if m.seq == self.seq:
-            self.show(m.hits, m.status)
+        self.show(m.hits, m.status)
+        if m.painted is not None:
+            # Run once the screen has been refreshed, that is with these results on it.
+            self.call_after_refresh(m.painted.set)
 
     @on(ResultsTable.ModeWanted)
     def next_mode(self) -> None:
@@ -334,7 +318,6 @@ class SearchView(Column):
         self.query_one("#search-status", Label).update(Text(text, style="bold red"))
 
     def clear(self, hint: str) -> None:
-        self._drop_keyword_half()
         self.query_one(ResultsTable).reset()
         self.query_one("#search-status", Label).update(hint)
 
