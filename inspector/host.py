@@ -12,14 +12,17 @@ they use nothing else of the App and that the App provides all of it.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from store.views import StoreView
 
 
 @runtime_checkable
 class Host(Protocol):
     # The App's state.
-    store: Any
-    """The open MemoryStore, or None while opening or after a failure."""
+    store: StoreView | None
+    """The open store (or a view of another library's memory), or None while opening or after a failure."""
     user_id: Any
     """The selected tenant (None: the anonymous bucket), or widgets.tenant_list.NO_TENANT."""
     opening: bool

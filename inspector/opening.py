@@ -20,13 +20,14 @@ from .locations import foreign_scheme, is_server_url
 
 def open_for_inspection(path: Path | str, embedder: Any) -> tuple[Any, str | None]:
     """(store, why it is read-only or None). Raises the store's typed errors."""
+    import store
     from store import MemoryStore
     from store.errors import ReadOnlyStoreError
 
     if foreign_scheme(path) is not None:
         # Its vectors' model is not recorded: keyword search over the text, and the title says so.
         # The view says why it is read-only (its keys that write say this).
-        view: Any = MemoryStore.open(path, embedder=None)
+        view: Any = store.open(path, embedder=None)
         return view, view.read_only_reason
     try:
         return MemoryStore.open(path, embedder=embedder, create=False), None

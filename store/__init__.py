@@ -1,4 +1,4 @@
-"""memlens store: an embedded agent-memory store on SQLite.
+"""memlens store: an embedded agent-memory store on SQLite or PostgreSQL.
 
 Public names load on first use, so ``import store`` stays cheap and never pulls in
 the embedding model's dependencies.
@@ -10,6 +10,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 __all__ = [
+    "open",
+    "StoreView",
     "MemoryStore",
     "AsyncMemoryStore",
     "SessionMemory",
@@ -19,6 +21,8 @@ __all__ = [
 ]
 
 _LAZY = {
+    "open": "store.opening",
+    "StoreView": "store.views",
     "MemoryStore": "store.memory",
     "UNSET": "store.memory",
     "AsyncMemoryStore": "store.aio",
@@ -31,8 +35,10 @@ if TYPE_CHECKING:
     from . import errors, models
     from .aio import AsyncMemoryStore
     from .memory import MemoryStore
+    from .opening import open
     from .tenancy import UNSET
     from .tiers.sessions import SessionMemory
+    from .views import StoreView
 
 
 def __getattr__(name: str) -> Any:

@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any
 
 from . import schema, tenancy
 from .backend import Backend, open_backend
@@ -105,12 +105,10 @@ class MemoryStore:
         check_model: bool = True,
         block_versions_kept: int = blocks.DEFAULT_VERSIONS_KEPT,
     ) -> MemoryStore:
-        """Open (or create) the store at ``path_or_url``, a file path or an ``sqlite:///`` URL.
-
-        ``loomflow-sqlite:PATH`` (a loomflow ``SqliteMemory`` file) or ``chroma:DIR`` (a loomflow
-        ``ChromaMemory`` directory) opens that memory where it lives, read-only and live
-        (:mod:`store.compat.loomflow_view`): the same read API; writes raise
-        :class:`~store.errors.ReadOnlyStoreError` (a loomflow file's view erases in place).
+        """Open (or create) the memlens store at ``path_or_url``: a file path, an ``sqlite:///``
+        URL or a ``postgresql://`` one. Another library's memory (``loomflow-sqlite:FILE``,
+        ``chroma:DIR``) is opened where it lives by :func:`store.open`; here it raises
+        :class:`~store.errors.InvalidInputError`.
 
         A file that is not a memlens store is refused without being changed; an older
         schema is migrated in one transaction; a newer one is refused. A missing file is
@@ -131,10 +129,9 @@ class MemoryStore:
         check_int(scratchpad_limit, "scratchpad_limit", minimum=1)
         check_flag(read_only, "read_only")
         if foreign_scheme(path_or_url) is not None:
-            # Another library's memory, shown where it lives: a live, read-only view with the read API.
-            from .compat.loomflow_view import open_view
-
-            return cast(MemoryStore, open_view(path_or_url, embedder=embedder))
+            raise InvalidInputError(
+                f"{path_or_url} is another library's memory, not a memlens store: store.open({str(path_or_url)!r}) shows it where it lives"
+            )
         embedder = indexing.make_embedder(embedder)  # looked up at call time, so tests can swap it
         width = embedder.dim if embedder is not None and check_model else None
         db = open_backend(path_or_url, read_only=read_only, create=create, vector_dim=width)

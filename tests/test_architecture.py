@@ -1,6 +1,7 @@
 """The layout holds by machine check, not by convention.
 
-Import contract (every import counts, ``TYPE_CHECKING`` ones and those inside functions too):
+Import contract (every import counts, ``TYPE_CHECKING`` ones and those inside functions too;
+no modules import each other round):
 inspector -> store's public API (``store``, ``store.memory``, ``store.aio``) -> services
 (``store.recall``, ``store.rights``, ``store.consolidation``) -> tiers / backend -> schema, models, errors, validation,
 tenancy, embedding. Nothing imports upwards; ``store`` never imports textual or rich;
@@ -19,7 +20,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 BASE = {"store.errors", "store.models", "store.validation", "store.tenancy", "store.schema", "store.embedding", "store.locations"}
-PUBLIC = {"store", "store.memory", "store.aio", "store.aio_methods"}
+PUBLIC = {"store", "store.memory", "store.aio", "store.aio_methods", "store.opening", "store.views"}
 
 
 def layer(module: str) -> int:
@@ -108,6 +109,67 @@ def violations(root: Path) -> list[str]:
 
 def test_the_import_contract_holds():
     assert violations(ROOT) == []
+
+
+def import_cycles(root: Path) -> list[list[str]]:
+    """The sets of store and inspector modules that import each other round (every import counts,
+    those inside functions and behind ``TYPE_CHECKING`` too), each sorted."""
+    graph: dict[str, set[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        if path.parts[len(root.parts)] not in ("store", "inspector"):
+            continue
+        graph[module_name(path, root)] = {target for _, target in imports(path, root) if target.split(".")[0] in ("store", "inspector")}
+    # Tarjan's strongly connected components, iteratively (the graph is a few hundred modules).
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: list[str] = []
+    cycles = []
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        on_stack.append(start)
+        while work:
+            node, edges = work[-1]
+            for target in edges:
+                if target not in graph:
+                    continue
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    on_stack.append(target)
+                    work.append((target, iter(sorted(graph[target]))))
+                    break
+                if target in on_stack:
+                    low[node] = min(low[node], index[target])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = on_stack.pop()
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        cycles.append(sorted(component))
+    return cycles
+
+
+def test_no_modules_import_each_other_round():
+    assert import_cycles(ROOT) == []
+
+
+def test_the_cycle_check_sees_a_cycle_through_an_import_inside_a_function(tmp_path):
+    (tmp_path / "store" / "compat").mkdir(parents=True)
+    (tmp_path / "store" / "__init__.py").write_text("")
+    (tmp_path / "store" / "compat" / "__init__.py").write_text("")
+    (tmp_path / "store" / "memory.py").write_text("def open():\n    from .compat.view import View\n")
+    (tmp_path / "store" / "compat" / "view.py").write_text("from ..memory import open\n")
+    (tmp_path / "store" / "compat" / "other.py").write_text("from ..memory import open\n")
+    assert import_cycles(tmp_path) == [["store.compat.view", "store.memory"]]
 
 
 def test_the_contract_catches_the_backend_reaching_into_a_tier(tmp_path):

@@ -15,7 +15,7 @@ from store.tenancy import Tenant
 pytest.importorskip("psycopg")
 import psycopg  # noqa: E402
 
-from store.backend.postgres import ddl, partitions, scrub  # noqa: E402
+from store.backend.postgres import ddl, partitions, scrub, tables  # noqa: E402
 from store.backend.postgres import engine as pg_engine
 
 from .pg_support import data_directory_bytes, migrated_engine  # noqa: E402
@@ -98,7 +98,7 @@ def planted(pg_server, pg_url):
         # The way it really breaks: autovacuum analyses tables on its own, copying values into
         # pg_statistic; an ANALYZE of a parent samples every tenant. Do both now, then flush.
         conn.exec_driver_sql("ANALYZE")
-        for parent in ddl.PARTITIONED:
+        for parent in tables.PARTITIONED:
             conn.exec_driver_sql(f"ANALYZE {parent}")
         conn.exec_driver_sql("CHECKPOINT")
     raw = data_directory_bytes(pg_server, e.url.database)
@@ -122,7 +122,7 @@ def test_dropping_the_tenants_partitions_then_scrubbing_leaves_nothing(pg_server
     e, mine, theirs = planted
     with e.begin() as conn:
         delete_tenant_rows(conn, ALICE)
-    assert len(partitions.drop(e, ALICE)) == len(ddl.PARTITIONED)
+    assert len(partitions.drop(e, ALICE)) == len(tables.PARTITIONED)
     assert scrub.scrub(e, ALICE, TOUCHED).done
     raw = data_directory_bytes(pg_server, e.url.database)
     assert [m for m in mine if m in raw] == []

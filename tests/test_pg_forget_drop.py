@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import make_url
 
 from store import MemoryStore, testing
-from store.backend.postgres import ddl, partitions
+from store.backend.postgres import partitions, tables
 from store.embedding import FakeEmbedder
 from store.tenancy import Tenant
 from store.validation import set_clock, utcnow
@@ -48,13 +48,13 @@ def test_forgetting_a_whole_tenant_drops_its_partitions_and_a_session_keeps_them
         plant(s, "bob", n=5)
         s.remember("carol's other session", user_id="carol", session_id="keep")
         s.remember("carol's session to forget", user_id="carol", session_id="gone")
-        assert len(tables_of(pg_url, "alice")) == len(ddl.PARTITIONED)
+        assert len(tables_of(pg_url, "alice")) == len(tables.PARTITIONED)
         receipt = s.forget(user_id="alice")
         assert receipt.disk_scrubbed and receipt.counts["episodes"] == 5
         assert tables_of(pg_url, "alice") == set()
-        assert len(tables_of(pg_url, "bob")) == len(ddl.PARTITIONED)
+        assert len(tables_of(pg_url, "bob")) == len(tables.PARTITIONED)
         assert s.forget(user_id="carol", session_id="gone").disk_scrubbed
-        assert len(tables_of(pg_url, "carol")) == len(ddl.PARTITIONED)  # the tenant lives on
+        assert len(tables_of(pg_url, "carol")) == len(tables.PARTITIONED)  # the tenant lives on
         assert [e.input for e in s.episodes(user_id="carol").items] == ["carol's other session"]
         assert s.forget(user_id="alice", missing_ok=True).counts["episodes"] == 0
         assert tables_of(pg_url, "alice") == set()  # forgetting an absent tenant makes it no storage
@@ -70,7 +70,7 @@ def test_a_process_that_wrote_the_tenant_before_the_drop_writes_it_again(pg_url)
         agent.session("s", user_id="alice").set("k2", "v2")
         assert [e.input for e in eraser.episodes(user_id="alice").items] == ["after"]
         assert eraser.session("s", user_id="alice").get_all() == {"k2": "v2"}
-        assert len(tables_of(pg_url, "alice")) == len(ddl.PARTITIONED)
+        assert len(tables_of(pg_url, "alice")) == len(tables.PARTITIONED)
 
 
 KILL_AFTER_DROP = textwrap.dedent(

@@ -15,7 +15,7 @@ from .conftest import T0
 from .pg_support import migrated_engine
 
 pytest.importorskip("psycopg")
-from store.backend.postgres import ddl, partitions  # noqa: E402
+from store.backend.postgres import ddl, partitions, tables  # noqa: E402
 from store.backend.postgres import engine as pg_engine
 
 ALICE, BOB = Tenant("alice"), Tenant("bob")
@@ -153,17 +153,17 @@ def test_dropping_a_tenant_keeps_rows_written_after_its_erasure(pg_url):
     with e.begin() as conn:
         insert(conn, "sessions", ALICE, session_id="late", created_at=1, updated_at=1)
     dropped = partitions.drop(e, ALICE)
-    assert partitions.names(ALICE)["sessions"] not in dropped and len(dropped) == len(ddl.PARTITIONED) - 1
+    assert partitions.names(ALICE)["sessions"] not in dropped and len(dropped) == len(tables.PARTITIONED) - 1
     with e.connect() as conn:
         assert conn.execute(text("SELECT session_id FROM sessions")).scalars().all() == ["late"]
         assert partitions.attached_tables(conn, ALICE) == [partitions.names(ALICE)["sessions"]]
     assert partitions.ensure(e, ALICE)  # the tenant writes again: its partitions come back
     with e.begin() as conn:
         conn.execute(text("DELETE FROM sessions WHERE session_id = 'late'"))
-    assert len(partitions.drop(e, ALICE)) == len(ddl.PARTITIONED)
+    assert len(partitions.drop(e, ALICE)) == len(tables.PARTITIONED)
     with e.connect() as conn:
         assert partitions.attached_tables(conn, ALICE) == []
-        assert len(partitions.attached_tables(conn, BOB)) == len(ddl.PARTITIONED)
+        assert len(partitions.attached_tables(conn, BOB)) == len(tables.PARTITIONED)
 
 
 def test_keyword_search_stems_keeps_stop_words_and_folds_diacritics_like_fts5(pg_url):
@@ -248,7 +248,7 @@ def test_a_version_4_store_moves_its_session_keys_into_each_tenant(pg_url, monke
         with e.connect() as conn:
             keys = session_keys(conn)
             assert conn.execute(text("SELECT value FROM memlens_meta WHERE key = 'schema_version'")).scalar() == str(ddl.CURRENT_VERSION)
-        assert keys == {(alice[child], alice["sessions"]) for child in ddl.SESSION_CHILDREN}
+        assert keys == {(alice[child], alice["sessions"]) for child in tables.SESSION_CHILDREN}
         s.forget(user_id="alice", session_id="trip", actor="test")
         with e.connect() as conn:
             assert conn.execute(text(f'SELECT count(*) FROM "{alice["kv_entries"]}"')).scalar() == 0

@@ -14,12 +14,13 @@ from .refusal import CommandLineError
 
 
 def open_existing(path: Path, *, hint: str = " (check the path)", **options):
-    """Open an existing store; the command line never creates one by accident."""
-    from store import MemoryStore
+    """Open an existing store, or another library's memory where it lives; the command line never
+    creates one by accident."""
+    import store
     from store.errors import ReadOnlyStoreError, StoreNotFoundError
 
     try:
-        return MemoryStore.open(path, create=False, **options)
+        return store.open(path, create=False, **options)
     except StoreNotFoundError:
         if is_server_url(path):
             raise  # the server store's own message names the database, without the password

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from textual import on
 from textual.binding import Binding
@@ -23,6 +23,9 @@ from .. import messages
 from ..host import Host
 from ..widgets.tenant_list import NO_TENANT
 from ..workers import call_store
+
+if TYPE_CHECKING:
+    from store.views import StoreView
 
 VIEWS = ["search", "blocks", "episodes", "facts", "sessions", "audit"]
 MAIN_TABLE = {
@@ -68,6 +71,13 @@ class MainScreen(Screen[None]):
         return cast(Host, self.app)
 
     # --- which actions are enabled (and why not), switching views, export and forget -------------
+
+    def open_store(self) -> StoreView:
+        """The open store, for an action that needs one: those actions are refused while none is
+        open (:meth:`disabled_reason`), so reaching here without one is a defect, said as such."""
+        if self.host.store is None:
+            raise RuntimeError("an action that needs the store ran while none was open")
+        return self.host.store
 
     def disabled_reason(self, action: str) -> str | None:
         """Why ``action`` cannot run now, or None. Keys of disabled actions show dimmed and say this."""
@@ -171,7 +181,7 @@ class MainScreen(Screen[None]):
         self.app.push_screen(ExportScreen(user, default), chosen)
 
     def export_tenant(self, user_id: Any, path: str) -> None:
-        store, target = self.host.store, Path(path).expanduser()
+        store, target = self.open_store(), Path(path).expanduser()
         fmt = "json" if target.suffix == ".json" else "jsonl"
 
         def export() -> Any:
@@ -209,7 +219,7 @@ class MainScreen(Screen[None]):
 
         from .dialogs import ForgetScreen
 
-        store = self.host.store
+        store = self.open_store()
 
         def preview(session_id: str | None, before: datetime | None) -> Any:
             return store.forget(user_id=user, session_id=session_id, before=before, dry_run=True, actor="inspector")
@@ -217,7 +227,7 @@ class MainScreen(Screen[None]):
         self.app.push_screen(ForgetScreen(user, self.host.tenant_views().session_names, preview), chosen)
 
     def forget(self, user_id: Any, session_id: str | None, before: datetime | None) -> None:
-        store = self.host.store
+        store = self.open_store()
         call_store(
             self,
             "forget",
@@ -242,7 +252,7 @@ class MainScreen(Screen[None]):
         from ..time_travel import NOW
         from .timeline import TimelineScreen
 
-        store, user = self.host.store, self.host.user_id
+        store, user = self.open_store(), self.host.user_id
 
         def chosen(moment: Any) -> None:
             if moment is not None and user == self.host.user_id:
@@ -264,7 +274,7 @@ class MainScreen(Screen[None]):
             return
         from ..time_travel import TICK, moments_of, step_back, step_forward
 
-        store, user, shown = self.host.store, self.host.user_id, self.host.as_of
+        store, user, shown = self.open_store(), self.host.user_id, self.host.as_of
         if back:
             # The changes up to the moment shown, newest first: the two newest moments are all a
             # step back needs, however long the tenant's history is.
@@ -305,7 +315,7 @@ class MainScreen(Screen[None]):
 
     def tenant_diff(self, a: datetime, b: datetime, title: str) -> None:
         """The whole tenant's changes from ``a`` to ``b``, in a dialog."""
-        store, user = self.host.store, self.host.user_id
+        store, user = self.open_store(), self.host.user_id
         call_store(
             self,
             "diff",
@@ -340,5 +350,5 @@ class MainScreen(Screen[None]):
             return
         from .dialogs import StoreAuditScreen
 
-        store = self.host.store
+        store = self.open_store()
         self.app.push_screen(StoreAuditScreen(lambda: store.audit_log(all_tenants=True)))

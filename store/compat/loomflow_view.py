@@ -1,5 +1,5 @@
-"""A loomflow agent's memory, looked at where it lives: ``MemoryStore.open("loomflow-sqlite:FILE")``
-or ``MemoryStore.open("chroma:DIR")`` (and ``memlens loomflow-sqlite:FILE``, ``memlens chroma:DIR``)
+"""A loomflow agent's memory, looked at where it lives: ``store.open("loomflow-sqlite:FILE")``
+or ``store.open("chroma:DIR")`` (and ``memlens loomflow-sqlite:FILE``, ``memlens chroma:DIR``)
 shows a loomflow ``SqliteMemory`` file or ``ChromaMemory`` directory, read-only and live.
 
 The source is loomflow's, so memlens never opens it for writing: each reading goes through the
@@ -280,7 +280,9 @@ class LoomflowView:
         value = getattr(self._mirror.reader, name)
         if not callable(value):
             return value
-        return self._calling(lambda reader: getattr(reader, name), name)
+        call = self._calling(lambda reader: getattr(reader, name), name)
+        call.__wrapped__ = value  # type: ignore[attr-defined]  # its signature is the store's (inspect.signature)
+        return call
 
     def _calling(self, method_of: Callable[[MemoryStore], Callable[..., Any]], name: str) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:

@@ -18,12 +18,14 @@ from loomflow import Episode, Fact  # noqa: E402
 from loomflow.core.types import Message, Role, ToolCall  # noqa: E402
 from loomflow.memory import ChromaMemory, HashEmbedder  # noqa: E402
 
+import store  # noqa: E402
 from store import MemoryStore  # noqa: E402
 from store.compat import chroma_source  # noqa: E402
 from store.compat.chroma_source import import_chroma, read_chroma  # noqa: E402
 from store.errors import ReadOnlyStoreError, SourceChangedError, SourceNotFoundError, UnrecognizedSourceError  # noqa: E402
 
 from ..inspector_support import notes, open_tenant, wait_for  # noqa: E402
+from ..test_store_view import assert_a_view  # noqa: E402
 from .test_loomflow_sqlite import memlens  # noqa: E402
 
 T0 = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
@@ -103,8 +105,9 @@ def test_the_import_command_writes_every_tenant_and_leaves_the_directory_alone(s
 
 def test_the_view_shows_and_searches_the_directory_and_never_changes_it(source):
     before = fingerprint(source)
-    with MemoryStore.open(f"chroma:{source}", embedder=None) as view:
+    with store.open(f"chroma:{source}", embedder=None) as view:
         assert view.path == f"chroma:{source}" and view.read_only and not view.erases_in_place
+        assert_a_view(view)
         assert [h.episode.id for h in view.recall("question 2", user_id="bob", limit=1)] == ["bob-ep2"]
         with pytest.raises(ReadOnlyStoreError, match="segment files"):
             view.forget(user_id="bob", actor="dpo")
@@ -115,7 +118,7 @@ def test_the_view_shows_and_searches_the_directory_and_never_changes_it(source):
 
 
 def test_what_the_agent_writes_in_another_process_shows_at_the_next_poll(source):
-    with MemoryStore.open(f"chroma:{source}", embedder=None) as view:
+    with store.open(f"chroma:{source}", embedder=None) as view:
         seen = view.data_version()
         program = textwrap.dedent(
             """

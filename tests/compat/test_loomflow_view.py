@@ -17,12 +17,14 @@ from loomflow import Episode  # noqa: E402
 from loomflow.memory import HashEmbedder  # noqa: E402
 from loomflow.memory.sqlite import SqliteMemory  # noqa: E402
 
+import store  # noqa: E402
 from store import MemoryStore  # noqa: E402
 from store.compat import loomflow_view  # noqa: E402
 from store.compat.loomflow_view import LoomflowView  # noqa: E402
 from store.errors import ReadOnlyStoreError, SourceChangedError, SourceNotFoundError, UnrecognizedSourceError  # noqa: E402
 
 from ..inspector_support import open_tenant, showing, wait_for  # noqa: E402
+from ..test_store_view import assert_a_view  # noqa: E402
 from .test_loomflow_sqlite import fingerprint, memlens, write_loomflow  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,8 +65,9 @@ def source(tmp_path) -> Path:
 
 
 def test_every_tier_loomflow_keeps_is_shown_and_searchable(source):
-    with MemoryStore.open(f"loomflow-sqlite:{source}", embedder=None) as view:
+    with store.open(f"loomflow-sqlite:{source}", embedder=None) as view:
         assert isinstance(view, LoomflowView) and view.read_only
+        assert_a_view(view)  # every member the inspector and the command line use, taken as the store takes it
         assert view.path == f"loomflow-sqlite:{source}"
         counts = {t.user_id: (t.counts.episodes, t.counts.facts, t.counts.blocks) for t in view.tenants()}
         assert counts == {"alice": (4, 2, 2), "bob": (4, 2, 2), None: (3, 0, 2)}
@@ -80,7 +83,7 @@ def test_every_tier_loomflow_keeps_is_shown_and_searchable(source):
 
 def test_the_source_is_byte_identical_after_opening_reading_polling_and_closing(source):
     before = fingerprint(source)
-    view = MemoryStore.open(f"loomflow-sqlite:{source}", embedder=None)
+    view = store.open(f"loomflow-sqlite:{source}", embedder=None)
     view.recall("answer", user_id="alice")
     view.data_version()
     view.export(user_id="alice")
@@ -181,14 +184,14 @@ def test_every_write_but_an_erasure_is_refused_naming_the_source_and_nothing_cha
 
 def test_a_missing_or_foreign_file_gets_a_typed_error_and_no_mirror_is_left(tmp_path, mirrors):
     with pytest.raises(SourceNotFoundError):
-        MemoryStore.open(f"loomflow-sqlite:{tmp_path / 'missing.db'}")
+        store.open(f"loomflow-sqlite:{tmp_path / 'missing.db'}")
     (tmp_path / "notes.txt").write_text("not a database at all")
     with pytest.raises(UnrecognizedSourceError):
-        MemoryStore.open(f"loomflow-sqlite:{tmp_path / 'notes.txt'}")
+        store.open(f"loomflow-sqlite:{tmp_path / 'notes.txt'}")
     with MemoryStore.open(tmp_path / "memlens.db", embedder=None) as own:
         own.remember("a memlens store is not loomflow's", user_id="u")
     with pytest.raises(UnrecognizedSourceError):
-        MemoryStore.open(f"loomflow-sqlite:{tmp_path / 'memlens.db'}")
+        store.open(f"loomflow-sqlite:{tmp_path / 'memlens.db'}")
     assert mirrors() == []
 
 
@@ -273,7 +276,7 @@ def test_forget_in_place_erases_through_loomflow_scrubs_and_keeps_the_file_valid
 
 def test_the_receipt_counts_what_went_and_a_dry_run_changes_nothing(source):
     before = fingerprint(source)
-    with MemoryStore.open(f"loomflow-sqlite:{source}", embedder=None) as view:
+    with store.open(f"loomflow-sqlite:{source}", embedder=None) as view:
         planned = view.forget(user_id="bob", dry_run=True, actor="dpo")
         assert fingerprint(source) == before
         assert planned.counts == {"episodes": 4, "facts": 2, "blocks": 2, "tool_transcript_messages": 2}
@@ -283,7 +286,7 @@ def test_the_receipt_counts_what_went_and_a_dry_run_changes_nothing(source):
 
 
 def test_one_session_is_erased_in_place_and_the_rest_of_the_user_stays(source):
-    with MemoryStore.open(f"loomflow-sqlite:{source}", embedder=None) as view:
+    with store.open(f"loomflow-sqlite:{source}", embedder=None) as view:
         receipt = view.forget(user_id="alice", session_id="s1", actor="dpo")
         assert receipt.counts["episodes"] == 1 and receipt.counts["blocks"] == 0
         assert sorted(e.session_id for e in view.episodes(user_id="alice").items) == ["s0", "s0", "s9"]
@@ -306,7 +309,7 @@ def test_forget_in_place_is_refused_while_another_process_holds_the_write_lock(s
         assert fingerprint(source) == before
     finally:
         holder.communicate("")
-    with MemoryStore.open(f"loomflow-sqlite:{source}", embedder=None) as view:
+    with store.open(f"loomflow-sqlite:{source}", embedder=None) as view:
         assert "bob" in [t.user_id for t in view.tenants()]
 
 
@@ -326,7 +329,7 @@ def test_a_forget_in_place_aimed_wrong_gets_a_typed_error_and_nothing_changes(so
     if arguments.get("before") == "yesterday":
         arguments["before"] = datetime(2026, 1, 1, tzinfo=UTC)
     before = fingerprint(source)
-    with MemoryStore.open(f"loomflow-sqlite:{source}", embedder=None) as view, pytest.raises(Exception) as raised:
+    with store.open(f"loomflow-sqlite:{source}", embedder=None) as view, pytest.raises(Exception) as raised:
         view.forget(actor="dpo", **arguments)
     assert type(raised.value).__name__ == error and says in str(raised.value)
     assert fingerprint(source) == before
@@ -346,7 +349,7 @@ def test_forget_in_place_scrubs_the_wal_the_agent_keeps_open(tmp_path):
         assert holder.stdout.readline().strip() == "open"
         asyncio.run(write_loomflow(source))
         assert "bot.db-wal" in held_in_files(source, BOBS_TEXTS)
-        with MemoryStore.open(f"loomflow-sqlite:{source}", embedder=None) as view:
+        with store.open(f"loomflow-sqlite:{source}", embedder=None) as view:
             receipt = view.forget(user_id="bob", actor="dpo")
         assert receipt.disk_scrubbed, receipt.scrub_pending_reason
         assert held_in_files(source, BOBS_TEXTS) == {}
@@ -369,7 +372,7 @@ def test_a_reader_mid_read_leaves_the_receipt_saying_so_and_the_scrub_command_fi
         reader.stdin.write("go\n")
         reader.stdin.flush()
         assert reader.stdout.readline().strip() == "reading"  # a read transaction holds a WAL snapshot
-        with MemoryStore.open(f"loomflow-sqlite:{source}", embedder=None) as view:
+        with store.open(f"loomflow-sqlite:{source}", embedder=None) as view:
             receipt = view.forget(user_id="bob", actor="dpo")
         assert not receipt.disk_scrubbed
         assert "memlens scrub loomflow-sqlite:" in receipt.scrub_pending_reason

@@ -37,7 +37,7 @@ from ...errors import (
 )
 from ...tenancy import Tenant, being_erased
 from ..shared import refuse_version, wait_out_erasure
-from . import ddl, engine, locks, partitions, scrub
+from . import ddl, engine, locks, partitions, scrub, tables
 from . import errors as pg_errors
 from .changes import ChangeCounter
 from .errors import translate, translated
@@ -267,7 +267,7 @@ class PostgresBackend:
         erased = list(dict.fromkeys(t.key for t in tenants))
         # A purge of expired keys touched only the key-value table: rewriting the tenant's
         # episodes too would cost a purge what an erasure's scrub costs.
-        work = [(key, list(ddl.PARTITIONED)) for key in erased]
+        work = [(key, list(tables.PARTITIONED)) for key in erased]
         work += [(key, ["kv_entries"]) for key in dict.fromkeys(t.key for t in expired) if key not in erased]
         reasons = []
         for key, parents in work:

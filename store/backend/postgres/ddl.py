@@ -32,21 +32,7 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, text
 
-# Each tier's tables that hold a tenant's content, parents before children (the order
-# partitions are created in, and the reverse of the order they are dropped in).
-PARTITIONED = (
-    "sessions",
-    "blocks",
-    "block_versions",
-    "episodes",
-    "facts",
-    "fact_changes",
-    "kv_entries",
-    "task_states",
-    "scratchpad",
-    "checkpoints",
-    "vectors",
-)
+from .tables import SESSION_CHILDREN, session_key
 
 # Latin letters with diacritics and their bases: NFKD of U+00C0..U+024F, kept where it leaves
 # one ASCII letter (245 letters). Frozen with the schema; a wider fold is a new migration.
@@ -261,22 +247,6 @@ CREATE TRIGGER audit_log_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON
 def _m004_initial(conn: Connection, dim: int) -> None:
     for statement in split(_V4_DDL.replace("{dim}", str(int(dim)))):
         conn.exec_driver_sql(statement)
-
-
-# The tables whose rows belong to a session. From version 5 each tenant's partition of them
-# references that tenant's sessions partition, not the sessions table: a foreign key to a
-# partitioned table puts its triggers on every partition of it, so attaching one tenant's
-# partition (or dropping it) locked every tenant's sessions, and other tenants' writes and
-# reads waited and failed (55 of 252 first writes of new users; 32 of 2,797 reads).
-SESSION_CHILDREN = ("kv_entries", "task_states", "scratchpad", "checkpoints")
-
-
-def session_key(child: str, child_partition: str, sessions_partition: str) -> str:
-    """The foreign key of one tenant's partition of ``child`` into its sessions partition."""
-    return (
-        f'ALTER TABLE "{child_partition}" ADD CONSTRAINT "fk_{child}_session" FOREIGN KEY (user_id, session_pk) '
-        f'REFERENCES "{sessions_partition}" (user_id, pk) ON DELETE CASCADE'
-    )
 
 
 def _m005_session_keys_per_tenant(conn: Connection, dim: int) -> None:

@@ -22,7 +22,7 @@ from sqlalchemy import Connection, Engine, text
 from ...tenancy import Tenant
 from . import errors as pg_errors
 from . import locks
-from .ddl import PARTITIONED, SESSION_CHILDREN, session_key
+from .tables import PARTITIONED, SESSION_CHILDREN, session_key
 
 
 def suffix(tenant: Tenant) -> str:
