@@ -10,6 +10,7 @@ began" from "this is as far back as the history goes".
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
 from functools import lru_cache
 from typing import Any, NamedTuple
@@ -19,6 +20,7 @@ from sqlalchemy import Connection, Delete, Insert, Row, Update, bindparam, func,
 from ..models import Block, BlockHistory, BlockVersion
 from ..schema import UtcMicros, block_versions_t, blocks_t
 from ..tenancy import Tenant, user_id_of
+from .records import Reading, iso
 
 DEFAULT_VERSIONS_KEPT = 100
 """Earlier versions kept per block: a block an agent rewrites every turn keeps its last hundred."""
@@ -162,3 +164,25 @@ def blocks_as_of(conn: Connection, tenant: Tenant, at: datetime) -> list[Block]:
     for r in then:
         found[r.name] = Block(user_id=tenant.user_id, name=r.name, content=r.content, pinned_order=r.pinned_order, updated_at=r.written_at)
     return sorted(found.values(), key=lambda b: b.pinned_order)
+
+
+def records(reading: Reading) -> Iterator[dict[str, Any]]:
+    """The tenant's blocks as export records, in their pinned order."""
+    for r in reading.conn.execute(reading.tenant.select(blocks_t).order_by(blocks_t.c.pinned_order)):
+        yield reading.record("block", name=r.name, content=r.content, pinned_order=r.pinned_order, updated_at=iso(r.updated_at))
+
+
+def version_records(reading: Reading) -> Iterator[dict[str, Any]]:
+    """The blocks' earlier versions as export records, block by block, oldest first."""
+    v = block_versions_t
+    for r in reading.conn.execute(reading.tenant.select(v).order_by(v.c.name, v.c.replaced_at, v.c.pk)):
+        yield reading.record(
+            "block_version",
+            name=r.name,
+            content=r.content,
+            pinned_order=r.pinned_order,
+            written_at=iso(r.written_at),
+            replaced_at=iso(r.replaced_at),
+            replaced_by=r.replaced_by,
+            earlier_dropped=bool(r.earlier_dropped),
+        )

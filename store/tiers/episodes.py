@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import UTC, date, datetime, time
 from types import SimpleNamespace
 from typing import Any
@@ -18,6 +18,7 @@ from ..schema import episodes_t, from_micros, to_micros
 from ..tenancy import Tenant, user_id_of
 from ..validation import check_datetime, check_json, check_name, check_optional_name, check_text
 from .common import content_hash, loads, new_id
+from .records import Reading, iso
 
 
 def embed_text(input: str, output: str) -> str:
@@ -234,3 +235,23 @@ def session_messages(conn: Connection, tenant: Tenant, session_id: str, limit: i
         last = turns[0][-1]
         turns[0] = [last] if last.role == "assistant" and not last.tool_calls else []
     return [m for turn in turns for m in turn]
+
+
+def records(reading: Reading) -> Iterator[dict[str, Any]]:
+    """The tenant's episodes as export records, in the order they were stored, a chunk at a time."""
+    for rows in reading.pages(reading.tenant.select(episodes_t), episodes_t.c.pk):
+        vectors = reading.vectors("episode", [r.pk for r in rows])
+        for r in rows:
+            record = reading.record(
+                "episode",
+                id=r.id,
+                session_id=r.session_id,
+                occurred_at=iso(r.occurred_at),
+                input=r.input,
+                output=r.output,
+                tool_calls=json.loads(r.tool_calls),
+                metadata=json.loads(r.metadata),
+            )
+            if r.pk in vectors:
+                record["embedding"] = vectors[r.pk]
+            yield record

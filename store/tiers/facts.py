@@ -10,7 +10,7 @@ current again.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -21,6 +21,7 @@ from ..models import Fact
 from ..schema import fact_changes_t, facts_t
 from ..tenancy import Tenant, user_id_of
 from .common import loads, new_id
+from .records import Reading, iso
 
 
 def fact_text(subject: str, predicate: str, object: str) -> str:
@@ -205,3 +206,38 @@ def close_gaps(conn: Connection, tenant: Tenant, erased_pks: Sequence[int]) -> i
                 conn.execute(tenant.update(facts_t).where(facts_t.c.pk == row.pk).values(valid_until=successor))
                 changed += 1
     return changed
+
+
+def records(reading: Reading) -> Iterator[dict[str, Any]]:
+    """The tenant's facts (every version) as export records, in the order they were recorded."""
+    facts = reading.conn.execute(reading.tenant.select(facts_t).order_by(facts_t.c.pk)).all()
+    vectors = reading.vectors("fact", [r.pk for r in facts])
+    for r in facts:
+        record = reading.record(
+            "fact",
+            id=r.id,
+            subject=r.subject,
+            predicate=r.predicate,
+            object=r.object,
+            confidence=r.confidence,
+            valid_from=iso(r.valid_from),
+            valid_until=iso(r.valid_until),
+            recorded_at=iso(r.recorded_at),
+            source_episode_ids=json.loads(r.source_episode_ids),
+        )
+        if r.pk in vectors:
+            record["embedding"] = vectors[r.pk]
+        yield record
+
+
+def change_records(reading: Reading) -> Iterator[dict[str, Any]]:
+    """When each fact's interval was closed, and by what, as export records."""
+    c = fact_changes_t
+    for r in reading.conn.execute(reading.tenant.select(c).order_by(c.c.changed_at, c.c.pk)):
+        yield reading.record(
+            "fact_change",
+            fact_id=r.fact_id,
+            valid_until_before=iso(r.valid_until_before),
+            changed_at=iso(r.changed_at),
+            caused_by=r.caused_by,
+        )

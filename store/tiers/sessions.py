@@ -4,6 +4,7 @@ checkpoints, per (user_id, session_id). Reached as ``store.session(session_id, u
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -27,6 +28,7 @@ from ..validation import (
     utcnow,
 )
 from .common import ensure_session, find_session, loads, new_id, touch_tenant
+from .records import Reading, iso
 
 _MISSING = object()
 
@@ -550,3 +552,51 @@ def _micros(value: Any, field: str) -> datetime:
     except (ValueError, OverflowError, OSError):
         raise InvalidInputError(f"{field} is not a time memlens can represent") from None
     return check_datetime(moment, field)
+
+
+# Export records of the session tiers, each in its own order; a record names its session by id.
+
+
+def records(reading: Reading) -> Iterator[dict[str, Any]]:
+    for s in reading.conn.execute(reading.tenant.select(sessions_t).order_by(sessions_t.c.session_id)):
+        yield reading.record("session", session_id=s.session_id, created_at=iso(s.created_at), updated_at=iso(s.updated_at))
+
+
+def kv_records(reading: Reading) -> Iterator[dict[str, Any]]:
+    """Entries expired at ``reading.now`` are left out: gone for every reader, even before they are purged."""
+    names = reading.session_names()
+    live = or_(kv_t.c.expires_at.is_(None), kv_t.c.expires_at > reading.now)
+    for r in reading.conn.execute(reading.tenant.select(kv_t).where(live).order_by(kv_t.c.session_pk, kv_t.c.key)):
+        yield reading.record(
+            "kv",
+            session_id=names[r.session_pk],
+            key=r.key,
+            value=json.loads(r.value),
+            expires_at=iso(r.expires_at),
+            updated_at=iso(r.updated_at),
+        )
+
+
+def task_state_records(reading: Reading) -> Iterator[dict[str, Any]]:
+    names = reading.session_names()
+    for r in reading.conn.execute(reading.tenant.select(task_t).order_by(task_t.c.session_pk)):
+        yield reading.record("task_state", session_id=names[r.session_pk], state=json.loads(r.state), updated_at=iso(r.updated_at))
+
+
+def note_records(reading: Reading) -> Iterator[dict[str, Any]]:
+    names = reading.session_names()
+    for r in reading.conn.execute(reading.tenant.select(scratch_t).order_by(scratch_t.c.pk)):
+        yield reading.record("note", session_id=names[r.session_pk], created_at=iso(r.created_at), content=r.content)
+
+
+def checkpoint_records(reading: Reading) -> Iterator[dict[str, Any]]:
+    names = reading.session_names()
+    for r in reading.conn.execute(reading.tenant.select(checkpoints_t).order_by(checkpoints_t.c.created_at, checkpoints_t.c.pk)):
+        yield reading.record(
+            "checkpoint",
+            id=r.id,
+            session_id=names[r.session_pk],
+            description=r.description,
+            created_at=iso(r.created_at),
+            snapshot=json.loads(r.snapshot),
+        )
