@@ -26,124 +26,33 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Select, exists, func, literal_column, or_, select
+from sqlalchemy import Connection, Select, func, select
 
 from ..backend import Sql, sql
 from ..schema import (
     audit_t,
-    block_versions_t,
-    blocks_t,
-    checkpoints_t,
     episodes_t,
-    fact_changes_t,
     facts_t,
     kv_t,
     meta_t,
-    scratch_t,
-    sessions_t,
-    task_t,
     tenants_t,
-    to_micros,
     vectors_t,
 )
 from ..tenancy import ERASING_PREFIX, Tenant, erasing_key, keys_and_tenants, tenants_having
 from ..tiers import facts
-from ..tiers.registry import ERASE_ORDER, VECTOR_KINDS
+from ..tiers.erasing import Erasing, Scope
+from ..tiers.registry import ERASE_ORDER, TIERS, VECTOR_KINDS
 from ..validation import utcnow
 
 
-@dataclass(frozen=True)
-class Scope:
-    tenant: Tenant
-    session_id: str | None
-    before: datetime | None
-    # Only the tenant's facts (recorded before ``before``, if given): loomflow's FactStore.delete.
-    facts_only: bool = False
-
-    @property
-    def whole_tenant(self) -> bool:
-        return self.session_id is None and self.before is None and not self.facts_only
-
-
-def _cites(dialect: Sql, ids: Select[Any], name: str) -> ColumnElement[bool]:
-    """The fact cites at least one episode id produced by ``ids``."""
-    sourced = dialect.json_array_items(facts_t.c.source_episode_ids, name=name)
-    return exists(select(literal_column("1")).select_from(sourced).where(sourced.c.value.in_(ids)))
-
-
 def scopes(dialect: Sql, scope: Scope) -> dict[str, Select[Any]]:
-    """For each tier, the keys of the rows this erasure removes."""
-    t, session_id, before = scope.tenant, scope.session_id, scope.before
-    if scope.facts_only:
-        recorded = t.select(facts_t, facts_t.c.pk)
-        fact_keys = recorded if before is None else recorded.where(facts_t.c.recorded_at < before)
-        return {"facts": fact_keys, "fact_changes": _fact_changes(t, fact_keys)}
-    sessions = t.select(sessions_t, sessions_t.c.pk)
-    if session_id is not None:
-        sessions = sessions.where(sessions_t.c.session_id == session_id)
-    episodes = erased_episodes(scope)
-    fact_keys = t.select(facts_t, facts_t.c.pk)
-    if not scope.whole_tenant:
-        # A fact goes when it rests only on erased episodes: it cites one, and none of the
-        # episodes it cites survives. Facts citing no episode go only with the whole tenant.
-        erased_ids = t.select(episodes_t, episodes_t.c.id).where(episodes_t.c.pk.in_(episodes))
-        surviving_ids = t.select(episodes_t, episodes_t.c.id).where(episodes_t.c.pk.not_in(episodes))
-        fact_keys = fact_keys.where(_cites(dialect, erased_ids, "erased"), ~_cites(dialect, surviving_ids, "surviving"))
-    notes = t.select(scratch_t, scratch_t.c.pk)
-    checkpoints = t.select(checkpoints_t, checkpoints_t.c.pk)
-    if session_id is not None:
-        notes = notes.where(scratch_t.c.session_pk.in_(sessions))
-        checkpoints = checkpoints.where(checkpoints_t.c.session_pk.in_(sessions))
-    if before is not None:
-        notes = notes.where(scratch_t.c.created_at < before)
-        # A checkpoint made later can still hold a snapshot of an erased note.
-        held = dialect.json_array_items(checkpoints_t.c.snapshot, "$.scratchpad", name="j")
-        holds_old_note = exists(
-            select(literal_column("1")).select_from(held).where(dialect.json_field(held.c.value, "$.created_at") < to_micros(before))
-        )
-        checkpoints = checkpoints.where(or_(checkpoints_t.c.created_at < before, holds_old_note))
-    result = {"episodes": episodes, "facts": fact_keys, "scratchpad_entries": notes, "checkpoints": checkpoints}
-    result["fact_changes"] = _fact_changes(t, fact_keys)
-    if before is None:
-        # A whole session (or tenant) goes with its working memory; `before` alone keeps the
-        # current state (blocks, keys, task) and removes only what is older than the date.
-        result["sessions"] = sessions
-        result["kv_entries"] = t.select(kv_t, kv_t.c.pk).where(kv_t.c.session_pk.in_(sessions))
-        result["task_states"] = t.select(task_t, task_t.c.session_pk).where(task_t.c.session_pk.in_(sessions))
-    if before is not None:
-        # A block's earlier versions are history like any other: those replaced before the date go.
-        result["block_versions"] = t.select(block_versions_t, block_versions_t.c.pk).where(block_versions_t.c.replaced_at < before)
-    if scope.whole_tenant:
-        result["blocks"] = t.select(blocks_t, blocks_t.c.pk)
-        result["block_versions"] = t.select(block_versions_t, block_versions_t.c.pk)
-        result["fact_changes"] = t.select(fact_changes_t, fact_changes_t.c.pk)
-    return result
-
-
-def _fact_changes(t: Tenant, fact_keys: Select[Any]) -> Select[Any]:
-    """The transaction records that go with the erased facts: their own changes, the changes
-    their recording made to other facts, and any change that kept one of their start times (a
-    time of erased data; a coincident time of a surviving fact's record goes too, which loses
-    that record, never a fact)."""
-    c = fact_changes_t.c
-    erased_ids = t.select(facts_t, facts_t.c.id).where(facts_t.c.pk.in_(fact_keys))
-    erased_starts = t.select(facts_t, facts_t.c.valid_from).where(facts_t.c.pk.in_(fact_keys))
-    return t.select(fact_changes_t, c.pk).where(
-        or_(c.fact_id.in_(erased_ids), c.caused_by.in_(erased_ids), c.valid_until_before.in_(erased_starts))
-    )
-
-
-def erased_episodes(scope: Scope) -> Select[Any]:
-    episodes = scope.tenant.select(episodes_t, episodes_t.c.pk)
-    if scope.session_id is not None:
-        episodes = episodes.where(episodes_t.c.session_id == scope.session_id)
-    if scope.before is not None:
-        episodes = episodes.where(episodes_t.c.occurred_at < scope.before)
-    return episodes
+    """For each tier the erasure touches, the keys of the rows it removes (each tier's module
+    says which: its ``erased`` rule in the registry)."""
+    erasing = Erasing(dialect, scope, {tier.name: tier.erased for tier in TIERS if tier.erased is not None})
+    return {tier.name: keys for tier in TIERS if tier.erased is not None and (keys := erasing.keys(tier.name)) is not None}
 
 
 _CHUNK = 30_000  # under SQLite's 32,766 bound variables
@@ -206,7 +115,7 @@ def _amend_surviving_facts(conn: Connection, scope: Scope, stmts: dict[str, Sele
     t = scope.tenant
     erased_ids_stmt = t.select(episodes_t, episodes_t.c.id).where(episodes_t.c.pk.in_(stmts["episodes"]))
     citing = t.select(facts_t, facts_t.c.pk, facts_t.c.source_episode_ids).where(
-        _cites(sql(conn), erased_ids_stmt, "erased"), facts_t.c.pk.not_in(stmts["facts"])
+        facts.cites(sql(conn), erased_ids_stmt, "erased"), facts_t.c.pk.not_in(stmts["facts"])
     )
     rows = conn.execute(citing).all()
     if rows:

@@ -20,6 +20,7 @@ from ..models import AuditEntry, ForgetReceipt, ImportReport, MigrationReport, P
 from ..recall.indexing import Indexer
 from ..schema import audit_t, episodes_t, sessions_t, tenants_t
 from ..tenancy import UNSET, Tenant, all_tenants, require_history, require_tenant
+from ..tiers.erasing import Scope
 from ..tiers.registry import ERASE_ORDER, SECTION_OF, SECTIONS
 from ..validation import check_flag, check_int, check_name, check_optional_datetime, utcnow
 from . import audit, erasure, export, export_file, import_check, import_write, migrate
@@ -205,7 +206,7 @@ class DataRights:
         check_flag(facts_only, "facts_only")
         if facts_only and session_id is not None:
             raise InvalidInputError("facts belong to a tenant, not to a session: pass facts_only or session_id, not both")
-        scope = erasure.Scope(tenant, session_id, before, facts_only)
+        scope = Scope(tenant, session_id, before, facts_only)
         # Session ids are the agent's text (an e-mail address, a clinic and a date): the entry keeps
         # a digest that identifies the erased session to whoever knows its id, never the id itself.
         scope_record: dict[str, Any] = {

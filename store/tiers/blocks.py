@@ -15,11 +15,12 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from sqlalchemy import Connection, Delete, Insert, Row, Update, bindparam, func, literal
+from sqlalchemy import Connection, Delete, Insert, Row, Select, Update, bindparam, func, literal
 
 from ..models import Block, BlockHistory, BlockVersion
 from ..schema import UtcMicros, block_versions_t, blocks_t
 from ..tenancy import Tenant, user_id_of
+from .erasing import Erasing
 from .records import Reading, iso
 
 DEFAULT_VERSIONS_KEPT = 100
@@ -186,3 +187,18 @@ def version_records(reading: Reading) -> Iterator[dict[str, Any]]:
             replaced_by=r.replaced_by,
             earlier_dropped=bool(r.earlier_dropped),
         )
+
+
+def erased(e: Erasing) -> Select[Any] | None:
+    """The blocks go with the whole tenant only: a session or a date range keeps the current state."""
+    return e.tenant.select(blocks_t, blocks_t.c.pk) if e.scope.whole_tenant else None
+
+
+def erased_versions(e: Erasing) -> Select[Any] | None:
+    """A block's earlier versions are history like any other: all with the tenant, those replaced before a date with it."""
+    versions = e.tenant.select(block_versions_t, block_versions_t.c.pk)
+    if e.scope.whole_tenant:
+        return versions
+    if e.scope.before is not None and not e.scope.facts_only:
+        return versions.where(block_versions_t.c.replaced_at < e.scope.before)
+    return None

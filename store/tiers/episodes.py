@@ -8,7 +8,7 @@ from datetime import UTC, date, datetime, time
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import BigInteger, Connection, Row, func, tuple_, type_coerce
+from sqlalchemy import BigInteger, Connection, Row, Select, func, tuple_, type_coerce
 
 from ..backend import sql
 from ..backend.shared import filtered
@@ -18,6 +18,7 @@ from ..schema import episodes_t, from_micros, to_micros
 from ..tenancy import Tenant, user_id_of
 from ..validation import check_datetime, check_json, check_name, check_optional_name, check_text
 from .common import content_hash, loads, new_id
+from .erasing import Erasing
 from .records import Reading, iso
 
 
@@ -255,3 +256,15 @@ def records(reading: Reading) -> Iterator[dict[str, Any]]:
             if r.pk in vectors:
                 record["embedding"] = vectors[r.pk]
             yield record
+
+
+def erased(e: Erasing) -> Select[Any] | None:
+    """A session's episodes, those before a date, or all of them; none when only facts go."""
+    if e.scope.facts_only:
+        return None
+    episodes = e.tenant.select(episodes_t, episodes_t.c.pk)
+    if e.scope.session_id is not None:
+        episodes = episodes.where(episodes_t.c.session_id == e.scope.session_id)
+    if e.scope.before is not None:
+        episodes = episodes.where(episodes_t.c.occurred_at < e.scope.before)
+    return episodes

@@ -14,13 +14,15 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Row, case, func, or_
+from sqlalchemy import ColumnElement, Connection, Row, Select, case, exists, func, literal_column, or_, select
 
+from ..backend import Sql
 from ..errors import DuplicateIdError
 from ..models import Fact
-from ..schema import fact_changes_t, facts_t
+from ..schema import episodes_t, fact_changes_t, facts_t
 from ..tenancy import Tenant, user_id_of
 from .common import loads, new_id
+from .erasing import Erasing
 from .records import Reading, iso
 
 
@@ -241,3 +243,40 @@ def change_records(reading: Reading) -> Iterator[dict[str, Any]]:
             changed_at=iso(r.changed_at),
             caused_by=r.caused_by,
         )
+
+
+def cites(dialect: Sql, ids: Select[Any], name: str) -> ColumnElement[bool]:
+    """The fact cites at least one episode id produced by ``ids``."""
+    sourced = dialect.json_array_items(facts_t.c.source_episode_ids, name=name)
+    return exists(select(literal_column("1")).select_from(sourced).where(sourced.c.value.in_(ids)))
+
+
+def erased(e: Erasing) -> Select[Any] | None:
+    """Every fact with the tenant; with facts only, those recorded before the date (all without
+    one); otherwise a fact goes when it rests only on erased episodes: it cites one, and none of
+    the episodes it cites survives (facts citing no episode go only with the whole tenant)."""
+    fact_keys = e.tenant.select(facts_t, facts_t.c.pk)
+    if e.scope.facts_only:
+        return fact_keys if e.scope.before is None else fact_keys.where(facts_t.c.recorded_at < e.scope.before)
+    if e.scope.whole_tenant:
+        return fact_keys
+    episodes = e.required("episodes")
+    erased_ids = e.tenant.select(episodes_t, episodes_t.c.id).where(episodes_t.c.pk.in_(episodes))
+    surviving_ids = e.tenant.select(episodes_t, episodes_t.c.id).where(episodes_t.c.pk.not_in(episodes))
+    return fact_keys.where(cites(e.dialect, erased_ids, "erased"), ~cites(e.dialect, surviving_ids, "surviving"))
+
+
+def erased_changes(e: Erasing) -> Select[Any] | None:
+    """All of them with the tenant; otherwise the records that go with the erased facts: their
+    own changes, the changes their recording made to other facts, and any change that kept one
+    of their start times (a time of erased data; a coincident time of a surviving fact's record
+    goes too, which loses that record, never a fact)."""
+    c = fact_changes_t.c
+    if e.scope.whole_tenant:
+        return e.tenant.select(fact_changes_t, c.pk)
+    fact_keys = e.required("facts")
+    erased_ids = e.tenant.select(facts_t, facts_t.c.id).where(facts_t.c.pk.in_(fact_keys))
+    erased_starts = e.tenant.select(facts_t, facts_t.c.valid_from).where(facts_t.c.pk.in_(fact_keys))
+    return e.tenant.select(fact_changes_t, c.pk).where(
+        or_(c.fact_id.in_(erased_ids), c.caused_by.in_(erased_ids), c.valid_until_before.in_(erased_starts))
+    )

@@ -30,6 +30,7 @@ from ..schema import (
     task_t,
 )
 from . import blocks, episodes, facts, sessions
+from .erasing import Selector
 from .records import Reading, audit_records
 
 
@@ -46,6 +47,8 @@ class Tier:
     """The ``type`` of its records in export files."""
     records: Callable[[Reading], Iterator[dict[str, Any]]]
     """A tenant's rows as export records (its module says how), in the order they are exported."""
+    erased: Selector | None
+    """The keys of its rows an erasure removes (its module says which); None: forget never erases it."""
     vector_kind: str | None = None
     """The ``kind`` of its rows' vectors, if it has any."""
     label: str | None = None
@@ -54,19 +57,47 @@ class Tier:
 
 # In export-section order: an export file lists its sections in this order.
 TIERS: tuple[Tier, ...] = (
-    Tier("blocks", blocks_t, blocks_t.c.pk, "blocks", "block", blocks.records, "block", "blocks"),
-    Tier("block_versions", block_versions_t, block_versions_t.c.pk, "block_versions", "block_version", blocks.version_records),
-    Tier("episodes", episodes_t, episodes_t.c.pk, "episodes", "episode", episodes.records, "episode", "episodes"),
-    Tier("facts", facts_t, facts_t.c.pk, "facts", "fact", facts.records, "fact", "facts"),
-    Tier("fact_changes", fact_changes_t, fact_changes_t.c.pk, "fact_changes", "fact_change", facts.change_records),
-    Tier("sessions", sessions_t, sessions_t.c.pk, "sessions", "session", sessions.records, None, "sessions"),
-    Tier("kv_entries", kv_t, kv_t.c.pk, "kv_entries", "kv", sessions.kv_records, None, "keys"),
-    Tier("task_states", task_t, task_t.c.session_pk, "task_states", "task_state", sessions.task_state_records),
-    Tier("scratchpad_entries", scratch_t, scratch_t.c.pk, "scratchpad", "note", sessions.note_records, "scratchpad", "notes"),
-    Tier("checkpoints", checkpoints_t, checkpoints_t.c.pk, "checkpoints", "checkpoint", sessions.checkpoint_records, None, "checkpoints"),
+    Tier("blocks", blocks_t, blocks_t.c.pk, "blocks", "block", blocks.records, blocks.erased, "block", "blocks"),
+    Tier(
+        "block_versions",
+        block_versions_t,
+        block_versions_t.c.pk,
+        "block_versions",
+        "block_version",
+        blocks.version_records,
+        blocks.erased_versions,
+    ),
+    Tier("episodes", episodes_t, episodes_t.c.pk, "episodes", "episode", episodes.records, episodes.erased, "episode", "episodes"),
+    Tier("facts", facts_t, facts_t.c.pk, "facts", "fact", facts.records, facts.erased, "fact", "facts"),
+    Tier("fact_changes", fact_changes_t, fact_changes_t.c.pk, "fact_changes", "fact_change", facts.change_records, facts.erased_changes),
+    Tier("sessions", sessions_t, sessions_t.c.pk, "sessions", "session", sessions.records, sessions.erased, None, "sessions"),
+    Tier("kv_entries", kv_t, kv_t.c.pk, "kv_entries", "kv", sessions.kv_records, sessions.erased_kv, None, "keys"),
+    Tier("task_states", task_t, task_t.c.session_pk, "task_states", "task_state", sessions.task_state_records, sessions.erased_task_states),
+    Tier(
+        "scratchpad_entries",
+        scratch_t,
+        scratch_t.c.pk,
+        "scratchpad",
+        "note",
+        sessions.note_records,
+        sessions.erased_notes,
+        "scratchpad",
+        "notes",
+    ),
+    Tier(
+        "checkpoints",
+        checkpoints_t,
+        checkpoints_t.c.pk,
+        "checkpoints",
+        "checkpoint",
+        sessions.checkpoint_records,
+        sessions.erased_checkpoints,
+        None,
+        "checkpoints",
+    ),
 )
 # The audit log is exported (a section of its own) but is no tier: forget never erases it.
-AUDIT = Tier("audit", audit_t, audit_t.c.pk, "audit", "audit", audit_records)
+AUDIT = Tier("audit", audit_t, audit_t.c.pk, "audit", "audit", audit_records, None)
 
 BY_NAME = {tier.name: tier for tier in TIERS}
 # Children before parents, so cascades never hide a count; receipts list tiers in this order.

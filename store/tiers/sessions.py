@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Row, Table, func, or_, select
+from sqlalchemy import ColumnElement, Connection, Row, Select, Table, exists, func, literal_column, or_, select
 
 from ..backend import Backend
 from ..errors import InvalidInputError, UnknownCheckpointError, UnknownSessionError
@@ -28,6 +28,7 @@ from ..validation import (
     utcnow,
 )
 from .common import ensure_session, find_session, loads, new_id, touch_tenant
+from .erasing import Erasing
 from .records import Reading, iso
 
 _MISSING = object()
@@ -600,3 +601,53 @@ def checkpoint_records(reading: Reading) -> Iterator[dict[str, Any]]:
             created_at=iso(r.created_at),
             snapshot=json.loads(r.snapshot),
         )
+
+
+# What an erasure takes from the session tiers. A whole session (or tenant) goes with its working
+# memory; a date range alone keeps the current state (the sessions, their keys and task) and
+# removes only what is older than the date; an erasure of facts alone takes none of these.
+
+
+def erased(e: Erasing) -> Select[Any] | None:
+    return None if e.scope.facts_only or e.scope.before is not None else e.sessions()
+
+
+def erased_kv(e: Erasing) -> Select[Any] | None:
+    if e.scope.facts_only or e.scope.before is not None:
+        return None
+    return e.tenant.select(kv_t, kv_t.c.pk).where(kv_t.c.session_pk.in_(e.sessions()))
+
+
+def erased_task_states(e: Erasing) -> Select[Any] | None:
+    if e.scope.facts_only or e.scope.before is not None:
+        return None
+    return e.tenant.select(task_t, task_t.c.session_pk).where(task_t.c.session_pk.in_(e.sessions()))
+
+
+def erased_notes(e: Erasing) -> Select[Any] | None:
+    if e.scope.facts_only:
+        return None
+    notes = e.tenant.select(scratch_t, scratch_t.c.pk)
+    if e.scope.session_id is not None:
+        notes = notes.where(scratch_t.c.session_pk.in_(e.sessions()))
+    if e.scope.before is not None:
+        notes = notes.where(scratch_t.c.created_at < e.scope.before)
+    return notes
+
+
+def erased_checkpoints(e: Erasing) -> Select[Any] | None:
+    """The checkpoints of the session, or made before the date, or holding a snapshot of a note
+    made before it (a checkpoint made later can still hold one)."""
+    if e.scope.facts_only:
+        return None
+    checkpoints = e.tenant.select(checkpoints_t, checkpoints_t.c.pk)
+    if e.scope.session_id is not None:
+        checkpoints = checkpoints.where(checkpoints_t.c.session_pk.in_(e.sessions()))
+    before = e.scope.before
+    if before is not None:
+        held = e.dialect.json_array_items(checkpoints_t.c.snapshot, "$.scratchpad", name="j")
+        holds_old_note = exists(
+            select(literal_column("1")).select_from(held).where(e.dialect.json_field(held.c.value, "$.created_at") < to_micros(before))
+        )
+        checkpoints = checkpoints.where(or_(checkpoints_t.c.created_at < before, holds_old_note))
+    return checkpoints
