@@ -9,246 +9,31 @@ tenant the manifest declares, and ``as_user`` rebinds a one-tenant file explicit
 
 from __future__ import annotations
 
-import base64
-import binascii
+import functools
 import json
+import operator
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, ValidationInfo
+from pydantic import Field, TypeAdapter, ValidationError
 
 from ..errors import ImportValidationError, InvalidInputError
-from ..models import TaskState
 from ..tenancy import UNSET, Tenant
-from ..tiers.episodes import check_transcript
-from ..tiers.registry import SECTION_OF, SECTIONS
-from ..tiers.sessions import check_snapshot, check_task_state
-from ..validation import MAX_JSON_DEPTH, check_int, check_json, check_name, check_text, check_vector, parse_time
+from ..tiers.registry import EXPORTED, SECTION_OF, SECTIONS
+from ..validation import MAX_JSON_DEPTH, check_vector
 from .export import FORMAT, FORMAT_VERSION, Digests, canonical
 
-# --- one validator per kind of field, each the API's own check ----------------------------------
+
+def _any_record() -> TypeAdapter[Any]:
+    """Any tier's record, told apart by its ``type``: the models the tiers' modules declare."""
+    union: Any = functools.reduce(operator.or_, (tier.record_model for tier in EXPORTED))
+    return TypeAdapter(Annotated[union, Field(discriminator="type")])
 
 
-def _limit(info: ValidationInfo) -> int:
-    limit: int = (info.context or {})["limit"]  # every validation passes it (see _parse)
-    return limit
-
-
-def _field(info: ValidationInfo) -> str:
-    return info.field_name or "value"
-
-
-def _text(value: str, info: ValidationInfo) -> str:
-    return check_text(value, _field(info), limit=_limit(info))
-
-
-def _nonempty(value: str, info: ValidationInfo) -> str:
-    return check_text(value, _field(info), limit=_limit(info), allow_empty=False)
-
-
-def _name(value: str | None, info: ValidationInfo) -> str | None:
-    return None if value is None else check_name(value, _field(info))
-
-
-def _names(value: list[str], info: ValidationInfo) -> list[str]:
-    return [check_name(item, _field(info)) for item in value]
-
-
-def _time(value: Any, info: ValidationInfo) -> datetime | None:
-    return None if value is None else parse_time(value, _field(info))
-
-
-def _json(value: Any, info: ValidationInfo) -> Any:
-    check_json(value, _field(info), limit=_limit(info))
-    return value
-
-
-def _order(value: int, info: ValidationInfo) -> int:
-    return check_int(value, _field(info))
-
-
-def _embedding(value: Any, info: ValidationInfo) -> bytes | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise InvalidInputError("embedding must be base64 text")
-    try:
-        data = base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        raise InvalidInputError("embedding is not valid base64") from None
-    return check_vector(data, None, "embedding")  # its dimension is checked against the store's model later
-
-
-def _task(value: Any, info: ValidationInfo) -> TaskState:
-    return check_task_state(value, limit=_limit(info))
-
-
-def _snapshot(value: Any, info: ValidationInfo) -> dict[str, Any]:
-    return check_snapshot(value, limit=_limit(info))
-
-
-Text = Annotated[str, AfterValidator(_text)]
-NonEmpty = Annotated[str, AfterValidator(_nonempty)]
-Name = Annotated[str, AfterValidator(_name)]
-OptionalName = Annotated[str | None, AfterValidator(_name)]
-Time = Annotated[datetime, BeforeValidator(_time)]
-OptionalTime = Annotated[datetime | None, BeforeValidator(_time)]
-Embedding = Annotated[bytes | None, BeforeValidator(_embedding)]
-
-
-class _Record(BaseModel):
-    # strict: "3" is not an int and true is not a number, as in the API.
-    model_config = ConfigDict(extra="forbid", strict=True)
-    user_id: str | None
-
-    def problem(self) -> tuple[str, str] | None:
-        """(field, message) for a rule spanning fields, or None."""
-        return None
-
-
-class BlockRecord(_Record):
-    type: Literal["block"]
-    name: Name
-    content: Text
-    pinned_order: Annotated[int, AfterValidator(_order)]
-    updated_at: Time
-
-
-class BlockVersionRecord(_Record):
-    type: Literal["block_version"]
-    name: Name
-    content: Text
-    pinned_order: Annotated[int, AfterValidator(_order)]
-    written_at: Time
-    replaced_at: Time
-    replaced_by: Literal["update", "append", "delete"]
-    earlier_dropped: bool
-
-    def problem(self) -> tuple[str, str] | None:
-        if self.replaced_at < self.written_at:
-            return "replaced_at", "a block version cannot be replaced before it was written"
-        return None
-
-
-class EpisodeRecord(_Record):
-    type: Literal["episode"]
-    id: Name
-    session_id: OptionalName
-    occurred_at: Time
-    input: Text
-    output: Text
-    tool_calls: Annotated[list[Any], AfterValidator(_json)]
-    metadata: Annotated[dict[str, Any], AfterValidator(_json)]
-    embedding: Embedding = None
-
-    def problem(self) -> tuple[str, str] | None:
-        if not self.input and not self.output:
-            return "input", "an episode needs an input or an output"
-        if "tool_transcript" in self.metadata:
-            # session_messages replays it as messages: held to remember(tool_transcript=)'s rule.
-            try:
-                check_transcript(self.metadata["tool_transcript"])
-            except InvalidInputError as exc:
-                return "metadata.tool_transcript", str(exc)
-        return None
-
-
-class FactRecord(_Record):
-    type: Literal["fact"]
-    id: Name
-    subject: NonEmpty
-    predicate: NonEmpty
-    object: NonEmpty
-    confidence: float = Field(ge=0, le=1)
-    valid_from: Time
-    valid_until: OptionalTime
-    recorded_at: Time
-    source_episode_ids: Annotated[list[str], AfterValidator(_names)]
-    embedding: Embedding = None
-
-    def problem(self) -> tuple[str, str] | None:
-        if self.valid_until is not None and self.valid_until < self.valid_from:
-            return "valid_until", "a fact cannot stop being valid before it starts (valid_until < valid_from)"
-        return None
-
-
-class FactChangeRecord(_Record):
-    type: Literal["fact_change"]
-    fact_id: Name
-    valid_until_before: OptionalTime
-    changed_at: Time
-    caused_by: Name
-
-
-class SessionRecord(_Record):
-    type: Literal["session"]
-    session_id: Name
-    created_at: Time
-    updated_at: Time
-
-
-class KeyValueRecord(_Record):
-    type: Literal["kv"]
-    session_id: Name
-    key: Name
-    value: Annotated[Any, AfterValidator(_json)]
-    expires_at: OptionalTime
-    updated_at: Time
-
-
-class TaskStateRecord(_Record):
-    type: Literal["task_state"]
-    session_id: Name
-    state: Annotated[TaskState, BeforeValidator(_task)]
-    updated_at: Time
-
-
-class NoteRecord(_Record):
-    type: Literal["note"]
-    session_id: Name
-    created_at: Time
-    content: Text
-
-
-class CheckpointRecord(_Record):
-    type: Literal["checkpoint"]
-    id: Name
-    session_id: Name
-    description: Text
-    created_at: Time
-    snapshot: Annotated[dict[str, Any], AfterValidator(_snapshot)]
-
-
-class AuditRecord(_Record):
-    type: Literal["audit"]
-    at: Time
-    actor: Name
-    action: Literal["forget", "export", "import", "migrate"]
-    scope: Annotated[dict[str, Any], AfterValidator(_json)]
-    counts: Annotated[dict[str, int], AfterValidator(_json)]
-    digest: Name
-    # Where the entry happened in the exporting store; here it is imported history either way.
-    origin: Literal["local", "imported"] = "local"
-
-
-AnyRecord = Annotated[
-    BlockRecord
-    | BlockVersionRecord
-    | EpisodeRecord
-    | FactRecord
-    | FactChangeRecord
-    | SessionRecord
-    | KeyValueRecord
-    | TaskStateRecord
-    | NoteRecord
-    | CheckpointRecord
-    | AuditRecord,
-    Field(discriminator="type"),
-]
-RECORD = TypeAdapter(AnyRecord)
+RECORD = _any_record()
 
 
 @dataclass

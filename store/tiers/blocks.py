@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import datetime
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from sqlalchemy import Connection, Delete, Insert, Row, Select, Update, bindparam, func, literal
 
@@ -21,6 +21,7 @@ from ..models import Block, BlockHistory, BlockVersion
 from ..schema import UtcMicros, block_versions_t, blocks_t
 from ..tenancy import Tenant, user_id_of
 from .erasing import Erasing
+from .record_fields import Name, Order, Record, Text, Time
 from .records import Reading, iso
 
 DEFAULT_VERSIONS_KEPT = 100
@@ -202,3 +203,30 @@ def erased_versions(e: Erasing) -> Select[Any] | None:
     if e.scope.before is not None and not e.scope.facts_only:
         return versions.where(block_versions_t.c.replaced_at < e.scope.before)
     return None
+
+
+# The records an import reads, each field held to the API's check.
+
+
+class BlockRecord(Record):
+    type: Literal["block"]
+    name: Name
+    content: Text
+    pinned_order: Order
+    updated_at: Time
+
+
+class BlockVersionRecord(Record):
+    type: Literal["block_version"]
+    name: Name
+    content: Text
+    pinned_order: Order
+    written_at: Time
+    replaced_at: Time
+    replaced_by: Literal["update", "append", "delete"]
+    earlier_dropped: bool
+
+    def problem(self) -> tuple[str, str] | None:
+        if self.replaced_at < self.written_at:
+            return "replaced_at", "a block version cannot be replaced before it was written"
+        return None

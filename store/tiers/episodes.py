@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator, Mapping
 from datetime import UTC, date, datetime, time
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import BigInteger, Connection, Row, Select, func, tuple_, type_coerce
 
@@ -19,6 +19,7 @@ from ..tenancy import Tenant, user_id_of
 from ..validation import check_datetime, check_json, check_name, check_optional_name, check_text
 from .common import content_hash, loads, new_id
 from .erasing import Erasing
+from .record_fields import Embedding, JsonList, JsonObject, Name, OptionalName, Record, Text, Time
 from .records import Reading, iso
 
 
@@ -268,3 +269,26 @@ def erased(e: Erasing) -> Select[Any] | None:
     if e.scope.before is not None:
         episodes = episodes.where(episodes_t.c.occurred_at < e.scope.before)
     return episodes
+
+
+class EpisodeRecord(Record):
+    type: Literal["episode"]
+    id: Name
+    session_id: OptionalName
+    occurred_at: Time
+    input: Text
+    output: Text
+    tool_calls: JsonList
+    metadata: JsonObject
+    embedding: Embedding = None
+
+    def problem(self) -> tuple[str, str] | None:
+        if not self.input and not self.output:
+            return "input", "an episode needs an input or an output"
+        if "tool_transcript" in self.metadata:
+            # session_messages replays it as messages: held to remember(tool_transcript=)'s rule.
+            try:
+                check_transcript(self.metadata["tool_transcript"])
+            except InvalidInputError as exc:
+                return "metadata.tool_transcript", str(exc)
+        return None

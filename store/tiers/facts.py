@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import Field
 from sqlalchemy import ColumnElement, Connection, Row, Select, case, exists, func, literal_column, or_, select
 
 from ..backend import Sql
@@ -23,6 +24,7 @@ from ..schema import episodes_t, fact_changes_t, facts_t
 from ..tenancy import Tenant, user_id_of
 from .common import loads, new_id
 from .erasing import Erasing
+from .record_fields import Embedding, Name, Names, NonEmpty, OptionalTime, Record, Time
 from .records import Reading, iso
 
 
@@ -280,3 +282,30 @@ def erased_changes(e: Erasing) -> Select[Any] | None:
     return e.tenant.select(fact_changes_t, c.pk).where(
         or_(c.fact_id.in_(erased_ids), c.caused_by.in_(erased_ids), c.valid_until_before.in_(erased_starts))
     )
+
+
+class FactRecord(Record):
+    type: Literal["fact"]
+    id: Name
+    subject: NonEmpty
+    predicate: NonEmpty
+    object: NonEmpty
+    confidence: float = Field(ge=0, le=1)
+    valid_from: Time
+    valid_until: OptionalTime
+    recorded_at: Time
+    source_episode_ids: Names
+    embedding: Embedding = None
+
+    def problem(self) -> tuple[str, str] | None:
+        if self.valid_until is not None and self.valid_until < self.valid_from:
+            return "valid_until", "a fact cannot stop being valid before it starts (valid_until < valid_from)"
+        return None
+
+
+class FactChangeRecord(Record):
+    type: Literal["fact_change"]
+    fact_id: Name
+    valid_until_before: OptionalTime
+    changed_at: Time
+    caused_by: Name

@@ -12,12 +12,14 @@ import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any, Literal
 
+from pydantic import AfterValidator
 from sqlalchemy import Column, Connection, Select
 
 from ..schema import audit_t, sessions_t, vectors_t
 from ..tenancy import Tenant
+from .record_fields import JsonObject, Name, Record, Time, json_value
 
 CHUNK = 2000
 """Rows read at a time by a tier that may hold many (episodes): a huge tenant streams in constant memory."""
@@ -87,3 +89,15 @@ def audit_records(reading: Reading) -> Iterator[dict[str, Any]]:
             digest=r.digest,
             origin=r.origin,
         )
+
+
+class AuditRecord(Record):
+    type: Literal["audit"]
+    at: Time
+    actor: Name
+    action: Literal["forget", "export", "import", "migrate"]
+    scope: JsonObject
+    counts: Annotated[dict[str, int], AfterValidator(json_value)]
+    digest: Name
+    # Where the entry happened in the exporting store; here it is imported history either way.
+    origin: Literal["local", "imported"] = "local"

@@ -31,7 +31,8 @@ from ..schema import (
 )
 from . import blocks, episodes, facts, sessions
 from .erasing import Selector
-from .records import Reading, audit_records
+from .record_fields import Record
+from .records import AuditRecord, Reading, audit_records
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,8 @@ class Tier:
     """A tenant's rows as export records (its module says how), in the order they are exported."""
     erased: Selector | None
     """The keys of its rows an erasure removes (its module says which); None: forget never erases it."""
+    record_model: type[Record]
+    """Its export record as an import reads it, each field held to the API's check."""
     vector_kind: str | None = None
     """The ``kind`` of its rows' vectors, if it has any."""
     label: str | None = None
@@ -57,7 +60,7 @@ class Tier:
 
 # In export-section order: an export file lists its sections in this order.
 TIERS: tuple[Tier, ...] = (
-    Tier("blocks", blocks_t, blocks_t.c.pk, "blocks", "block", blocks.records, blocks.erased, "block", "blocks"),
+    Tier("blocks", blocks_t, blocks_t.c.pk, "blocks", "block", blocks.records, blocks.erased, blocks.BlockRecord, "block", "blocks"),
     Tier(
         "block_versions",
         block_versions_t,
@@ -66,13 +69,54 @@ TIERS: tuple[Tier, ...] = (
         "block_version",
         blocks.version_records,
         blocks.erased_versions,
+        blocks.BlockVersionRecord,
     ),
-    Tier("episodes", episodes_t, episodes_t.c.pk, "episodes", "episode", episodes.records, episodes.erased, "episode", "episodes"),
-    Tier("facts", facts_t, facts_t.c.pk, "facts", "fact", facts.records, facts.erased, "fact", "facts"),
-    Tier("fact_changes", fact_changes_t, fact_changes_t.c.pk, "fact_changes", "fact_change", facts.change_records, facts.erased_changes),
-    Tier("sessions", sessions_t, sessions_t.c.pk, "sessions", "session", sessions.records, sessions.erased, None, "sessions"),
-    Tier("kv_entries", kv_t, kv_t.c.pk, "kv_entries", "kv", sessions.kv_records, sessions.erased_kv, None, "keys"),
-    Tier("task_states", task_t, task_t.c.session_pk, "task_states", "task_state", sessions.task_state_records, sessions.erased_task_states),
+    Tier(
+        "episodes",
+        episodes_t,
+        episodes_t.c.pk,
+        "episodes",
+        "episode",
+        episodes.records,
+        episodes.erased,
+        episodes.EpisodeRecord,
+        "episode",
+        "episodes",
+    ),
+    Tier("facts", facts_t, facts_t.c.pk, "facts", "fact", facts.records, facts.erased, facts.FactRecord, "fact", "facts"),
+    Tier(
+        "fact_changes",
+        fact_changes_t,
+        fact_changes_t.c.pk,
+        "fact_changes",
+        "fact_change",
+        facts.change_records,
+        facts.erased_changes,
+        facts.FactChangeRecord,
+    ),
+    Tier(
+        "sessions",
+        sessions_t,
+        sessions_t.c.pk,
+        "sessions",
+        "session",
+        sessions.records,
+        sessions.erased,
+        sessions.SessionRecord,
+        None,
+        "sessions",
+    ),
+    Tier("kv_entries", kv_t, kv_t.c.pk, "kv_entries", "kv", sessions.kv_records, sessions.erased_kv, sessions.KeyValueRecord, None, "keys"),
+    Tier(
+        "task_states",
+        task_t,
+        task_t.c.session_pk,
+        "task_states",
+        "task_state",
+        sessions.task_state_records,
+        sessions.erased_task_states,
+        sessions.TaskStateRecord,
+    ),
     Tier(
         "scratchpad_entries",
         scratch_t,
@@ -81,6 +125,7 @@ TIERS: tuple[Tier, ...] = (
         "note",
         sessions.note_records,
         sessions.erased_notes,
+        sessions.NoteRecord,
         "scratchpad",
         "notes",
     ),
@@ -92,12 +137,13 @@ TIERS: tuple[Tier, ...] = (
         "checkpoint",
         sessions.checkpoint_records,
         sessions.erased_checkpoints,
+        sessions.CheckpointRecord,
         None,
         "checkpoints",
     ),
 )
 # The audit log is exported (a section of its own) but is no tier: forget never erases it.
-AUDIT = Tier("audit", audit_t, audit_t.c.pk, "audit", "audit", audit_records, None)
+AUDIT = Tier("audit", audit_t, audit_t.c.pk, "audit", "audit", audit_records, None, AuditRecord)
 
 BY_NAME = {tier.name: tier for tier in TIERS}
 # Children before parents, so cascades never hide a count; receipts list tiers in this order.

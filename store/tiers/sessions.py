@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Annotated, Any, Literal
 
+from pydantic import AfterValidator, BeforeValidator, ValidationInfo
 from sqlalchemy import ColumnElement, Connection, Row, Select, Table, exists, func, literal_column, or_, select
 
 from ..backend import Backend
@@ -29,6 +30,7 @@ from ..validation import (
 )
 from .common import ensure_session, find_session, loads, new_id, touch_tenant
 from .erasing import Erasing
+from .record_fields import JsonValue, Name, OptionalTime, Record, Text, Time, limit
 from .records import Reading, iso
 
 _MISSING = object()
@@ -651,3 +653,50 @@ def erased_checkpoints(e: Erasing) -> Select[Any] | None:
         )
         checkpoints = checkpoints.where(or_(checkpoints_t.c.created_at < before, holds_old_note))
     return checkpoints
+
+
+def _task_field(value: Any, info: ValidationInfo) -> TaskState:
+    return check_task_state(value, limit=limit(info))
+
+
+def _snapshot_field(value: Any, info: ValidationInfo) -> dict[str, Any]:
+    return check_snapshot(value, limit=limit(info))
+
+
+class SessionRecord(Record):
+    type: Literal["session"]
+    session_id: Name
+    created_at: Time
+    updated_at: Time
+
+
+class KeyValueRecord(Record):
+    type: Literal["kv"]
+    session_id: Name
+    key: Name
+    value: JsonValue
+    expires_at: OptionalTime
+    updated_at: Time
+
+
+class TaskStateRecord(Record):
+    type: Literal["task_state"]
+    session_id: Name
+    state: Annotated[TaskState, BeforeValidator(_task_field)]
+    updated_at: Time
+
+
+class NoteRecord(Record):
+    type: Literal["note"]
+    session_id: Name
+    created_at: Time
+    content: Text
+
+
+class CheckpointRecord(Record):
+    type: Literal["checkpoint"]
+    id: Name
+    session_id: Name
+    description: Text
+    created_at: Time
+    snapshot: Annotated[dict[str, Any], AfterValidator(_snapshot_field)]
