@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import sqlite3
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -21,6 +22,7 @@ from store.errors import (
     ModelMismatchError,
 )
 from store.rights import import_write
+from store.tiers.importing import WRITTEN
 
 from .conftest import T0, dump
 from .migrate_support import assert_same, build
@@ -126,7 +128,11 @@ def test_another_model_is_refused_unless_reembedding_is_asked_for(source, tmp_pa
 
 def test_a_copy_that_does_not_match_is_rolled_back(source, target, tmp_path, monkeypatch):
     # A writer that silently drops notes: without the read-back, this migration "succeeds".
-    monkeypatch.setattr(import_write.Writer, "write_note", lambda self, tenant, r: import_write.WRITTEN)
+    dropping = tuple(
+        replace(tier, write=lambda importing, tenant, records: [WRITTEN] * len(records)) if tier.name == "scratchpad_entries" else tier
+        for tier in import_write.IMPORT_ORDER
+    )
+    monkeypatch.setattr(import_write, "IMPORT_ORDER", dropping)
     before = dump(tmp_path / "target.db")
     with pytest.raises(MigrationMismatchError, match="scratchpad") as info:
         target.migrate_from(source)
@@ -135,15 +141,15 @@ def test_a_copy_that_does_not_match_is_rolled_back(source, target, tmp_path, mon
 
 
 def test_a_vector_changed_in_the_copy_is_caught(source, target, tmp_path, monkeypatch):
-    real = import_write.Writer.write_bulk
+    real = import_write.Writer.save_vectors
 
-    def flipped(self, tenant, kind, batch):
-        for r in batch[:1]:
-            if getattr(r, "embedding", None) is not None:
-                self.vectors[(tenant, kind, r.id)] = bytes(len(r.embedding))
-        return real(self, tenant, kind, batch)
+    def flipped(self, tenant, kind, pks, ids, texts):
+        first = (tenant, kind, ids[0])
+        if first in self.vectors:
+            self.vectors[first] = bytes(len(self.vectors[first]))
+        return real(self, tenant, kind, pks, ids, texts)
 
-    monkeypatch.setattr(import_write.Writer, "write_bulk", flipped)
+    monkeypatch.setattr(import_write.Writer, "save_vectors", flipped)
     before = dump(tmp_path / "target.db")
     with pytest.raises(MigrationMismatchError):
         target.migrate_from(source)

@@ -1,60 +1,40 @@
-"""Writing a checked import file (see :mod:`store.rights.import_check`) in one transaction.
-
-Ids are unique per tenant: an id already present in the target tenant is that record, kept as
-it is; the same id in another tenant is someone else's record and no concern of this import.
-Blocks, key-value entries and task states are mutable, so the newer ``updated_at`` wins and a
-tie keeps what the store holds: re-importing an older export never overwrites newer state.
+"""Writing a checked import file (see :mod:`store.rights.import_check`) in one transaction: each
+tier's module writes its records (:mod:`store.tiers.importing` says what it is offered and the
+rules for ids and newer state); here the vectors are prepared beforehand and saved with the rows,
+the audit log's records are written, and each tenant gets its entry.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Table, func
+from sqlalchemy import Connection
 
-from ..backend import Backend, sql
+from ..backend import Backend
 from ..errors import ImportMismatchError, InvalidInputError
 from ..recall import indexing
 from ..recall.indexing import Indexer
 from ..schema import (
     audit_t,
-    block_versions_t,
-    blocks_t,
-    checkpoints_t,
     episodes_t,
-    fact_changes_t,
     facts_t,
-    kv_t,
-    scratch_t,
-    sessions_t,
-    task_t,
 )
 from ..tenancy import Tenant
-from ..tiers.common import content_hash, ensure_session, ids_present, touch_tenant
+from ..tiers.common import content_hash, ids_present, touch_tenant
 from ..tiers.episodes import embed_text
 from ..tiers.facts import fact_text
-from ..tiers.registry import SECTION_OF, SECTIONS
-from ..validation import check_int, check_json
+from ..tiers.importing import KEPT, UNCHANGED, WRITTEN, Importing
+from ..tiers.registry import AUDIT, IMPORT_ORDER, SECTION_OF, SECTIONS
+from ..validation import check_int
 from . import audit
 from .import_check import Checked, check_embedding_dims
-
-WRITTEN, UNCHANGED, KEPT = "written", "unchanged", "kept_existing"
 
 
 def _text_of(r: Any) -> str:
     return embed_text(r.input, r.output) if r.type == "episode" else fact_text(r.subject, r.predicate, r.object)
-
-
-def rows_by_id(conn: Connection, tenant: Tenant, table: Table, ids: list[str]) -> dict[str, Any]:
-    """This tenant's rows of ``table`` with these ids, by id."""
-    found: dict[str, Any] = {}
-    for start in range(0, len(ids), 500):  # SQLite caps bound parameters per statement
-        found.update((row.id, row) for row in conn.execute(tenant.select(table).where(table.c.id.in_(ids[start : start + 500]))))
-    return found
 
 
 # The vectors an import writes, by (tenant, kind, record id): float32 bytes.
@@ -100,6 +80,9 @@ def vectors_needed(backend: Backend, indexer: Indexer, checked: Checked) -> tupl
 
 
 class Writer:
+    """An import's records written tier by tier (each tier's module writes its own, in the
+    registry's import order), a tenant's at a time, counting what became of each."""
+
     def __init__(
         self,
         conn: Connection,
@@ -111,32 +94,23 @@ class Writer:
         keep_origin: bool = False,
     ):
         self.conn, self.indexer, self.checked, self.vectors, self.at = conn, indexer, checked, vectors, at
-        self.max_bytes = max_bytes
         self.keep_origin = keep_origin
+        self.importing = Importing(conn, at, max_bytes, self.save_vectors)
         self.outcomes = {key: {s: 0 for s in SECTIONS} for key in (WRITTEN, UNCHANGED, KEPT)}
         self.per_tenant: dict[Tenant, dict[str, int]] = {}
         self.records_of: dict[Tenant, int] = {}
-        self.session_pks: dict[tuple[Tenant, str], int] = {}
 
     def run(self) -> None:
-        # Sessions first, so a session's own times are in place before its other records touch
-        # it; then episodes and facts a tenant at a time, in bulk (a few statements per episode
-        # took 238 s for 100k here, in bulk 32 s, both on a busy machine); the rest one by one.
-        records = [r for _, r in self.checked.records]
-        for r in records:
-            if r.type == "session":
-                self._count(r, self.write_session(self.checked.target(r), r))
-        for kind in ("episode", "fact"):
-            by_tenant: dict[Tenant, list[Any]] = {}
-            for r in records:
-                if r.type == kind:
-                    by_tenant.setdefault(self.checked.target(r), []).append(r)
-            for tenant, batch in by_tenant.items():
-                for r, outcome in zip(batch, self.write_bulk(tenant, kind, batch), strict=True):
+        grouped: dict[str, dict[Tenant, list[Any]]] = {}
+        for _, r in self.checked.records:
+            grouped.setdefault(r.type, {}).setdefault(self.checked.target(r), []).append(r)
+        for tier in (*IMPORT_ORDER, AUDIT):
+            for tenant, batch in grouped.get(tier.record_type, {}).items():
+                outcomes = (
+                    [self._write_audit(tenant, r) for r in batch] if tier.write is None else tier.write(self.importing, tenant, batch)
+                )
+                for r, outcome in zip(batch, outcomes, strict=True):
                     self._count(r, outcome)
-        for r in records:
-            if r.type not in ("session", "episode", "fact"):
-                self._count(r, getattr(self, f"write_{r.type}")(self.checked.target(r), r))
 
     def _count(self, r: Any, outcome: str) -> None:
         tenant, section = self.checked.target(r), SECTION_OF[r.type]
@@ -145,196 +119,19 @@ class Writer:
         if outcome == WRITTEN:
             self.per_tenant.setdefault(tenant, {s: 0 for s in SECTIONS})[section] += 1
 
-    def _session_pk(self, tenant: Tenant, session_id: str) -> int:
-        key = (tenant, session_id)
-        if key not in self.session_pks:
-            self.session_pks[key] = ensure_session(self.conn, tenant, session_id, self.at, touch=False)
-        return self.session_pks[key]
+    def save_vectors(self, tenant: Tenant, kind: str, pks: Sequence[int], ids: Sequence[str], texts: Sequence[str]) -> None:
+        """The vectors prepared for the rows inserted (:func:`vectors_needed`), saved with them."""
+        if self.indexer.embedder is None:
+            return
+        vectors: list[bytes | None] = [self.vectors.get((tenant, kind, record_id)) for record_id in ids]
+        missing = [i for i, v in enumerate(vectors) if v is None]
+        # An id present when vectors were prepared and erased since by another process:
+        # embed those here rather than leave them unsearchable.
+        for i, vector in zip(missing, self.indexer.embed([texts[i] for i in missing]), strict=True):
+            vectors[i] = vector
+        self.indexer.save(self.conn, tenant, kind, list(pks), [content_hash(t) for t in texts], [v for v in vectors if v is not None])
 
-    def _newer(self, r: Any, row: Any, same: bool) -> str:
-        if same:
-            return UNCHANGED
-        return WRITTEN if r.updated_at > row.updated_at else KEPT
-
-    def write_block(self, tenant: Tenant, r: Any) -> str:
-        row = self.conn.execute(tenant.select(blocks_t).where(blocks_t.c.name == r.name)).first()
-        if row is None:
-            taken = self.conn.execute(tenant.select(blocks_t, blocks_t.c.pk).where(blocks_t.c.pinned_order == r.pinned_order)).first()
-            order = r.pinned_order
-            if taken:  # the slot is another block's here: go last, as a new block does in the API
-                order = (self.conn.execute(tenant.select(blocks_t, func.max(blocks_t.c.pinned_order))).scalar() or 0) + 1
-            values = {"name": r.name, "content": r.content, "pinned_order": order, "updated_at": r.updated_at}
-            self.conn.execute(blocks_t.insert().values(tenant.stamp(values)))
-            return WRITTEN
-        outcome = self._newer(r, row, row.content == r.content)
-        if outcome == WRITTEN:
-            self.conn.execute(tenant.update(blocks_t).where(blocks_t.c.pk == row.pk).values(content=r.content, updated_at=r.updated_at))
-        return outcome
-
-    def write_block_version(self, tenant: Tenant, r: Any) -> str:
-        """A version is the same version when it held the same block from the same moment to the
-        same moment; importing a file twice adds nothing."""
-        v = block_versions_t
-        same = tenant.select(v).where(v.c.name == r.name, v.c.written_at == r.written_at, v.c.replaced_at == r.replaced_at)
-        row = self.conn.execute(same).first()
-        if row is not None:
-            return UNCHANGED if (row.content, row.replaced_by) == (r.content, r.replaced_by) else KEPT
-        values = {
-            "name": r.name,
-            "content": r.content,
-            "pinned_order": r.pinned_order,
-            "written_at": r.written_at,
-            "replaced_at": r.replaced_at,
-            "replaced_by": r.replaced_by,
-            "earlier_dropped": int(r.earlier_dropped),
-        }
-        self.conn.execute(v.insert().values(tenant.stamp(values)))
-        return WRITTEN
-
-    def write_fact_change(self, tenant: Tenant, r: Any) -> str:
-        """The same change is the same fact changed at the same moment; importing twice adds nothing."""
-        c = fact_changes_t
-        same = tenant.select(c).where(c.c.fact_id == r.fact_id, c.c.changed_at == r.changed_at)
-        row = self.conn.execute(same).first()
-        if row is not None:
-            return UNCHANGED if (row.valid_until_before, row.caused_by) == (r.valid_until_before, r.caused_by) else KEPT
-        values = {"fact_id": r.fact_id, "valid_until_before": r.valid_until_before, "changed_at": r.changed_at, "caused_by": r.caused_by}
-        self.conn.execute(c.insert().values(tenant.stamp(values)))
-        return WRITTEN
-
-    def write_bulk(self, tenant: Tenant, kind: str, batch: list[Any]) -> list[str]:
-        """Outcomes for a tenant's episodes (or facts) in file order; new ones inserted in bulk."""
-        table = episodes_t if kind == "episode" else facts_t
-        existing = rows_by_id(self.conn, tenant, table, [r.id for r in batch])
-        rows, texts, outcomes = [], [], []
-        for r in batch:
-            values = self._episode_values(r) if kind == "episode" else self._fact_values(r)
-            row = existing.get(r.id)
-            if row is None:
-                if kind == "episode" and r.session_id:
-                    self._session_pk(tenant, r.session_id)
-                rows.append(values)
-                texts.append(_text_of(r))
-                outcomes.append(WRITTEN)
-            elif kind == "episode":
-                same = all(getattr(row, k) == v for k, v in values.items() if k != "content_hash")
-                outcomes.append(UNCHANGED if same else KEPT)
-            else:
-                outcomes.append(self._existing_fact(tenant, row, values))
-        if rows:
-            pks = sql(self.conn).insert_keyed(self.conn, table, [tenant.stamp(row) for row in rows])
-            if self.indexer.embedder is not None:
-                vectors: list[bytes | None] = [self.vectors.get((tenant, kind, row["id"])) for row in rows]
-                missing = [i for i, v in enumerate(vectors) if v is None]
-                # An id present when vectors were prepared and erased since by another process:
-                # embed those here rather than leave them unsearchable.
-                for i, vector in zip(missing, self.indexer.embed([texts[i] for i in missing]), strict=True):
-                    vectors[i] = vector
-                self.indexer.save(self.conn, tenant, kind, pks, [content_hash(t) for t in texts], [v for v in vectors if v is not None])
-        return outcomes
-
-    def _episode_values(self, r: Any) -> dict[str, Any]:
-        limit = self.max_bytes
-        return {
-            "id": r.id,
-            "session_id": r.session_id,
-            "occurred_at": r.occurred_at,
-            "input": r.input,
-            "output": r.output,
-            "tool_calls": check_json(r.tool_calls, "tool_calls", limit=limit),
-            "metadata": check_json(r.metadata, "metadata", limit=limit),
-            "content_hash": content_hash(embed_text(r.input, r.output)),
-        }
-
-    @staticmethod
-    def _fact_values(r: Any) -> dict[str, Any]:
-        return {
-            "id": r.id,
-            "subject": r.subject,
-            "predicate": r.predicate,
-            "object": r.object,
-            "confidence": r.confidence,
-            "valid_from": r.valid_from,
-            "valid_until": r.valid_until,
-            "recorded_at": r.recorded_at,
-            "source_episode_ids": json.dumps(r.source_episode_ids),
-        }
-
-    def _existing_fact(self, tenant: Tenant, row: Any, values: dict[str, Any]) -> str:
-        if any(getattr(row, k) != v for k, v in values.items() if k != "valid_until"):
-            return KEPT
-        if row.valid_until == values["valid_until"]:
-            return UNCHANGED
-        if row.valid_until is None:  # superseded since: a fact only ever closes, so the closed one is newer
-            self.conn.execute(tenant.update(facts_t).where(facts_t.c.pk == row.pk).values(valid_until=values["valid_until"]))
-            return WRITTEN
-        return KEPT
-
-    def write_session(self, tenant: Tenant, r: Any) -> str:
-        stmt = tenant.select(sessions_t).where(sessions_t.c.session_id == r.session_id)
-        row = self.conn.execute(stmt).first()
-        if row is None:
-            values = {"session_id": r.session_id, "created_at": r.created_at, "updated_at": r.updated_at}
-            self.conn.execute(sessions_t.insert().values(tenant.stamp(values)))
-            return WRITTEN
-        created, updated = min(row.created_at, r.created_at), max(row.updated_at, r.updated_at)
-        if (created, updated) == (row.created_at, row.updated_at):
-            return UNCHANGED
-        self.conn.execute(tenant.update(sessions_t).where(sessions_t.c.pk == row.pk).values(created_at=created, updated_at=updated))
-        return WRITTEN
-
-    def write_kv(self, tenant: Tenant, r: Any) -> str:
-        session_pk = self._session_pk(tenant, r.session_id)
-        values = {"value": check_json(r.value, "value", limit=self.max_bytes), "expires_at": r.expires_at, "updated_at": r.updated_at}
-        row = self.conn.execute(tenant.select(kv_t).where(kv_t.c.session_pk == session_pk, kv_t.c.key == r.key)).first()
-        if row is None:
-            self.conn.execute(kv_t.insert().values(tenant.stamp({"session_pk": session_pk, "key": r.key, **values})))
-            return WRITTEN
-        outcome = self._newer(r, row, (row.value, row.expires_at) == (values["value"], values["expires_at"]))
-        if outcome == WRITTEN:
-            self.conn.execute(tenant.update(kv_t).where(kv_t.c.pk == row.pk).values(**values))
-        return outcome
-
-    def write_task_state(self, tenant: Tenant, r: Any) -> str:
-        session_pk = self._session_pk(tenant, r.session_id)
-        state = r.state.model_dump_json()  # as set_task_state stores it
-        row = self.conn.execute(tenant.select(task_t).where(task_t.c.session_pk == session_pk)).first()
-        if row is not None:
-            outcome = self._newer(r, row, row.state == state)
-            if outcome != WRITTEN:
-                return outcome
-            self.conn.execute(tenant.delete(task_t).where(task_t.c.session_pk == session_pk))
-        self.conn.execute(task_t.insert().values(tenant.stamp({"session_pk": session_pk, "state": state, "updated_at": r.updated_at})))
-        return WRITTEN
-
-    def write_note(self, tenant: Tenant, r: Any) -> str:
-        session_pk = self._session_pk(tenant, r.session_id)
-        same = tenant.select(scratch_t, scratch_t.c.pk).where(
-            scratch_t.c.session_pk == session_pk, scratch_t.c.created_at == r.created_at, scratch_t.c.content == r.content
-        )
-        if self.conn.execute(same).first():
-            return UNCHANGED
-        self.conn.execute(
-            scratch_t.insert().values(tenant.stamp({"session_pk": session_pk, "created_at": r.created_at, "content": r.content}))
-        )
-        return WRITTEN
-
-    def write_checkpoint(self, tenant: Tenant, r: Any) -> str:
-        row = self.conn.execute(tenant.select(checkpoints_t).where(checkpoints_t.c.id == r.id)).first()
-        if row is not None:
-            same = (row.description, row.created_at, json.loads(row.snapshot)) == (r.description, r.created_at, r.snapshot)
-            return UNCHANGED if same else KEPT
-        values = {
-            "id": r.id,
-            "session_pk": self._session_pk(tenant, r.session_id),
-            "description": r.description,
-            "created_at": r.created_at,
-            "snapshot": json.dumps(r.snapshot, ensure_ascii=False),
-        }
-        self.conn.execute(checkpoints_t.insert().values(tenant.stamp(values)))
-        return WRITTEN
-
-    def write_audit(self, tenant: Tenant, r: Any) -> str:
+    def _write_audit(self, tenant: Tenant, r: Any) -> str:
         same = tenant.select(audit_t, audit_t.c.pk).where(audit_t.c.digest == r.digest, audit_t.c.action == r.action)
         if self.conn.execute(same).first():
             return UNCHANGED

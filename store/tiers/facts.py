@@ -17,13 +17,14 @@ from typing import Any, Literal
 from pydantic import Field
 from sqlalchemy import ColumnElement, Connection, Row, Select, case, exists, func, literal_column, or_, select
 
-from ..backend import Sql
+from ..backend import Sql, sql
 from ..errors import DuplicateIdError
 from ..models import Fact
 from ..schema import episodes_t, fact_changes_t, facts_t
 from ..tenancy import Tenant, user_id_of
 from .common import loads, new_id
 from .erasing import Erasing
+from .importing import KEPT, UNCHANGED, WRITTEN, Importing, rows_by_id
 from .record_fields import Embedding, Name, Names, NonEmpty, OptionalTime, Record, Time
 from .records import Reading, iso
 
@@ -309,3 +310,58 @@ class FactChangeRecord(Record):
     valid_until_before: OptionalTime
     changed_at: Time
     caused_by: Name
+
+
+def write(importing: Importing, tenant: Tenant, records: list[FactRecord]) -> list[str]:
+    """Facts new to the tenant inserted in bulk, their vectors saved. One the tenant has under
+    the same id is kept, except that a fact only ever closes: an open one the file has closed
+    since takes the file's end."""
+    conn = importing.conn
+    existing = rows_by_id(conn, tenant, facts_t, [r.id for r in records])
+    rows: list[dict[str, Any]] = []
+    new, texts, outcomes = [], [], []
+    for r in records:
+        values = {
+            "id": r.id,
+            "subject": r.subject,
+            "predicate": r.predicate,
+            "object": r.object,
+            "confidence": r.confidence,
+            "valid_from": r.valid_from,
+            "valid_until": r.valid_until,
+            "recorded_at": r.recorded_at,
+            "source_episode_ids": json.dumps(r.source_episode_ids),
+        }
+        row = existing.get(r.id)
+        if row is None:
+            rows.append(values)
+            new.append(r)
+            texts.append(fact_text(r.subject, r.predicate, r.object))
+            outcomes.append(WRITTEN)
+        elif any(getattr(row, k) != v for k, v in values.items() if k != "valid_until"):
+            outcomes.append(KEPT)
+        elif row.valid_until == values["valid_until"]:
+            outcomes.append(UNCHANGED)
+        elif row.valid_until is None:  # superseded since: the closed one is newer
+            conn.execute(tenant.update(facts_t).where(facts_t.c.pk == row.pk).values(valid_until=values["valid_until"]))
+            outcomes.append(WRITTEN)
+        else:
+            outcomes.append(KEPT)
+    if rows:
+        pks = sql(conn).insert_keyed(conn, facts_t, [tenant.stamp(row) for row in rows])
+        importing.save_vectors(tenant, "fact", pks, [r.id for r in new], texts)
+    return outcomes
+
+
+def write_changes(importing: Importing, tenant: Tenant, records: list[FactChangeRecord]) -> list[str]:
+    """The same change is the same fact changed at the same moment; importing twice adds nothing."""
+    c, outcomes = fact_changes_t, []
+    for r in records:
+        row = importing.conn.execute(tenant.select(c).where(c.c.fact_id == r.fact_id, c.c.changed_at == r.changed_at)).first()
+        if row is not None:
+            outcomes.append(UNCHANGED if (row.valid_until_before, row.caused_by) == (r.valid_until_before, r.caused_by) else KEPT)
+            continue
+        values = {"fact_id": r.fact_id, "valid_until_before": r.valid_until_before, "changed_at": r.changed_at, "caused_by": r.caused_by}
+        importing.conn.execute(c.insert().values(tenant.stamp(values)))
+        outcomes.append(WRITTEN)
+    return outcomes

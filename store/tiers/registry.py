@@ -29,8 +29,10 @@ from ..schema import (
     sessions_t,
     task_t,
 )
-from . import blocks, episodes, facts, sessions
+from ..tenancy import Tenant
+from . import blocks, checkpoints, episodes, facts, notes, session_keys, sessions, task_states
 from .erasing import Selector
+from .importing import Importing
 from .record_fields import Record
 from .records import AuditRecord, Reading, audit_records
 
@@ -52,6 +54,9 @@ class Tier:
     """The keys of its rows an erasure removes (its module says which); None: forget never erases it."""
     record_model: type[Record]
     """Its export record as an import reads it, each field held to the API's check."""
+    write: Callable[[Importing, Tenant, list[Any]], list[str]] | None
+    """Writes a tenant's checked records of this tier in an import (its module says how), each's
+    outcome in order; None: the data-rights service writes them (the audit log)."""
     vector_kind: str | None = None
     """The ``kind`` of its rows' vectors, if it has any."""
     label: str | None = None
@@ -60,7 +65,19 @@ class Tier:
 
 # In export-section order: an export file lists its sections in this order.
 TIERS: tuple[Tier, ...] = (
-    Tier("blocks", blocks_t, blocks_t.c.pk, "blocks", "block", blocks.records, blocks.erased, blocks.BlockRecord, "block", "blocks"),
+    Tier(
+        "blocks",
+        blocks_t,
+        blocks_t.c.pk,
+        "blocks",
+        "block",
+        blocks.records,
+        blocks.erased,
+        blocks.BlockRecord,
+        blocks.write,
+        "block",
+        "blocks",
+    ),
     Tier(
         "block_versions",
         block_versions_t,
@@ -70,6 +87,7 @@ TIERS: tuple[Tier, ...] = (
         blocks.version_records,
         blocks.erased_versions,
         blocks.BlockVersionRecord,
+        blocks.write_versions,
     ),
     Tier(
         "episodes",
@@ -80,10 +98,11 @@ TIERS: tuple[Tier, ...] = (
         episodes.records,
         episodes.erased,
         episodes.EpisodeRecord,
+        episodes.write,
         "episode",
         "episodes",
     ),
-    Tier("facts", facts_t, facts_t.c.pk, "facts", "fact", facts.records, facts.erased, facts.FactRecord, "fact", "facts"),
+    Tier("facts", facts_t, facts_t.c.pk, "facts", "fact", facts.records, facts.erased, facts.FactRecord, facts.write, "fact", "facts"),
     Tier(
         "fact_changes",
         fact_changes_t,
@@ -93,6 +112,7 @@ TIERS: tuple[Tier, ...] = (
         facts.change_records,
         facts.erased_changes,
         facts.FactChangeRecord,
+        facts.write_changes,
     ),
     Tier(
         "sessions",
@@ -103,19 +123,33 @@ TIERS: tuple[Tier, ...] = (
         sessions.records,
         sessions.erased,
         sessions.SessionRecord,
+        sessions.write,
         None,
         "sessions",
     ),
-    Tier("kv_entries", kv_t, kv_t.c.pk, "kv_entries", "kv", sessions.kv_records, sessions.erased_kv, sessions.KeyValueRecord, None, "keys"),
+    Tier(
+        "kv_entries",
+        kv_t,
+        kv_t.c.pk,
+        "kv_entries",
+        "kv",
+        session_keys.records,
+        session_keys.erased,
+        session_keys.KeyValueRecord,
+        session_keys.write,
+        None,
+        "keys",
+    ),
     Tier(
         "task_states",
         task_t,
         task_t.c.session_pk,
         "task_states",
         "task_state",
-        sessions.task_state_records,
-        sessions.erased_task_states,
-        sessions.TaskStateRecord,
+        task_states.records,
+        task_states.erased,
+        task_states.TaskStateRecord,
+        task_states.write,
     ),
     Tier(
         "scratchpad_entries",
@@ -123,9 +157,10 @@ TIERS: tuple[Tier, ...] = (
         scratch_t.c.pk,
         "scratchpad",
         "note",
-        sessions.note_records,
-        sessions.erased_notes,
-        sessions.NoteRecord,
+        notes.records,
+        notes.erased,
+        notes.NoteRecord,
+        notes.write,
         "scratchpad",
         "notes",
     ),
@@ -135,17 +170,20 @@ TIERS: tuple[Tier, ...] = (
         checkpoints_t.c.pk,
         "checkpoints",
         "checkpoint",
-        sessions.checkpoint_records,
-        sessions.erased_checkpoints,
-        sessions.CheckpointRecord,
+        checkpoints.records,
+        checkpoints.erased,
+        checkpoints.CheckpointRecord,
+        checkpoints.write,
         None,
         "checkpoints",
     ),
 )
 # The audit log is exported (a section of its own) but is no tier: forget never erases it.
-AUDIT = Tier("audit", audit_t, audit_t.c.pk, "audit", "audit", audit_records, None, AuditRecord)
+AUDIT = Tier("audit", audit_t, audit_t.c.pk, "audit", "audit", audit_records, None, AuditRecord, None)
 
 BY_NAME = {tier.name: tier for tier in TIERS}
+# Sessions first, so a session's own times are in place before its other records touch it.
+IMPORT_ORDER = (BY_NAME["sessions"], *(tier for tier in TIERS if tier.name != "sessions"))
 # Children before parents, so cascades never hide a count; receipts list tiers in this order.
 ERASE_ORDER = tuple(
     BY_NAME[name]

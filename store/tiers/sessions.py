@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import datetime, timedelta
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import AfterValidator, BeforeValidator, ValidationInfo
-from sqlalchemy import ColumnElement, Connection, Row, Select, Table, exists, func, literal_column, or_, select
+from sqlalchemy import ColumnElement, Connection, Row, Select, Table, func, or_, select
 
 from ..backend import Backend
 from ..errors import InvalidInputError, UnknownCheckpointError, UnknownSessionError
@@ -30,7 +29,8 @@ from ..validation import (
 )
 from .common import ensure_session, find_session, loads, new_id, touch_tenant
 from .erasing import Erasing
-from .record_fields import JsonValue, Name, OptionalTime, Record, Text, Time, limit
+from .importing import UNCHANGED, WRITTEN, Importing
+from .record_fields import Name, Record, Time
 from .records import Reading, iso
 
 _MISSING = object()
@@ -557,7 +557,7 @@ def _micros(value: Any, field: str) -> datetime:
     return check_datetime(moment, field)
 
 
-# Export records of the session tiers, each in its own order; a record names its session by id.
+# The sessions tier: its export records, what an erasure takes, its import record and writer.
 
 
 def records(reading: Reading) -> Iterator[dict[str, Any]]:
@@ -565,102 +565,13 @@ def records(reading: Reading) -> Iterator[dict[str, Any]]:
         yield reading.record("session", session_id=s.session_id, created_at=iso(s.created_at), updated_at=iso(s.updated_at))
 
 
-def kv_records(reading: Reading) -> Iterator[dict[str, Any]]:
-    """Entries expired at ``reading.now`` are left out: gone for every reader, even before they are purged."""
-    names = reading.session_names()
-    live = or_(kv_t.c.expires_at.is_(None), kv_t.c.expires_at > reading.now)
-    for r in reading.conn.execute(reading.tenant.select(kv_t).where(live).order_by(kv_t.c.session_pk, kv_t.c.key)):
-        yield reading.record(
-            "kv",
-            session_id=names[r.session_pk],
-            key=r.key,
-            value=json.loads(r.value),
-            expires_at=iso(r.expires_at),
-            updated_at=iso(r.updated_at),
-        )
-
-
-def task_state_records(reading: Reading) -> Iterator[dict[str, Any]]:
-    names = reading.session_names()
-    for r in reading.conn.execute(reading.tenant.select(task_t).order_by(task_t.c.session_pk)):
-        yield reading.record("task_state", session_id=names[r.session_pk], state=json.loads(r.state), updated_at=iso(r.updated_at))
-
-
-def note_records(reading: Reading) -> Iterator[dict[str, Any]]:
-    names = reading.session_names()
-    for r in reading.conn.execute(reading.tenant.select(scratch_t).order_by(scratch_t.c.pk)):
-        yield reading.record("note", session_id=names[r.session_pk], created_at=iso(r.created_at), content=r.content)
-
-
-def checkpoint_records(reading: Reading) -> Iterator[dict[str, Any]]:
-    names = reading.session_names()
-    for r in reading.conn.execute(reading.tenant.select(checkpoints_t).order_by(checkpoints_t.c.created_at, checkpoints_t.c.pk)):
-        yield reading.record(
-            "checkpoint",
-            id=r.id,
-            session_id=names[r.session_pk],
-            description=r.description,
-            created_at=iso(r.created_at),
-            snapshot=json.loads(r.snapshot),
-        )
-
-
-# What an erasure takes from the session tiers. A whole session (or tenant) goes with its working
-# memory; a date range alone keeps the current state (the sessions, their keys and task) and
-# removes only what is older than the date; an erasure of facts alone takes none of these.
+# A whole session (or tenant) goes with its working memory; a date range alone keeps the current
+# state (the sessions, their keys and task) and removes only what is older than the date; an
+# erasure of facts alone takes none of these.
 
 
 def erased(e: Erasing) -> Select[Any] | None:
     return None if e.scope.facts_only or e.scope.before is not None else e.sessions()
-
-
-def erased_kv(e: Erasing) -> Select[Any] | None:
-    if e.scope.facts_only or e.scope.before is not None:
-        return None
-    return e.tenant.select(kv_t, kv_t.c.pk).where(kv_t.c.session_pk.in_(e.sessions()))
-
-
-def erased_task_states(e: Erasing) -> Select[Any] | None:
-    if e.scope.facts_only or e.scope.before is not None:
-        return None
-    return e.tenant.select(task_t, task_t.c.session_pk).where(task_t.c.session_pk.in_(e.sessions()))
-
-
-def erased_notes(e: Erasing) -> Select[Any] | None:
-    if e.scope.facts_only:
-        return None
-    notes = e.tenant.select(scratch_t, scratch_t.c.pk)
-    if e.scope.session_id is not None:
-        notes = notes.where(scratch_t.c.session_pk.in_(e.sessions()))
-    if e.scope.before is not None:
-        notes = notes.where(scratch_t.c.created_at < e.scope.before)
-    return notes
-
-
-def erased_checkpoints(e: Erasing) -> Select[Any] | None:
-    """The checkpoints of the session, or made before the date, or holding a snapshot of a note
-    made before it (a checkpoint made later can still hold one)."""
-    if e.scope.facts_only:
-        return None
-    checkpoints = e.tenant.select(checkpoints_t, checkpoints_t.c.pk)
-    if e.scope.session_id is not None:
-        checkpoints = checkpoints.where(checkpoints_t.c.session_pk.in_(e.sessions()))
-    before = e.scope.before
-    if before is not None:
-        held = e.dialect.json_array_items(checkpoints_t.c.snapshot, "$.scratchpad", name="j")
-        holds_old_note = exists(
-            select(literal_column("1")).select_from(held).where(e.dialect.json_field(held.c.value, "$.created_at") < to_micros(before))
-        )
-        checkpoints = checkpoints.where(or_(checkpoints_t.c.created_at < before, holds_old_note))
-    return checkpoints
-
-
-def _task_field(value: Any, info: ValidationInfo) -> TaskState:
-    return check_task_state(value, limit=limit(info))
-
-
-def _snapshot_field(value: Any, info: ValidationInfo) -> dict[str, Any]:
-    return check_snapshot(value, limit=limit(info))
 
 
 class SessionRecord(Record):
@@ -670,33 +581,24 @@ class SessionRecord(Record):
     updated_at: Time
 
 
-class KeyValueRecord(Record):
-    type: Literal["kv"]
-    session_id: Name
-    key: Name
-    value: JsonValue
-    expires_at: OptionalTime
-    updated_at: Time
+# Sessions are imported first (the registry's import order), so a session's own times are in
+# place before its other records touch it.
 
 
-class TaskStateRecord(Record):
-    type: Literal["task_state"]
-    session_id: Name
-    state: Annotated[TaskState, BeforeValidator(_task_field)]
-    updated_at: Time
-
-
-class NoteRecord(Record):
-    type: Literal["note"]
-    session_id: Name
-    created_at: Time
-    content: Text
-
-
-class CheckpointRecord(Record):
-    type: Literal["checkpoint"]
-    id: Name
-    session_id: Name
-    description: Text
-    created_at: Time
-    snapshot: Annotated[dict[str, Any], AfterValidator(_snapshot_field)]
+def write(importing: Importing, tenant: Tenant, records: list[SessionRecord]) -> list[str]:
+    """A session new here is made with the file's times; one the tenant has spans both."""
+    conn, outcomes = importing.conn, []
+    for r in records:
+        row = conn.execute(tenant.select(sessions_t).where(sessions_t.c.session_id == r.session_id)).first()
+        if row is None:
+            values = {"session_id": r.session_id, "created_at": r.created_at, "updated_at": r.updated_at}
+            conn.execute(sessions_t.insert().values(tenant.stamp(values)))
+            outcomes.append(WRITTEN)
+            continue
+        created, updated = min(row.created_at, r.created_at), max(row.updated_at, r.updated_at)
+        if (created, updated) == (row.created_at, row.updated_at):
+            outcomes.append(UNCHANGED)
+            continue
+        conn.execute(tenant.update(sessions_t).where(sessions_t.c.pk == row.pk).values(created_at=created, updated_at=updated))
+        outcomes.append(WRITTEN)
+    return outcomes
