@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
@@ -34,25 +34,26 @@ from sqlalchemy import Connection, Select, func, select
 from ..backend import Sql, sql
 from ..schema import (
     audit_t,
-    episodes_t,
-    facts_t,
     kv_t,
     meta_t,
     tenants_t,
     vectors_t,
 )
 from ..tenancy import ERASING_PREFIX, Tenant, erasing_key, keys_and_tenants, tenants_having
-from ..tiers import facts
 from ..tiers.erasing import Erasing, Scope
 from ..tiers.registry import ERASE_ORDER, TIERS, VECTOR_KINDS
 from ..validation import utcnow
 
 
-def scopes(dialect: Sql, scope: Scope) -> dict[str, Select[Any]]:
+def erasing(dialect: Sql, scope: Scope) -> Erasing:
+    return Erasing(dialect, scope, {tier.name: tier.erased for tier in TIERS if tier.erased is not None})
+
+
+def scopes(dialect: Sql, scope: Scope, begun: Erasing | None = None) -> dict[str, Select[Any]]:
     """For each tier the erasure touches, the keys of the rows it removes (each tier's module
     says which: its ``erased`` rule in the registry)."""
-    erasing = Erasing(dialect, scope, {tier.name: tier.erased for tier in TIERS if tier.erased is not None})
-    return {tier.name: keys for tier in TIERS if tier.erased is not None and (keys := erasing.keys(tier.name)) is not None}
+    e = begun or erasing(dialect, scope)
+    return {tier.name: keys for tier in TIERS if tier.erased is not None and (keys := e.keys(tier.name)) is not None}
 
 
 _CHUNK = 30_000  # under SQLite's 32,766 bound variables
@@ -86,14 +87,14 @@ def delete(conn: Connection, scope: Scope) -> dict[str, int]:
     The counts come from the very key lists that are deleted, selected by the statements
     :func:`count` counts, so a dry run and the erase agree.
     """
-    stmts = scopes(sql(conn), scope)
+    e = erasing(sql(conn), scope)
+    stmts = scopes(e.dialect, scope, e)
     counts = {"vectors": _vector_count(conn, scope, stmts)}
     keys = {name: conn.execute(stmt).scalars().all() for name, stmt in stmts.items()}
     counts.update((name, len(k)) for name, k in keys.items())
-    if scope.facts_only:
-        facts.close_gaps(conn, scope.tenant, keys["facts"])  # no episode goes: sources stay as they are
-    elif not scope.whole_tenant:
-        _amend_surviving_facts(conn, scope, stmts, keys["facts"])
+    for tier in TIERS:
+        if tier.before_deleting is not None and tier.name in keys:
+            tier.before_deleting(e, conn, keys[tier.name])
     for tier in ERASE_ORDER:
         if tier.name not in keys:
             continue
@@ -106,24 +107,6 @@ def delete(conn: Connection, scope: Scope) -> dict[str, int]:
         conn.execute(scope.tenant.delete(vectors_t))
         conn.execute(scope.tenant.delete(tenants_t))
     return {name: counts.get(name, 0) for name in RECEIPT_ORDER}
-
-
-def _amend_surviving_facts(conn: Connection, scope: Scope, stmts: dict[str, Select[Any]], erased_facts: Sequence[int]) -> None:
-    """Facts that stay keep nothing of what goes: erased episode ids leave their source lists,
-    and the history rule (:func:`store.tiers.facts.close_gaps`) reopens or re-closes facts
-    an erased fact had closed."""
-    t = scope.tenant
-    erased_ids_stmt = t.select(episodes_t, episodes_t.c.id).where(episodes_t.c.pk.in_(stmts["episodes"]))
-    citing = t.select(facts_t, facts_t.c.pk, facts_t.c.source_episode_ids).where(
-        facts.cites(sql(conn), erased_ids_stmt, "erased"), facts_t.c.pk.not_in(stmts["facts"])
-    )
-    rows = conn.execute(citing).all()
-    if rows:
-        erased_ids = set(conn.execute(erased_ids_stmt).scalars())
-        for pk, sources in rows:
-            kept = [s for s in json.loads(sources) if s not in erased_ids]
-            conn.execute(t.update(facts_t).where(facts_t.c.pk == pk).values(source_episode_ids=json.dumps(kept)))
-    facts.close_gaps(conn, t, erased_facts)
 
 
 # --- the pending scrub and the erasure counter, kept in memlens_meta --------------------------

@@ -34,6 +34,8 @@ def _any_record() -> TypeAdapter[Any]:
 
 
 RECORD = _any_record()
+IDENTIFIED = {tier.record_type for tier in EXPORTED if "id" in tier.record_model.model_fields}
+"""The records that carry an id, unique per tenant in a file as in a store."""
 
 
 @dataclass
@@ -227,7 +229,7 @@ def validate(source: Any, max_bytes: int, *, as_user: Any = UNSET) -> Checked:
         problem = record.problem()
         if problem:
             raise ImportValidationError(problem[1], **_where(number, index, f"{record.type}.{problem[0]}"))
-        if record.type in ("episode", "fact", "checkpoint"):
+        if record.type in IDENTIFIED:
             key = (record.user_id, record.type, record.id)
             if key in ids:
                 raise ImportValidationError(f"{record.type} id {record.id!r} appears twice for this tenant", **_where(number, index, "id"))

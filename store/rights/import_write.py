@@ -19,22 +19,18 @@ from ..recall import indexing
 from ..recall.indexing import Indexer
 from ..schema import (
     audit_t,
-    episodes_t,
-    facts_t,
 )
 from ..tenancy import Tenant
 from ..tiers.common import content_hash, ids_present, touch_tenant
-from ..tiers.episodes import embed_text
-from ..tiers.facts import fact_text
 from ..tiers.importing import KEPT, UNCHANGED, WRITTEN, Importing
-from ..tiers.registry import AUDIT, IMPORT_ORDER, SECTION_OF, SECTIONS
+from ..tiers.registry import AUDIT, IMPORT_ORDER, SECTION_OF, SECTIONS, TABLE_OF, VECTOR_TEXT
 from ..validation import check_int
 from . import audit
 from .import_check import Checked, check_embedding_dims
 
 
 def _text_of(r: Any) -> str:
-    return embed_text(r.input, r.output) if r.type == "episode" else fact_text(r.subject, r.predicate, r.object)
+    return VECTOR_TEXT[r.type](r)
 
 
 # The vectors an import writes, by (tenant, kind, record id): float32 bytes.
@@ -42,7 +38,7 @@ Vectors = dict[tuple[Tenant, str, str], bytes]
 
 
 def vectors_needed(backend: Backend, indexer: Indexer, checked: Checked) -> tuple[Vectors, int]:
-    """Vectors for the episodes and facts the import will add, and how many were embedded
+    """Vectors for the records the import will add whose vectors travel with them (episodes and facts), and how many were embedded
     afresh. Records the tenant already has need none; the file's own vectors are used when they
     come from the store's model (and have its dimension); content the tenant already has a
     vector for reuses it. Runs outside the write transaction, so embedding never holds the lock."""
@@ -55,14 +51,14 @@ def vectors_needed(backend: Backend, indexer: Indexer, checked: Checked) -> tupl
         check_embedding_dims(checked, embedder.dim)
     wanted: dict[tuple[Tenant, str], list[Any]] = {}
     for _, r in checked.records:
-        if r.type in ("episode", "fact"):
+        if r.type in VECTOR_TEXT:
             wanted.setdefault((checked.target(r), r.type), []).append(r)
     out: dict[tuple[Tenant, str, str], bytes] = {}
     embedded = 0
     with backend.read() as conn:
         indexing.check_model(conn, embedder, backend.path)
         for (tenant, kind), records in wanted.items():
-            present = ids_present(conn, tenant, episodes_t if kind == "episode" else facts_t, [r.id for r in records])
+            present = ids_present(conn, tenant, TABLE_OF[kind], [r.id for r in records])
             new = [r for r in records if r.id not in present]
             todo = []
             for r in new:

@@ -48,17 +48,15 @@ from ..recall.indexing import Indexer, recorded_model
 from ..schema import audit_t, tenants_t, vectors_t
 from ..tenancy import Tenant, tenants_with_history
 from ..tiers.common import content_hash
-from ..tiers.episodes import embed_text
-from ..tiers.facts import fact_text
 from ..tiers.importing import WRITTEN
-from ..tiers.registry import AUDIT, SECTION_OF, SECTIONS
+from ..tiers.registry import AUDIT, SECTION_OF, SECTIONS, VECTOR_TEXT
 from ..validation import utcnow
 from . import import_write
 from .export import Digests, canonical, tenant_records
 from .import_check import Checked, check_embedding_dims, validate
 from .import_write import Vectors
 
-VECTOR_KINDS = ("episode", "fact")
+VECTOR_KINDS = tuple(VECTOR_TEXT)
 # What reading a row that memlens never wrote raises (bad JSON text, a key into a missing session).
 _UNREADABLE = (ValueError, KeyError, TypeError, RecursionError)
 
@@ -191,7 +189,7 @@ def _vectors(plan: _Plan, conn: Connection, tenant: Tenant, checked: Checked) ->
     embedded = 0
     for kind in VECTOR_KINDS:
         todo = [r for _, r in checked.records if r.type == kind]
-        texts = [embed_text(r.input, r.output) if kind == "episode" else fact_text(r.subject, r.predicate, r.object) for r in todo]
+        texts = [VECTOR_TEXT[kind](r) for r in todo]
         hashes = [content_hash(t) for t in texts]
         vectors.update(
             ((tenant, kind, r.id), v) for r, v in zip(todo, plan.indexer.vectors_for(conn, tenant, kind, texts, hashes), strict=True)

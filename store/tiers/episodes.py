@@ -327,3 +327,8 @@ def write(importing: Importing, tenant: Tenant, records: list[EpisodeRecord]) ->
         pks = sql(importing.conn).insert_keyed(importing.conn, episodes_t, [tenant.stamp(row) for row in rows])
         importing.save_vectors(tenant, "episode", pks, [r.id for r in new], texts)
     return outcomes
+
+
+def vector_text(record: EpisodeRecord) -> str:
+    """What an imported episode's vector is of."""
+    return embed_text(record.input, record.output)

@@ -365,3 +365,29 @@ def write_changes(importing: Importing, tenant: Tenant, records: list[FactChange
         importing.conn.execute(c.insert().values(tenant.stamp(values)))
         outcomes.append(WRITTEN)
     return outcomes
+
+
+def before_deleting(e: Erasing, conn: Connection, erased_pks: Sequence[int]) -> None:
+    """Facts that stay keep nothing of what goes: erased episode ids leave their source lists
+    (no episode goes when only facts do), and the history rule (:func:`close_gaps`) reopens or
+    re-closes facts an erased fact had closed. A whole tenant leaves no fact to amend."""
+    if e.scope.whole_tenant:
+        return
+    t = e.tenant
+    if not e.scope.facts_only:
+        erased_ids_stmt = t.select(episodes_t, episodes_t.c.id).where(episodes_t.c.pk.in_(e.required("episodes")))
+        citing = t.select(facts_t, facts_t.c.pk, facts_t.c.source_episode_ids).where(
+            cites(e.dialect, erased_ids_stmt, "erased"), facts_t.c.pk.not_in(e.required("facts"))
+        )
+        rows = conn.execute(citing).all()
+        if rows:
+            erased_ids = set(conn.execute(erased_ids_stmt).scalars())
+            for pk, sources in rows:
+                kept = [s for s in json.loads(sources) if s not in erased_ids]
+                conn.execute(t.update(facts_t).where(facts_t.c.pk == pk).values(source_episode_ids=json.dumps(kept)))
+    close_gaps(conn, t, erased_pks)
+
+
+def vector_text(record: FactRecord) -> str:
+    """What an imported fact's vector is of."""
+    return fact_text(record.subject, record.predicate, record.object)

@@ -10,11 +10,11 @@ is where the two meet.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Column, Table
+from sqlalchemy import Column, Connection, Table
 
 from ..schema import (
     audit_t,
@@ -31,7 +31,7 @@ from ..schema import (
 )
 from ..tenancy import Tenant
 from . import blocks, checkpoints, episodes, facts, notes, session_keys, sessions, task_states
-from .erasing import Selector
+from .erasing import Erasing, Selector
 from .importing import Importing
 from .record_fields import Record
 from .records import AuditRecord, Reading, audit_records
@@ -57,129 +57,72 @@ class Tier:
     write: Callable[[Importing, Tenant, list[Any]], list[str]] | None
     """Writes a tenant's checked records of this tier in an import (its module says how), each's
     outcome in order; None: the data-rights service writes them (the audit log)."""
+    vector_text: Callable[[Any], str] | None = None
+    """For a tier whose vectors travel with its records (in exports, imports and migrations): the
+    text an imported record's vector is of."""
+    before_deleting: Callable[[Erasing, Connection, Sequence[int]], None] | None = None
+    """What must change in rows an erasure keeps, given the keys of this tier's rows it is about
+    to delete (facts that cite erased episodes)."""
     vector_kind: str | None = None
     """The ``kind`` of its rows' vectors, if it has any."""
     label: str | None = None
     """Its column in the CLI's overview; None: not shown there (nor counted per tenant)."""
 
 
-# In export-section order: an export file lists its sections in this order.
+# In export-section order: an export file lists its sections in this order. Each tier's module
+# says how its rows are exported, erased, checked and written on import (docs/architecture.md).
 TIERS: tuple[Tier, ...] = (
     Tier(
-        "blocks",
-        blocks_t,
-        blocks_t.c.pk,
-        "blocks",
-        "block",
-        blocks.records,
-        blocks.erased,
-        blocks.BlockRecord,
-        blocks.write,
-        "block",
-        "blocks",
+        "blocks", blocks_t, blocks_t.c.pk, "blocks", "block",
+        records=blocks.records, erased=blocks.erased, record_model=blocks.BlockRecord, write=blocks.write,
+        vector_kind="block", label="blocks",
     ),
     Tier(
-        "block_versions",
-        block_versions_t,
-        block_versions_t.c.pk,
-        "block_versions",
-        "block_version",
-        blocks.version_records,
-        blocks.erased_versions,
-        blocks.BlockVersionRecord,
-        blocks.write_versions,
+        "block_versions", block_versions_t, block_versions_t.c.pk, "block_versions", "block_version",
+        records=blocks.version_records, erased=blocks.erased_versions, record_model=blocks.BlockVersionRecord, write=blocks.write_versions,
     ),
     Tier(
-        "episodes",
-        episodes_t,
-        episodes_t.c.pk,
-        "episodes",
-        "episode",
-        episodes.records,
-        episodes.erased,
-        episodes.EpisodeRecord,
-        episodes.write,
-        "episode",
-        "episodes",
-    ),
-    Tier("facts", facts_t, facts_t.c.pk, "facts", "fact", facts.records, facts.erased, facts.FactRecord, facts.write, "fact", "facts"),
-    Tier(
-        "fact_changes",
-        fact_changes_t,
-        fact_changes_t.c.pk,
-        "fact_changes",
-        "fact_change",
-        facts.change_records,
-        facts.erased_changes,
-        facts.FactChangeRecord,
-        facts.write_changes,
+        "episodes", episodes_t, episodes_t.c.pk, "episodes", "episode",
+        records=episodes.records, erased=episodes.erased, record_model=episodes.EpisodeRecord, write=episodes.write,
+        vector_text=episodes.vector_text, vector_kind="episode", label="episodes",
     ),
     Tier(
-        "sessions",
-        sessions_t,
-        sessions_t.c.pk,
-        "sessions",
-        "session",
-        sessions.records,
-        sessions.erased,
-        sessions.SessionRecord,
-        sessions.write,
-        None,
-        "sessions",
+        "facts", facts_t, facts_t.c.pk, "facts", "fact",
+        records=facts.records, erased=facts.erased, record_model=facts.FactRecord, write=facts.write,
+        vector_text=facts.vector_text, before_deleting=facts.before_deleting, vector_kind="fact", label="facts",
     ),
     Tier(
-        "kv_entries",
-        kv_t,
-        kv_t.c.pk,
-        "kv_entries",
-        "kv",
-        session_keys.records,
-        session_keys.erased,
-        session_keys.KeyValueRecord,
-        session_keys.write,
-        None,
-        "keys",
+        "fact_changes", fact_changes_t, fact_changes_t.c.pk, "fact_changes", "fact_change",
+        records=facts.change_records, erased=facts.erased_changes, record_model=facts.FactChangeRecord, write=facts.write_changes,
     ),
     Tier(
-        "task_states",
-        task_t,
-        task_t.c.session_pk,
-        "task_states",
-        "task_state",
-        task_states.records,
-        task_states.erased,
-        task_states.TaskStateRecord,
-        task_states.write,
+        "sessions", sessions_t, sessions_t.c.pk, "sessions", "session",
+        records=sessions.records, erased=sessions.erased, record_model=sessions.SessionRecord, write=sessions.write,
+        label="sessions",
     ),
     Tier(
-        "scratchpad_entries",
-        scratch_t,
-        scratch_t.c.pk,
-        "scratchpad",
-        "note",
-        notes.records,
-        notes.erased,
-        notes.NoteRecord,
-        notes.write,
-        "scratchpad",
-        "notes",
+        "kv_entries", kv_t, kv_t.c.pk, "kv_entries", "kv",
+        records=session_keys.records, erased=session_keys.erased, record_model=session_keys.KeyValueRecord, write=session_keys.write,
+        label="keys",
     ),
     Tier(
-        "checkpoints",
-        checkpoints_t,
-        checkpoints_t.c.pk,
-        "checkpoints",
-        "checkpoint",
-        checkpoints.records,
-        checkpoints.erased,
-        checkpoints.CheckpointRecord,
-        checkpoints.write,
-        None,
-        "checkpoints",
+        "task_states", task_t, task_t.c.session_pk, "task_states", "task_state",
+        records=task_states.records, erased=task_states.erased, record_model=task_states.TaskStateRecord, write=task_states.write,
     ),
-)
-# The audit log is exported (a section of its own) but is no tier: forget never erases it.
-AUDIT = Tier("audit", audit_t, audit_t.c.pk, "audit", "audit", audit_records, None, AuditRecord, None)
+    Tier(
+        "scratchpad_entries", scratch_t, scratch_t.c.pk, "scratchpad", "note",
+        records=notes.records, erased=notes.erased, record_model=notes.NoteRecord, write=notes.write,
+        vector_kind="scratchpad", label="notes",
+    ),
+    Tier(
+        "checkpoints", checkpoints_t, checkpoints_t.c.pk, "checkpoints", "checkpoint",
+        records=checkpoints.records, erased=checkpoints.erased, record_model=checkpoints.CheckpointRecord, write=checkpoints.write,
+        label="checkpoints",
+    ),
+)  # fmt: skip
+# The audit log is exported (a section of its own) but is no tier: forget never erases it, and
+# the data-rights service writes its records.
+AUDIT = Tier("audit", audit_t, audit_t.c.pk, "audit", "audit", records=audit_records, erased=None, record_model=AuditRecord, write=None)
 
 BY_NAME = {tier.name: tier for tier in TIERS}
 # Sessions first, so a session's own times are in place before its other records touch it.
@@ -206,4 +149,8 @@ EXPORTED = (*TIERS, AUDIT)
 SECTIONS = [tier.section for tier in EXPORTED]
 SECTION_OF = {tier.record_type: tier.section for tier in EXPORTED}
 VECTOR_KINDS = {tier.name: tier.vector_kind for tier in TIERS if tier.vector_kind is not None}
+VECTOR_TEXT: dict[str, Callable[[Any], str]] = {tier.record_type: tier.vector_text for tier in TIERS if tier.vector_text is not None}
+"""For the tiers whose vectors travel with their records, by record type (their vector kind): the
+text of an imported record's vector."""
+TABLE_OF = {tier.record_type: tier.table for tier in EXPORTED}
 CLI_COLUMNS = tuple((tier.label, tier.name) for tier in TIERS if tier.label is not None)
