@@ -1,0 +1,39 @@
+"""The tier registry is the one list every walk of the tiers reads (export, erasure, import,
+migration, counts): a tier declared in it, but missing from one of its walks, would be a record
+exported but never erased, or erased but never imported. These hold each walk to the list."""
+
+from __future__ import annotations
+
+import typing
+
+from store.tiers import registry
+from store.tiers.registry import AUDIT, ERASE_ORDER, EXPORTED, IMPORT_ORDER, SECTIONS, TIERS
+
+
+def test_every_tier_is_erased_and_children_go_before_their_parents():
+    assert sorted(t.name for t in ERASE_ORDER) == sorted(t.name for t in TIERS)
+    assert all(t.erased is not None for t in TIERS), "a tier forget would never erase"
+    position = {t.table.name: i for i, t in enumerate(ERASE_ORDER)}
+    for tier in TIERS:
+        for key in tier.table.foreign_keys:
+            parent = key.column.table.name
+            assert position[tier.table.name] < position[parent], f"{tier.name} references {parent}, so it must go first"
+
+
+def test_every_tier_is_imported_with_sessions_first():
+    assert sorted(t.name for t in IMPORT_ORDER) == sorted(t.name for t in TIERS)
+    assert IMPORT_ORDER[0].name == "sessions"
+    assert all(t.write is not None for t in TIERS), "a tier an import would count but never write"
+
+
+def test_each_tiers_record_is_the_type_it_exports_under_a_section_of_its_own():
+    assert len(set(SECTIONS)) == len(SECTIONS) == len(EXPORTED)
+    for tier in EXPORTED:
+        assert typing.get_args(tier.record_model.model_fields["type"].annotation) == (tier.record_type,), tier.name
+    assert AUDIT.erased is None, "forget never erases the audit log"
+
+
+def test_every_vector_kind_a_record_carries_belongs_to_a_tier_with_vectors():
+    for record_type in registry.VECTOR_TEXT:
+        tier = next(t for t in TIERS if t.record_type == record_type)
+        assert tier.vector_kind == record_type and "embedding" in tier.record_model.model_fields
