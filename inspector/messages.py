@@ -217,8 +217,16 @@ class ExportDone(Carrier):
 
 
 class CheckpointDiffed(Carrier):
+    """A diff of checkpoints, loaded by the tenant views; the main screen shows it."""
+
     title: str
     diff: CheckpointDiff
+
+
+class RestoreAsked(Carrier):
+    """``r`` on a checkpoint: the main screen asks the user, then the tenant views restore it."""
+
+    checkpoint: Checkpoint
 
 
 class CheckpointRestored(Carrier):
@@ -227,6 +235,8 @@ class CheckpointRestored(Carrier):
 
 
 class BlockHistoryLoaded(Carrier):
+    """A block's versions, loaded by the tenant views; the main screen shows them."""
+
     title: str
     history: BlockHistory
 

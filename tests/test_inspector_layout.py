@@ -60,6 +60,20 @@ def test_nothing_in_the_inspector_imports_the_app_but_its_entry_points():
     assert importers <= {"cli.tui"}
 
 
+def test_widgets_post_messages_and_the_screens_push_the_dialogs():
+    """A widget never opens a dialog itself: it says what it loaded or what the user asked for,
+    and the screen it is on decides what to show."""
+    reaching = {
+        name
+        for name, path in MODULES.items()
+        if name.startswith("widgets.") and any(m.startswith("screens") for m in imported_modules(path))
+    }
+    assert reaching == set()
+    assert "push_screen" not in "".join(
+        (PACKAGE / "widgets" / f"{name.removeprefix('widgets.')}.py").read_text() for name in MODULES if name.startswith("widgets.")
+    )
+
+
 def test_the_inspector_modules_import_each_other_without_a_cycle():
     graph = {name: imported_modules(path) - {name} for name, path in MODULES.items()}
 

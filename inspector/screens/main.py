@@ -332,6 +332,39 @@ class MainScreen(Screen[None]):
 
         self.app.push_screen(DiffScreen(m.title, memory_diff(m.diff)))
 
+    # --- what the tenant views loaded or ask for: the dialogs are this screen's to show ---
+
+    @on(messages.CheckpointDiffed)
+    def _checkpoint_diffed(self, m: messages.CheckpointDiffed) -> None:
+        from ..widgets.detail import diff
+        from .dialogs import DiffScreen
+
+        self.app.push_screen(DiffScreen(m.title, diff(m.diff)))
+
+    @on(messages.BlockHistoryLoaded)
+    def _block_history_loaded(self, m: messages.BlockHistoryLoaded) -> None:
+        from ..widgets.detail import block_history
+        from .dialogs import DiffScreen
+
+        self.app.push_screen(DiffScreen(m.title, block_history(m.history)))
+
+    @on(messages.RestoreAsked)
+    def _restore_asked(self, m: messages.RestoreAsked) -> None:
+        from .dialogs import ConfirmScreen
+
+        checkpoint = m.checkpoint
+        views = self.host.tenant_views()
+
+        def confirmed(yes: bool | None) -> None:
+            if yes and views is not None:
+                views.restore_checkpoint(checkpoint)
+
+        question = (
+            f"Restore session {checkpoint.session_id} to checkpoint “{checkpoint.description or checkpoint.id[:12]}”?\n"
+            "Its current keys, task state and notes are replaced."
+        )
+        self.app.push_screen(ConfirmScreen(question, "Restore"), confirmed)
+
     # --- the store and help ---
 
     def action_reload(self) -> None:

@@ -24,7 +24,6 @@ from .. import messages
 from ..printable import tenant_label
 from ..time_travel import past_counts, session_source, up_to
 from ..workers import call_store
-from . import detail
 from .backdrops import Column
 from .detail import ShowDetail
 from .overview import ACTIVITY_DAYS, DetailPane
@@ -222,7 +221,10 @@ class TenantViews(Column):
 
     @on(CheckpointsTable.Wanted)
     def _checkpoint_wanted(self, m: CheckpointsTable.Wanted) -> None:
-        {"diff": self.diff_checkpoint, "mark": self.mark_checkpoint, "restore": self.restore_checkpoint}[m.action](m.checkpoint)
+        if m.action == "restore":  # the main screen asks the user first
+            self.post_message(messages.RestoreAsked(m.checkpoint))
+            return
+        {"diff": self.diff_checkpoint, "mark": self.mark_checkpoint}[m.action](m.checkpoint)
 
     def mark_checkpoint(self, checkpoint: Any) -> None:
         self.marked_checkpoint = checkpoint
@@ -247,33 +249,18 @@ class TenantViews(Column):
             exclusive=True,
         )
 
-    @on(messages.CheckpointDiffed)
-    def _checkpoint_diffed(self, m: messages.CheckpointDiffed) -> None:
-        from ..screens.dialogs import DiffScreen
-
-        self.app.push_screen(DiffScreen(m.title, detail.diff(m.diff)))
-
     def restore_checkpoint(self, checkpoint: Any) -> None:
-        """After the user confirms: the session back to ``checkpoint``."""
-        from ..screens.dialogs import ConfirmScreen
-
+        """The session back to ``checkpoint`` (once the user has confirmed it, on the main screen)."""
         store, user = self.host.store, self.user_id
-
-        def confirmed(yes: bool | None) -> None:
-            if yes:
-                call_store(
-                    self,
-                    "restore",
-                    lambda: store.session(checkpoint.session_id, user_id=user).restore_checkpoint(checkpoint.id),
-                    lambda _: messages.CheckpointRestored(user, checkpoint),
-                    group="restore",
-                )
-
-        question = (
-            f"Restore session {checkpoint.session_id} to checkpoint “{checkpoint.description or checkpoint.id[:12]}”?\n"
-            "Its current keys, task state and notes are replaced."
+        if store is None:
+            return
+        call_store(
+            self,
+            "restore",
+            lambda: store.session(checkpoint.session_id, user_id=user).restore_checkpoint(checkpoint.id),
+            lambda _: messages.CheckpointRestored(user, checkpoint),
+            group="restore",
         )
-        self.app.push_screen(ConfirmScreen(question, "Restore"), confirmed)
 
     @on(messages.CheckpointRestored)
     def _checkpoint_restored(self, m: messages.CheckpointRestored) -> None:
@@ -295,12 +282,6 @@ class TenantViews(Column):
             group="history",
             exclusive=True,
         )
-
-    @on(messages.BlockHistoryLoaded)
-    def _block_history_loaded(self, m: messages.BlockHistoryLoaded) -> None:
-        from ..screens.dialogs import DiffScreen
-
-        self.app.push_screen(DiffScreen(m.title, detail.block_history(m.history)))
 
     # --- results --------------------------------------------------------------------------------
 
