@@ -30,7 +30,7 @@ from .messages import TenantName
 from .opening import Glance
 from .printable import printable
 from .screens.main import MainScreen
-from .searching import SEARCH_LIMIT, Search
+from .searching import SEARCH_LIMIT
 from .widgets.backdrops import Row
 from .widgets.footer import KeysFooter
 from .widgets.tenant_list import LISTED_AT_MOST, NO_TENANT, TenantList
@@ -55,7 +55,9 @@ def is_idle(app: MemlensApp) -> bool:
     warm = app.store is not None and app.store.model_ready
     if warm and app.model_thread is not None and app.model_thread.is_alive():
         return False
-    return not app.opening and not app.search.busy and not any(w.is_running for w in app.workers if w.group not in LONG_LIVED)
+    searching = app.search_view()
+    busy = searching is not None and searching.search.busy
+    return not app.opening and not busy and not any(w.is_running for w in app.workers if w.group not in LONG_LIVED)
 
 
 def freeze_startup_objects() -> None:
@@ -104,8 +106,8 @@ class MemlensApp(App):
         self.picked_a_tenant = False  # the first tenant is selected once, at start-up; never again by itself
         self.early_view: str | None = None  # a view asked for before the views existed
         self.seen_version: int | None = None
-        # Off for snapshots, where a measured time would differ per run.
-        self.search = Search(self, show_timings=show_timings)
+        self.show_timings = show_timings
+        """Whether the search line shows the time a search took (off for snapshots, where it would differ per run)."""
         self.model_thread: threading.Thread | None = None
         saved_theme = config.load().get("theme")
         if saved_theme in self.available_themes:
@@ -150,7 +152,7 @@ class MemlensApp(App):
             return
         from .widgets.tenant_views import TenantViews
 
-        views = TenantViews(self, self.search.request, id="content").data_bind(MemlensApp.user_id, MemlensApp.as_of)
+        views = TenantViews(self, id="content").data_bind(MemlensApp.user_id, MemlensApp.as_of)
         await main.mount(views)
         self.take_early_keys()
         self.open_store()  # after the views are whole: a store message may go to any of them
@@ -251,7 +253,18 @@ class MemlensApp(App):
         if self.poll_seconds:
             self.set_interval(self.poll_seconds, self.poll_changes)
         self.idle_collection.defer()
-        self.set_interval(PAUSE / 2, lambda: self.idle_collection.collect_if_paused(self.search.last_asked))
+        self.set_interval(PAUSE / 2, self._collect_if_paused)
+
+    def _collect_if_paused(self) -> None:
+        searching = self.search_view()
+        self.idle_collection.collect_if_paused(0.0 if searching is None else searching.search.last_asked)
+
+    def search_view(self) -> Any:
+        """The search view (widgets.views.SearchView), or None before the views have mounted."""
+        from .widgets.views import SearchView  # imported after the first frame (above)
+
+        found = self.query("#search-view")
+        return found.first(SearchView) if found else None
 
     def on_store_failed(self, message: messages.StoreFailed) -> None:
         self.opening = False
@@ -266,15 +279,15 @@ class MemlensApp(App):
         self.push_screen(FatalScreen(f"memlens cannot {verb} {shown(self.path)}", message.error))
 
     def on_action_failed(self, m: messages.ActionFailed) -> None:
-        if m.what == "search" and self.query("#search-view"):
-            from .widgets.views import SearchView  # imported after the first frame (above)
-
-            self.query_one("#search-view", SearchView).show_error(f"search failed: {m.error} (type to search again)")
+        searching = self.search_view()
+        if m.what == "search" and searching is not None:
+            searching.show_error(f"search failed: {m.error} (type to search again)")
         self.notify(f"{m.what}: {m.error}", title="failed", severity="error", timeout=15)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """The App's own workers (the open, the search thread, the names): one that raised is
-        reported as the widgets' are (inspector.workers)."""
+        """A worker that raised (the App's own: the open, the names; or a widget's, such as the
+        search view's thread, which starts a new one at the next key) is reported as the widgets'
+        are (inspector.workers)."""
         if event.state == WorkerState.ERROR:
             error = event.worker.error or RuntimeError("the worker stopped without saying why")
             self.post_message(messages.WorkerFailed(event.worker, error))
@@ -286,7 +299,6 @@ class MemlensApp(App):
         if worker.group == "open" or is_damage(error):
             self.post_message(messages.StoreFailed(describe(error)))
             return
-        self.search.forget_thread(worker)  # the next keystroke starts a new search thread
         self.notify(f"{worker.group}: {describe(error)}", title="failed", severity="error", timeout=15)
 
     def warm_model(self) -> None:
@@ -475,7 +487,6 @@ class MemlensApp(App):
     async def on_unmount(self) -> None:
         gc.unfreeze()  # whatever this App leaves behind is garbage like any other (tests run many Apps)
         self.idle_collection.restore()
-        self.search.stop()
         if self.store is not None:
             self.store.close()
 

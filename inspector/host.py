@@ -1,9 +1,10 @@
 """What the App's parts need from the App, stated once.
 
 The App has no mixins. Its keys and what they do are the main screen's (``screens.main``); the
-search (``searching.Search``) is a part it holds; the tenant list (``widgets.tenant_list``) and
-the tenant's views (``widgets.tenant_views``) are widgets bound to its reactives; the dialogs get
-what they load as functions; the command palette (``commands``) calls the main screen's actions.
+tenant list (``widgets.tenant_list``) and the tenant's views (``widgets.tenant_views``) are
+widgets bound to its reactives, and the search view holds the search (``searching.Search``); the
+dialogs get what they load as functions; the command palette (``commands``) calls the main
+screen's actions.
 None of them imports the App: the main screen, the search and the tenant views rely on this
 interface (what they read on ``self.host``), and ``tests/test_inspector_layout.py`` checks that
 they use nothing else of the App and that the App provides all of it.
@@ -32,6 +33,8 @@ class Host(Protocol):
     """A view asked for by its digit before the views existed, shown once they do."""
     as_of: Any
     """The moment the selected tenant's views show (a datetime), or None: now, live."""
+    show_timings: bool
+    """Whether the search line shows the time a search took (off for snapshots)."""
 
     # The App's services.
     def now(self) -> datetime: ...

@@ -95,18 +95,16 @@ class LatestOnly:
 
 
 class Search:
-    """The search as the user types, owned by the App (which owns the store): the search view
-    numbers its requests and hands them over; this runs the newest on the search thread and
-    posts its results back to that view, which paints them unless it has asked for a newer one.
+    """The search as the user types, held by the search view, which numbers its requests (its
+    ``seq``, the one count of the newest request) and hands them over; this runs the newest on
+    the view's search thread and posts its results back to the view, which paints them unless it
+    has asked for a newer one. The store is the App's.
 
     Uses only what ``host.Host`` states of the App (tests/test_inspector_layout.py)."""
 
-    def __init__(self, host: Any, *, show_timings: bool = True):
+    def __init__(self, host: Any, view: Any):
         self.host = host
-        self.show_timings = show_timings
-        """Whether the search line shows the time a search took (off for snapshots)."""
-        self.newest = 0
-        """The number of the newest request handed over: the search thread skips older ones' second half."""
+        self.view = view
         self.last_asked = 0.0
         """When the newest request was handed over (``time.monotonic()``): the user is typing."""
         self.thread = LatestOnly(self.run, self.failed)
@@ -127,18 +125,17 @@ class Search:
         if worker is self.thread.worker:
             self.thread.worker = None
 
-    def request(self, m: Any, view: Any) -> None:
-        """A SearchView.Changed from ``view``, handed over directly."""
+    def request(self, m: Any) -> None:
+        """A SearchView.Changed from the view, handed over directly."""
         if self.host.store is None or self.host.user_id is NO_TENANT:
             return
-        self.newest = m.seq
         self.last_asked = time.monotonic()
         # Until the model is warm every mode searches by keyword (the status line says so): the
         # semantic half would otherwise hold the search thread until the warm-up ends.
         mode = m.mode if self.host.store.model_ready else "keyword"
-        self.thread.submit((view, self.host.user_id, mode, m, self.host.as_of))
+        self.thread.submit((self.host.user_id, mode, m, self.host.as_of))
         if self.thread.worker is None:
-            self.thread.worker = self.host.run_worker(self.thread.run, thread=True, group="search", exit_on_error=False)
+            self.thread.worker = self.view.run_worker(self.thread.run, thread=True, group="search", exit_on_error=False)
 
     def run(self, request: Any) -> None:
         """Runs on the search thread: the search, its results posted back unless already stale.
@@ -152,14 +149,15 @@ class Search:
         with no match is not posted: an empty list between two full ones would only flicker."""
         from store.errors import MemlensError
 
-        view, user, mode, m, at = request
+        view = self.view
+        user, mode, m, at = request
         store = self.host.store
         expected = self.hybrid_seconds[1] if self.hybrid_seconds is not None and self.hybrid_seconds[0] == user else None
         quick = expected is not None and expected < KEYWORD_HALF_AFTER
         phases = ("keyword", mode) if mode == "hybrid" and m.query.strip() and not quick else (mode,)
         for phase in phases:
             joining = phase != mode  # the keyword half, painted while the hybrid half is searched
-            if m.seq != self.newest:
+            if m.seq != view.seq:
                 return  # a newer keystroke has asked for its own search
             start = time.perf_counter()
             try:
@@ -183,12 +181,12 @@ class Search:
                 self.hybrid_seconds = (user, took if expected is None else (1 - SMOOTHING) * expected + SMOOTHING * took)
             if joining and not hits:
                 continue  # no keyword match: the results on screen stay until the hybrid ones replace them
-            if m.seq != self.newest:
+            if m.seq != view.seq:
                 return
             what = "most recent" if not m.query.strip() else f"{len(hits)} results"
             if at is not None:
                 what += " · episodes up to the moment only"
-            timing = f" · {(time.perf_counter() - start) * 1000:.1f} ms" if self.show_timings else ""
+            timing = f" · {(time.perf_counter() - start) * 1000:.1f} ms" if self.host.show_timings else ""
             painted = threading.Event() if joining else None
             view.post_message(messages.SearchResults(m.seq, hits, f"{search_status(what, phase, store, joining)}{timing}", painted))
             if painted is not None:

@@ -532,3 +532,29 @@ async def test_a_new_query_does_not_leave_the_previous_querys_hit_in_the_detail_
         await wait_for(pilot, lambda: list(results.records) != before, what="new results")
         await wait_for(pilot, lambda: detail.record_title != shown_first, what="the old hit gone")
         assert detail.record_title is None
+
+
+async def test_a_search_thread_that_dies_is_reported_and_the_next_key_starts_another(demo, monkeypatch):
+    """The search view's thread ends with an error outside any one search: the user is told,
+    and typing on searches in a new thread."""
+    from inspector import searching
+
+    real = searching.LatestOnly.run
+    runs = []
+
+    def dying_once(self):
+        runs.append(self)
+        if len(runs) == 1:
+            raise RuntimeError("the search loop broke")
+        return real(self)
+
+    monkeypatch.setattr(searching.LatestOnly, "run", dying_once)
+    app = app_for(demo)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await open_tenant(pilot, app, "alice")
+        await wait_for(pilot, lambda: any("the search loop broke" in n for n in notes(app)), what="the failure shown")
+        app.query_one("#query").value = "vegetarian restaurant"
+        await settle(pilot, app)
+        assert len(runs) == 2 and "HYBRID" in str(app.query_one("#search-status").render())
+        assert table(app, "#results").row_count > 0

@@ -88,7 +88,7 @@ def declared(cls) -> set[str]:
 
 
 def test_the_app_is_built_without_mixins():
-    """Its parts are held (the search), mounted (the tenant list, the tenant views) or opened
+    """Its parts are mounted (the tenant list, the tenant views, which hold the search) or opened
     (the dialogs); each of its base classes is Textual's own."""
     from inspector.app import MemlensApp
 
@@ -120,11 +120,13 @@ def used_on_host(path: Path, cls_name: str) -> set[str]:
     }
 
 
-def test_the_search_part_uses_only_the_host_interface():
-    """The search is held by the App, not mixed into it: what it asks of the App is stated."""
+def test_the_search_uses_only_the_host_interface_and_runs_on_its_views_thread():
+    """The search is held by the search view, not by the App: what it asks of the App is stated,
+    and its thread is the view's worker."""
     used = used_on_host(PACKAGE / "searching.py", "Search")
-    assert {"store", "user_id", "as_of", "run_worker", "post_message"} <= used
+    assert {"store", "user_id", "as_of", "post_message", "show_timings"} <= used
     assert used - declared(Host) == set()
+    assert "run_worker" not in used and "self.view.run_worker" in (PACKAGE / "searching.py").read_text()
 
 
 def test_the_main_screen_uses_only_the_host_interface():

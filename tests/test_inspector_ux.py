@@ -574,7 +574,8 @@ async def test_a_search_that_raises_is_shown_and_the_next_keystroke_searches_aga
         await pilot.press("slash", "end", "o")
         results = table(app, "#results")
         await wait_for(pilot, lambda: results.row_count > 0 and "results" in str(status.render()), what="results again")
-        assert app.search.thread.worker is not None and app.search.thread.worker.is_running
+        searching = app.search_view().search
+        assert searching.thread.worker is not None and searching.thread.worker.is_running
 
 
 async def test_a_failing_load_is_reported_and_the_app_stays_usable(demo):

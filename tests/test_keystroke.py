@@ -10,6 +10,7 @@ from textual.app import App
 from textual.screen import Screen
 
 from inspector.widgets.results import ResultsTable
+from inspector.widgets.tenant_list import NO_TENANT
 from inspector.widgets.views import QueryInput, SearchView
 from store import MemoryStore
 
@@ -22,8 +23,15 @@ def hits(store):
 
 
 class OneSearchView(App):
+    """The search view alone, on an App with no store: its own search asks nothing of it."""
+
+    store = None
+    user_id = NO_TENANT
+    as_of = None
+    show_timings = False
+
     def compose(self):
-        yield SearchView(id="search-view")
+        yield SearchView(self, id="search-view")
 
 
 @pytest.fixture

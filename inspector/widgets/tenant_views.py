@@ -59,17 +59,16 @@ class Tabs(TabbedContent):
 
 class TenantViews(Column):
     """The tabs of tier views and the detail pane of the selected tenant (``host``: the App, for
-    the store and the clock; ``on_search``: where the search view hands its requests)."""
+    the store and the clock)."""
 
     user_id: reactive[Any] = reactive(NO_TENANT, init=False, always_update=True)
     """The tenant shown (None: the anonymous bucket), or NO_TENANT; bound to the App's."""
     as_of: reactive[Any] = reactive(None, init=False)
     """The moment shown (a datetime), or None: now, live; bound to the App's."""
 
-    def __init__(self, host: Any, on_search: Callable[[Any, Any], None], **kwargs: Any):
+    def __init__(self, host: Any, **kwargs: Any):
         super().__init__(**kwargs)
         self.host = host
-        self.on_search = on_search
         self.session_names: list[str] = []
         """The shown tenant's sessions, for the session filters and the forget dialog."""
         self.past_snapshot: Any = None
@@ -83,7 +82,7 @@ class TenantViews(Column):
         yield Label("", id="past-banner")
         with Tabs(initial="search", id="tabs"):
             with Pane("Search", id="search"):
-                yield SearchView(id="search-view", on_search=self.on_search)
+                yield SearchView(self.host, id="search-view")
             with Pane("Blocks", id="blocks"):
                 yield BlocksView(id="blocks-view")
             with Pane("Episodes", id="episodes"):

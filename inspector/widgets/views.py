@@ -17,10 +17,11 @@ from textual.geometry import Size
 from textual.reactive import Reactive
 from textual.render import measure
 from textual.widgets import Checkbox, DataTable, Input, Label, ProgressBar, Select, Static
+from textual.worker import Worker, WorkerState
 
 from ..formatting import audit_action, highlighted, one_line, parse_day, rank, remaining, score, score_bars, when
 from ..host import Gatekeeper, Host
-from ..messages import Carrier, SearchResults
+from ..messages import Carrier, SearchResults, WorkerFailed
 from . import detail
 from .backdrops import Column, Row
 from .cells import CachedCells
@@ -200,10 +201,14 @@ class SearchView(Column):
 
     BINDINGS = [Binding("down", "focus_results", "Results", show=False)]
 
-    def __init__(self, *, on_search=None, **kwargs: Any):
+    def __init__(self, host: Host, **kwargs: Any):
+        from ..searching import Search
+
         super().__init__(**kwargs)
-        self.on_search = on_search
-        self.seq = 0  # the newest request's number
+        self.seq = 0
+        """The newest request's number: the one count of it (its results paint, older ones' do not)."""
+        self.search = Search(host, self)
+        """This view's search: its thread, which runs the newest request only."""
 
     def compose(self) -> ComposeResult:
         yield QueryInput(placeholder="search this tenant's memory…  (/ to focus)", id="query")
@@ -265,12 +270,21 @@ class SearchView(Column):
             self.mode,
             self.seq,
         )
-        if self.on_search is not None:
-            # Handed over directly: as a message it waited ~7 ms in the App's queue behind the
-            # redraw of every keystroke, before the search could even start.
-            self.on_search(request, self)
-        else:
-            self.post_message(request)
+        # Handed over directly: as a message it waited ~7 ms in the App's queue behind the
+        # redraw of every keystroke, before the search could even start.
+        self.search.request(request)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """The search thread ended with an error (a search's own error is reported by the search):
+        the App shows it, and the next keystroke starts a new thread."""
+        if event.state == WorkerState.ERROR:
+            self.search.forget_thread(event.worker)
+            self.post_message(
+                WorkerFailed(event.worker, event.worker.error or RuntimeError("the search thread stopped without saying why"))
+            )
+
+    def on_unmount(self) -> None:
+        self.search.stop()
 
     def on_search_results(self, m: SearchResults) -> None:
         if m.seq != self.seq:
