@@ -48,3 +48,23 @@ def test_a_word_counted_before_a_commit_is_counted_again_after_it(backend_url):
         writer.remember_many(filler, user_id="alice")  # the tag is now behind 1,200 newer matches of "find"
         hits = s.recall("find tag77777", user_id="alice", mode="keyword", limit=5)
         assert hits and "tag77777" in hits[0].episode.input
+
+
+def test_both_engines_judge_a_common_word_by_the_same_rule(backend_url):
+    """One rule on every engine: a word is cut from a long query when it is in more than a fifth
+    of the tenant's recent episodes (those a keyword query ranks). A word that filled the tenant's
+    early episodes and none since is kept, one in every other recent episode is cut (PostgreSQL
+    judged by the share of all episodes, and cut the first too)."""
+    from store.testing import backend, keyword_index, tenant
+
+    early = [{"input": f"alpha early note {i}", "output": "ok"} for i in range(600)]
+    recent = [{"input": f"{'beta' if i % 2 else 'gamma'} recent note {i}", "output": "ok"} for i in range(600)]
+    with MemoryStore.open(backend_url, embedder=None) as s:
+        s.remember_many(early, user_id="alice")
+        s.remember_many(recent, user_id="alice")
+        index, alice = keyword_index(s), tenant(s, "alice")
+        with backend(s).read() as conn:
+            kept = index.expression(conn, alice, ["alpha", "zebra"], min_prefix=None, cut_common=True) or ""
+            cut = index.expression(conn, alice, ["beta", "zebra"], min_prefix=None, cut_common=True) or ""
+    assert "alpha" in kept, kept  # 600 of the tenant's 1,200 episodes, none of the recent 600
+    assert "beta" not in cut and "zebra" in cut, cut  # every other one of the recent 600

@@ -52,6 +52,28 @@ MAX_KEYWORD_MATCHES = 1000
 COMMON_SHARE = 0.2
 # ...once the tenant holds this many episodes; below it every match ranks quickly, nothing is cut.
 MIN_EPISODES_FOR_CUT = 1000
+# How many of the tenant's most recent episodes holding a word the common-word rule reads. A share
+# near the 20% line is decided either way without harm; 100 halve the cost of 250 (3.7 ms against
+# 6.7 ms p50 on SQLite with two interleaved tenants of 5k episodes, on a loaded machine).
+COMMON_WINDOW = 100
+
+
+def is_common(newest_holding: Callable[[int], Sequence[int]], written_since: Callable[[int, int], int]) -> bool:
+    """The common-word rule, one for every engine: a word is too common to rank when the tenant's
+    ``COMMON_WINDOW`` most recent episodes holding it are more than ``COMMON_SHARE`` of its
+    episodes since the oldest of them. Recent episodes are the ones a keyword query ranks (see
+    ``MAX_KEYWORD_MATCHES``), and both reads stop early: the engine's ``newest_holding(window)``
+    gives the keys of the tenant's newest episodes holding the word (at most ``window``), and
+    ``written_since(oldest, enough)`` counts its episodes from key ``oldest`` on, up to ``enough``.
+    A word in fewer episodes than the window is never common (from ``MIN_EPISODES_FOR_CUT``
+    episodes, a word in a fifth of them fills it)."""
+    mine = newest_holding(COMMON_WINDOW)
+    if len(mine) < COMMON_WINDOW:
+        return False
+    enough = round(COMMON_WINDOW / COMMON_SHARE)
+    return written_since(min(mine), enough) < enough
+
+
 # A query word in at most this many episodes is rare: every one of its matches is ranked too,
 # beside the newest MAX_KEYWORD_MATCHES of the whole query, so an id or a tag behind a common word
 # ("find the note tagged #48213") is not cut away with the older matches of the common one.

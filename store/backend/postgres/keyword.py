@@ -44,7 +44,7 @@ from sqlalchemy.dialects.postgresql import TSQUERY, array
 from ...schema import episodes_t, facts_t
 from ...tenancy import Tenant
 from ..interface import KeywordHit
-from ..shared import COMMON_SHARE, MAX_KEYWORD_MATCHES, MIN_EPISODES_FOR_CUT, DataVersionCache, bm25, filtered, is_rare, marked_terms
+from ..shared import MAX_KEYWORD_MATCHES, MIN_EPISODES_FOR_CUT, DataVersionCache, bm25, filtered, is_common, is_rare, marked_terms
 
 _ITEM = re.compile(r"'((?:[^']|'')*)'(:\*)?")
 _HEADLINE = "StartSel=\x02, StopSel=\x03, HighlightAll=true"
@@ -202,20 +202,26 @@ class PostgresKeywordIndex:
         return expression or None  # words the tokenizer drops entirely leave an empty query
 
     def _common(self, conn: Connection, tenant: Tenant, terms: list[str]) -> set[str]:
-        """Words in more than COMMON_SHARE of the tenant's episodes (ranking them costs more than
-        they tell). Each count stops as soon as the share is passed."""
+        """The common-word rule (:func:`store.backend.shared.is_common`) for each word, once the
+        tenant holds ``MIN_EPISODES_FOR_CUT`` episodes; answers kept until anyone commits."""
         total, _ = _totals(conn, tenant, episodes_t, self.statistics)  # the counts BM25 uses next
         if total < MIN_EPISODES_FOR_CUT:
             return set()
-        cap = int(COMMON_SHARE * total) + 1
+        e = episodes_t
 
-        def is_common(term: str) -> bool:
+        def newest_holding(term: str, window: int) -> list[int]:
             query = func.plainto_tsquery(literal_column("'memlens'"), func.memlens_fold(term))
-            hits = tenant.select(episodes_t, episodes_t.c.pk).where(_matches(episodes_t, query)).limit(cap)
-            found: int = conn.execute(select(func.count()).select_from(hits.subquery())).scalar_one()
-            return found >= cap
+            return list(conn.execute(tenant.select(e, e.c.pk).where(_matches(e, query)).order_by(e.c.pk.desc()).limit(window)).scalars())
 
-        return {term for term in terms if self.statistics.kept(conn, (tenant.key, "common", term), partial(is_common, term))}
+        def written_since(oldest: int, enough: int) -> int:
+            since = tenant.select(e, e.c.pk).where(e.c.pk >= oldest).order_by(e.c.pk).limit(enough)
+            counted: int = conn.execute(select(func.count()).select_from(since.subquery())).scalar_one()
+            return counted
+
+        def common(term: str) -> bool:
+            return is_common(partial(newest_holding, term), written_since)
+
+        return {term for term in terms if self.statistics.kept(conn, (tenant.key, "common", term), partial(common, term))}
 
     def episodes(
         self,
