@@ -74,6 +74,12 @@ class LatestOnly:
             self._stopped = True
             self._condition.notify()
 
+    def abandon(self) -> None:
+        """The thread is gone: what it held or had waiting is dropped."""
+        with self._condition:
+            self._pending = None
+            self._handling = False
+
     def run(self) -> None:
         while True:
             with self._condition:
@@ -121,9 +127,12 @@ class Search:
         self.thread.stop()
 
     def forget_thread(self, worker: Any) -> None:
-        """``worker`` ended with an error: if it was the search thread, the next keystroke starts a new one."""
+        """``worker`` ended with an error: if it was the search thread, the request it left is
+        dropped (nothing is searching) and the next keystroke starts a new thread. Not at once:
+        a thread that fails at every start would fail, and say so, forever."""
         if worker is self.thread.worker:
             self.thread.worker = None
+            self.thread.abandon()
 
     def request(self, m: Any) -> None:
         """A SearchView.Changed from the view, handed over directly."""

@@ -557,4 +557,5 @@ async def test_a_search_thread_that_dies_is_reported_and_the_next_key_starts_ano
         app.query_one("#query").value = "vegetarian restaurant"
         await settle(pilot, app)
         assert len(runs) == 2 and "HYBRID" in str(app.query_one("#search-status").render())
+        assert not app.search_view().search.busy
         assert table(app, "#results").row_count > 0
