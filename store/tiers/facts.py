@@ -17,14 +17,14 @@ from typing import Any, Literal
 from pydantic import Field
 from sqlalchemy import ColumnElement, Connection, Row, Select, case, exists, func, literal_column, or_, select
 
-from ..backend import Sql, sql
+from ..backend import Sql
 from ..errors import DuplicateIdError
 from ..models import Fact
 from ..schema import episodes_t, fact_changes_t, facts_t
 from ..tenancy import Tenant, user_id_of
 from .common import loads, new_id
 from .erasing import Erasing
-from .importing import KEPT, UNCHANGED, WRITTEN, Importing, rows_by_id
+from .importing import KEPT, UNCHANGED, WRITTEN, Importing, insert_with_vectors, rows_by_id
 from .record_fields import Embedding, Name, Names, NonEmpty, OptionalTime, Record, Time
 from .records import Reading, iso
 
@@ -313,13 +313,13 @@ class FactChangeRecord(Record):
 
 
 def write(importing: Importing, tenant: Tenant, records: list[FactRecord]) -> list[str]:
-    """Facts new to the tenant inserted in bulk, their vectors saved. One the tenant has under
+    """Facts new to the tenant inserted in bulk with their vectors. One the tenant has under
     the same id is kept, except that a fact only ever closes: an open one the file has closed
     since takes the file's end."""
     conn = importing.conn
     existing = rows_by_id(conn, tenant, facts_t, [r.id for r in records])
-    rows: list[dict[str, Any]] = []
-    new, texts, outcomes = [], [], []
+    new: list[tuple[str, dict[str, Any], str]] = []
+    outcomes = []
     for r in records:
         values = {
             "id": r.id,
@@ -334,9 +334,7 @@ def write(importing: Importing, tenant: Tenant, records: list[FactRecord]) -> li
         }
         row = existing.get(r.id)
         if row is None:
-            rows.append(values)
-            new.append(r)
-            texts.append(fact_text(r.subject, r.predicate, r.object))
+            new.append((r.id, values, vector_text(r)))
             outcomes.append(WRITTEN)
         elif any(getattr(row, k) != v for k, v in values.items() if k != "valid_until"):
             outcomes.append(KEPT)
@@ -347,9 +345,7 @@ def write(importing: Importing, tenant: Tenant, records: list[FactRecord]) -> li
             outcomes.append(WRITTEN)
         else:
             outcomes.append(KEPT)
-    if rows:
-        pks = sql(conn).insert_keyed(conn, facts_t, [tenant.stamp(row) for row in rows])
-        importing.save_vectors(tenant, "fact", pks, [r.id for r in new], texts)
+    insert_with_vectors(importing, tenant, facts_t, "fact", new)
     return outcomes
 
 
