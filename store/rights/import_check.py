@@ -1,6 +1,7 @@
-"""Reading an import file: every record parsed and held to the rules the API applies to the same
-data, every record bound to a tenant its manifest declares, the manifest's counts and digests
-verified. Nothing here touches the store; :mod:`store.import_writer` writes what passes.
+"""Reading an import file: every record parsed (by its tier's record model, named in the tier
+registry) and held to the rules the API applies to the same data, every record bound to a tenant
+its manifest declares, the manifest's counts and digests verified. Nothing here touches the
+store; :mod:`store.rights.import_write` writes what passes.
 
 The digests are integrity, not authority: whoever writes a hostile file can recompute them. What
 keeps one tenant's file out of another tenant is the binding rule (a record may only name a

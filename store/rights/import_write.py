@@ -17,9 +17,7 @@ from ..backend import Backend
 from ..errors import ImportMismatchError, InvalidInputError
 from ..recall import indexing
 from ..recall.indexing import Indexer
-from ..schema import (
-    audit_t,
-)
+from ..schema import audit_t
 from ..tenancy import Tenant
 from ..tiers.common import content_hash, ids_present, touch_tenant
 from ..tiers.importing import KEPT, UNCHANGED, WRITTEN, Importing
