@@ -456,3 +456,21 @@ def test_expect_counts_accepts_a_reimport_and_refuses_nonsense(two, tmp_path):
         with pytest.raises(InvalidInputError):
             target.import_(tmp_path / "a.jsonl", expect_counts=bad)
     assert dump(target.path) == before
+
+
+@pytest.mark.parametrize("field", ["fact_id", "caused_by"])
+def test_a_fact_change_naming_a_fact_the_file_does_not_hold_is_refused(tmp_path, field):
+    """The facts tier's rule across a file's records: a change names facts of its tenant in the
+    same file. A file naming another fact is refused, naming the record's field, and nothing is
+    written."""
+    with MemoryStore.open(tmp_path / "source.db", embedder=None) as source:
+        source.add_fact("alice", "lives_in", "Lisbon", user_id="alice", valid_from=T0)
+        source.add_fact("alice", "lives_in", "Porto", user_id="alice", valid_from=T0 + timedelta(days=3))
+        exported = source.export(user_id="alice")
+    assert exported["fact_changes"], "the second fact closes the first: one change"
+    exported["fact_changes"][0][field] = "no-such-fact"
+    with MemoryStore.open(tmp_path / "target.db", embedder=None) as target:
+        with pytest.raises(ImportValidationError, match="names fact 'no-such-fact'") as refused:
+            target.import_(exported)
+        assert refused.value.field.endswith(f"fact_change.{field}")
+        assert target.tenants() == []

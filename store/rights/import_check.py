@@ -23,6 +23,7 @@ from pydantic import Field, TypeAdapter, ValidationError
 
 from ..errors import ImportValidationError, InvalidInputError
 from ..tenancy import UNSET, Tenant
+from ..tiers.record_fields import where
 from ..tiers.registry import EXPORTED, SECTION_OF, SECTIONS
 from ..validation import MAX_JSON_DEPTH, check_vector
 from .export import FORMAT, FORMAT_VERSION, Digests, canonical
@@ -174,12 +175,6 @@ def _targets(manifest: dict[str, Any], as_user: Any) -> dict[str | None, Tenant]
     return {user_id: Tenant.of(as_user) for user_id in tenants}
 
 
-def _where(number: int | None, index: int, field: str | None) -> dict[str, Any]:
-    if number is not None:
-        return {"line": number, "field": field}
-    return {"field": f"records[{index}]" + (f".{field}" if field else "")}
-
-
 def _parse(raw: dict[str, Any], number: int | None, index: int, limit: int) -> Any:
     try:
         return RECORD.validate_python(raw, context={"limit": limit})
@@ -188,20 +183,7 @@ def _parse(raw: dict[str, Any], number: int | None, index: int, limit: int) -> A
         cause = first.get("ctx", {}).get("error")
         message = str(cause) if isinstance(cause, Exception) else first["msg"]
         field = ".".join(str(p) for p in first["loc"]) or None
-        raise ImportValidationError(message, **_where(number, index, field)) from None
-
-
-def _check_fact_changes(parsed: list[tuple[int | None, Any]], ids: set[tuple[str | None, str, str]]) -> None:
-    """A fact's change names facts of the same tenant in the same file (an export holds them all)."""
-    for index, (number, record) in enumerate(parsed):
-        if record.type != "fact_change":
-            continue
-        for field in ("fact_id", "caused_by"):
-            if (record.user_id, "fact", getattr(record, field)) not in ids:
-                raise ImportValidationError(
-                    f"this change names fact {getattr(record, field)!r}, which the file does not hold for this tenant",
-                    **_where(number, index, f"fact_change.{field}"),
-                )
+        raise ImportValidationError(message, **where(number, index, field)) from None
 
 
 def validate(source: Any, max_bytes: int, *, as_user: Any = UNSET) -> Checked:
@@ -225,19 +207,21 @@ def validate(source: Any, max_bytes: int, *, as_user: Any = UNSET) -> Checked:
             raise ImportValidationError(
                 f"this record belongs to tenant {record.user_id!r}, which the manifest does not declare "
                 f"(it declares {list(targets)!r}); nothing was imported",
-                **_where(number, index, "user_id"),
+                **where(number, index, "user_id"),
             )
         problem = record.problem()
         if problem:
-            raise ImportValidationError(problem[1], **_where(number, index, f"{record.type}.{problem[0]}"))
+            raise ImportValidationError(problem[1], **where(number, index, f"{record.type}.{problem[0]}"))
         if record.type in IDENTIFIED:
             key = (record.user_id, record.type, record.id)
             if key in ids:
-                raise ImportValidationError(f"{record.type} id {record.id!r} appears twice for this tenant", **_where(number, index, "id"))
+                raise ImportValidationError(f"{record.type} id {record.id!r} appears twice for this tenant", **where(number, index, "id"))
             ids.add(key)
         digests.add(SECTION_OF[record.type], canonical(raw))
         parsed.append((number, record))
-    _check_fact_changes(parsed, ids)
+    for tier in EXPORTED:
+        if tier.check_file is not None:
+            tier.check_file(parsed, ids)
     counts = manifest.get("counts", {})
     expected = counts if isinstance(counts, dict) else {}
     for section in SECTIONS:
@@ -260,4 +244,4 @@ def check_embedding_dims(checked: Checked, dim: int) -> None:
             try:
                 check_vector(r.embedding, dim, "embedding")
             except InvalidInputError as exc:
-                raise ImportValidationError(str(exc), **_where(number, index, f"{r.type}.embedding")) from None
+                raise ImportValidationError(str(exc), **where(number, index, f"{r.type}.embedding")) from None

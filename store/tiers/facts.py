@@ -18,14 +18,14 @@ from pydantic import Field
 from sqlalchemy import ColumnElement, Connection, Row, Select, case, exists, func, literal_column, or_, select
 
 from ..backend import Sql
-from ..errors import DuplicateIdError
+from ..errors import DuplicateIdError, ImportValidationError
 from ..models import Fact
 from ..schema import episodes_t, fact_changes_t, facts_t
 from ..tenancy import Tenant, user_id_of
 from .common import loads, new_id
 from .erasing import Erasing
 from .importing import KEPT, UNCHANGED, WRITTEN, Importing, insert_with_vectors, rows_by_id
-from .record_fields import Embedding, Name, Names, NonEmpty, OptionalTime, Record, Time
+from .record_fields import Embedding, Name, Names, NonEmpty, OptionalTime, Record, Time, where
 from .records import Reading, iso
 
 
@@ -387,3 +387,17 @@ def before_deleting(e: Erasing, conn: Connection, erased_pks: Sequence[int]) -> 
 def vector_text(record: FactRecord) -> str:
     """What an imported fact's vector is of."""
     return fact_text(record.subject, record.predicate, record.object)
+
+
+def check_file(parsed: list[tuple[int | None, Any]], ids: set[tuple[str | None, str, str]]) -> None:
+    """A fact's change names facts of the same tenant in the same file (an export holds them all);
+    ``ids`` holds (tenant, record type, id) of every record with an id."""
+    for index, (number, record) in enumerate(parsed):
+        if record.type != "fact_change":
+            continue
+        for field in ("fact_id", "caused_by"):
+            if (record.user_id, "fact", getattr(record, field)) not in ids:
+                raise ImportValidationError(
+                    f"this change names fact {getattr(record, field)!r}, which the file does not hold for this tenant",
+                    **where(number, index, f"fact_change.{field}"),
+                )

@@ -91,3 +91,10 @@ class Record(BaseModel):
     def problem(self) -> tuple[str, str] | None:
         """(field, message) for a rule spanning fields, or None."""
         return None
+
+
+def where(number: int | None, index: int, field: str | None) -> dict[str, Any]:
+    """Where a record of an import file is, for its refusal: its line, or its index in the records given."""
+    if number is not None:
+        return {"line": number, "field": field}
+    return {"field": f"records[{index}]" + (f".{field}" if field else "")}

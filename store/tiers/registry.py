@@ -64,6 +64,9 @@ class Tier:
     before_deleting: Callable[[Erasing, Connection, Sequence[int]], None] | None = None
     """What must change in rows an erasure keeps, given the keys of this tier's rows it is about
     to delete (facts that cite erased episodes)."""
+    check_file: Callable[[list[tuple[int | None, Any]], set[tuple[str | None, str, str]]], None] | None = None
+    """A rule of an import file across its records (a fact's change names facts the file holds),
+    given every parsed record and the (tenant, type, id) of each with an id."""
     vector_kind: str | None = None
     """The ``kind`` of its rows' vectors, if it has any."""
     label: str | None = None
@@ -95,6 +98,7 @@ TIERS: tuple[Tier, ...] = (
     Tier(
         "fact_changes", fact_changes_t, fact_changes_t.c.pk, "fact_changes", "fact_change",
         records=facts.change_records, erased=facts.erased_changes, record_model=facts.FactChangeRecord, write=facts.write_changes,
+        check_file=facts.check_file,
     ),
     Tier(
         "sessions", sessions_t, sessions_t.c.pk, "sessions", "session",
