@@ -14,7 +14,7 @@ from store import MemoryStore, StoreView
 from store.errors import InvalidInputError
 from store.views import StoreView as Declared
 
-MEMBERS = sorted(name for name in vars(Declared) if not name.startswith("_") and name not in ("__init__",))
+MEMBERS = sorted(name for name in vars(Declared) if not name.startswith("_"))
 
 
 def declared_parameters(name: str) -> list[tuple[str, inspect._ParameterKind]]:

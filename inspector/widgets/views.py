@@ -22,6 +22,7 @@ from textual.worker import Worker, WorkerState
 from ..formatting import audit_action, highlighted, one_line, parse_day, rank, remaining, score, score_bars, when
 from ..host import Gatekeeper, Host
 from ..messages import Carrier, SearchResults, WorkerFailed
+from ..searching import Search
 from . import detail
 from .backdrops import Column, Row
 from .cells import CachedCells
@@ -202,8 +203,6 @@ class SearchView(Column):
     BINDINGS = [Binding("down", "focus_results", "Results", show=False)]
 
     def __init__(self, host: Host, **kwargs: Any):
-        from ..searching import Search
-
         super().__init__(**kwargs)
         self.seq = 0
         """The newest request's number: the one count of it (its results paint, older ones' do not)."""

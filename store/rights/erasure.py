@@ -31,7 +31,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Select, func, select
 
-from ..backend import Sql, sql
+from ..backend import sql
 from ..schema import (
     audit_t,
     kv_t,
@@ -45,14 +45,14 @@ from ..tiers.registry import ERASE_ORDER, TIERS, VECTOR_KINDS
 from ..validation import utcnow
 
 
-def erasing(dialect: Sql, scope: Scope) -> Erasing:
-    return Erasing(dialect, scope, {tier.name: tier.erased for tier in TIERS if tier.erased is not None})
+def erasing(conn: Connection, scope: Scope) -> Erasing:
+    """The erasure of ``scope``, with every tier's rule from the registry."""
+    return Erasing(sql(conn), scope, {tier.name: tier.erased for tier in TIERS if tier.erased is not None})
 
 
-def scopes(dialect: Sql, scope: Scope, begun: Erasing | None = None) -> dict[str, Select[Any]]:
+def scopes(e: Erasing) -> dict[str, Select[Any]]:
     """For each tier the erasure touches, the keys of the rows it removes (each tier's module
     says which: its ``erased`` rule in the registry)."""
-    e = begun or erasing(dialect, scope)
     return {tier.name: keys for tier in TIERS if tier.erased is not None and (keys := e.keys(tier.name)) is not None}
 
 
@@ -63,7 +63,7 @@ RECEIPT_ORDER = [*(tier.name for tier in ERASE_ORDER), "vectors"]
 
 
 def count(conn: Connection, scope: Scope) -> dict[str, int]:
-    stmts = scopes(sql(conn), scope)
+    stmts = scopes(erasing(conn, scope))
     counts: dict[str, int] = {
         name: conn.execute(select(func.count()).select_from(stmt.subquery())).scalar_one() for name, stmt in stmts.items()
     }
@@ -87,8 +87,8 @@ def delete(conn: Connection, scope: Scope) -> dict[str, int]:
     The counts come from the very key lists that are deleted, selected by the statements
     :func:`count` counts, so a dry run and the erase agree.
     """
-    e = erasing(sql(conn), scope)
-    stmts = scopes(e.dialect, scope, e)
+    e = erasing(conn, scope)
+    stmts = scopes(e)
     counts = {"vectors": _vector_count(conn, scope, stmts)}
     keys = {name: conn.execute(stmt).scalars().all() for name, stmt in stmts.items()}
     counts.update((name, len(k)) for name, k in keys.items())

@@ -302,6 +302,7 @@ def write(importing: Importing, tenant: Tenant, records: list[EpisodeRecord]) ->
     new: list[tuple[str, dict[str, Any], str]] = []
     outcomes = []
     for r in records:
+        text = vector_text(r)
         values = {
             "id": r.id,
             "session_id": r.session_id,
@@ -310,13 +311,13 @@ def write(importing: Importing, tenant: Tenant, records: list[EpisodeRecord]) ->
             "output": r.output,
             "tool_calls": check_json(r.tool_calls, "tool_calls", limit=importing.max_bytes),
             "metadata": check_json(r.metadata, "metadata", limit=importing.max_bytes),
-            "content_hash": content_hash(embed_text(r.input, r.output)),
+            "content_hash": content_hash(text),
         }
         row = existing.get(r.id)
         if row is None:
             if r.session_id:
                 importing.session_pk(tenant, r.session_id)
-            new.append((r.id, values, vector_text(r)))
+            new.append((r.id, values, text))
             outcomes.append(WRITTEN)
         else:
             same = all(getattr(row, k) == v for k, v in values.items() if k != "content_hash")
