@@ -10,7 +10,7 @@ import sys
 import threading
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import events, on, work
 from textual.app import App, ComposeResult
@@ -35,6 +35,9 @@ from .widgets.backdrops import Row
 from .widgets.footer import KeysFooter
 from .widgets.tenant_list import LISTED_AT_MOST, NO_TENANT, TenantList
 from .workers import call_store
+
+if TYPE_CHECKING:  # imported after the first frame
+    from .widgets.views import SearchView
 
 __all__ = ["MemlensApp", "make_app", "is_idle", "NO_TENANT", "SEARCH_LIMIT"]
 
@@ -259,7 +262,7 @@ class MemlensApp(App):
         searching = self.search_view()
         self.idle_collection.collect_if_paused(0.0 if searching is None else searching.search.last_asked)
 
-    def search_view(self) -> Any:
+    def search_view(self) -> SearchView | None:
         """The search view (widgets.views.SearchView), or None before the views have mounted."""
         from .widgets.views import SearchView  # imported after the first frame (above)
 
@@ -285,9 +288,8 @@ class MemlensApp(App):
         self.notify(f"{m.what}: {m.error}", title="failed", severity="error", timeout=15)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """A worker that raised (the App's own: the open, the names; or a widget's, such as the
-        search view's thread, which starts a new one at the next key) is reported as the widgets'
-        are (inspector.workers)."""
+        """The App's own workers (the open, the names): one that raised is reported as the widgets'
+        are (inspector.workers; the search view reports its search thread itself)."""
         if event.state == WorkerState.ERROR:
             error = event.worker.error or RuntimeError("the worker stopped without saying why")
             self.post_message(messages.WorkerFailed(event.worker, error))
