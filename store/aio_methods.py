@@ -401,8 +401,12 @@ class AsyncSessionMemoryMethods:
     _sync: SessionMemory
 
     async def set(self, key: str, value: Any, ttl: float | timedelta | None = None) -> None:
-        """Store ``value`` (anything JSON can hold) under ``key``, optionally expiring after ``ttl`` seconds. (:meth:`SessionMemory.set`, run in a worker thread.)"""
+        """Store ``value`` (anything JSON can hold) under ``key``, optionally expiring after ``ttl`` seconds; :meth:`touch` moves the expiry to ``ttl`` after the touch. An entry rewritten keeps its ``created_at``. (:meth:`SessionMemory.set`, run in a worker thread.)"""
         return await asyncio.to_thread(self._sync.set, key, value, ttl)
+
+    async def touch(self, *keys: str) -> int:
+        """Refresh the expiry of the live entries under ``keys`` that were given a time to live: each now expires that long after this call (a sliding time to live). Their value and ``updated_at`` stay. Returns how many were refreshed. (:meth:`SessionMemory.touch`, run in a worker thread.)"""
+        return await asyncio.to_thread(self._sync.touch, *keys)
 
     async def get(self, key: str, default: Any = None) -> Any:
         """:meth:`SessionMemory.get`, run in a worker thread."""

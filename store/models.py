@@ -112,10 +112,16 @@ class ScratchpadEntry(_Model):
 
 
 class KeyValueEntry(_Model):
+    """A session's key-value entry. ``ttl_seconds``: the time to live it was last written with
+    (None: never expires), which :meth:`~store.tiers.sessions.SessionMemory.touch` renews.
+    ``created_at`` is None where it is not known: an entry rebuilt from a checkpoint."""
+
     key: str
     value: Any
     expires_at: datetime | None
     updated_at: datetime
+    created_at: datetime | None = None
+    ttl_seconds: float | None = None
 
 
 class Checkpoint(_Model):

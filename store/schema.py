@@ -11,7 +11,20 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import BigInteger, ForeignKey, Index, Integer, LargeBinary, MetaData, String, Table, Text, TypeDecorator, UniqueConstraint
+from sqlalchemy import (
+    BigInteger,
+    Double,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeEngine, UserDefinedType
@@ -200,6 +213,10 @@ class SessionRow(Base):
 
 
 class KeyValueRow(Base):
+    """A session's key-value entry. ``ttl_seconds``: the time to live it was written with (None:
+    it never expires); a refresh (:meth:`store.tiers.sessions.SessionMemory.touch`) moves
+    ``expires_at`` to that long after the refresh. ``created_at`` stays what the first write set."""
+
     __tablename__ = "kv_entries"
     pk: Mapped[int] = mapped_column(Int64, primary_key=True)
     session_pk: Mapped[int] = mapped_column(Int64, ForeignKey("sessions.pk", ondelete="CASCADE"))
@@ -208,6 +225,8 @@ class KeyValueRow(Base):
     value: Mapped[str] = mapped_column(Text)
     expires_at: Mapped[datetime | None] = mapped_column(UtcMicros, nullable=True)
     updated_at: Mapped[datetime] = mapped_column(UtcMicros)
+    created_at: Mapped[datetime] = mapped_column(UtcMicros)
+    ttl_seconds: Mapped[float | None] = mapped_column(Double, nullable=True)
     __table_args__ = (UniqueConstraint("session_pk", "key"), Index(None, "user_id"))
 
 

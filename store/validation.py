@@ -154,8 +154,15 @@ def check_flag(value: Any, field: str) -> bool:
     return value
 
 
-def check_ttl(ttl: Any, now: datetime) -> datetime | None:
-    """When an entry given ``ttl`` (seconds, a timedelta, or None for never) at ``now`` expires."""
+def check_ttl(ttl: Any, now: datetime) -> tuple[float | None, datetime | None]:
+    """The time to live ``ttl`` (seconds, a timedelta, or None for never) in seconds, and when an
+    entry given it at ``now`` expires."""
+    seconds = ttl_seconds(ttl)
+    return seconds, expiry(seconds, now)
+
+
+def ttl_seconds(ttl: Any) -> float | None:
+    """A time to live (seconds, a timedelta, or None for never) as seconds, checked."""
     if ttl is None:
         return None
     if isinstance(ttl, timedelta):
@@ -163,13 +170,22 @@ def check_ttl(ttl: Any, now: datetime) -> datetime | None:
     elif isinstance(ttl, bool) or not isinstance(ttl, (int, float)):
         raise InvalidInputError(f"ttl must be a number of seconds, a timedelta, or None, not {type(ttl).__name__}")
     else:
-        seconds = ttl
+        seconds = float(ttl)
     if not seconds > 0:  # also refuses NaN
         raise InvalidInputError(f"ttl must be positive, not {ttl!r}")
+    return seconds
+
+
+def expiry(seconds: float | None, now: datetime) -> datetime | None:
+    """When an entry with a time to live of ``seconds`` (None: never) expires if written or refreshed at ``now``."""
+    if seconds is None:
+        return None
     try:
         return now + timedelta(seconds=seconds)
     except (OverflowError, ValueError):
-        raise InvalidInputError(f"ttl {ttl!r} would expire after the year 9999; pass ttl=None for an entry that never expires") from None
+        raise InvalidInputError(
+            f"ttl {seconds!r} would expire after the year 9999; pass ttl=None for an entry that never expires"
+        ) from None
 
 
 def _system_clock() -> datetime:

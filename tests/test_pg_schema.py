@@ -228,9 +228,15 @@ def test_a_version_4_store_moves_its_session_keys_into_each_tenant(pg_url, monke
         old.setattr(ddl, "CURRENT_VERSION", 4)
         old.setattr(partitions, "SESSION_CHILDREN", ())
         with MemoryStore.open(pg_url) as s:
-            s.session("trip", user_id="alice").set("k", "v")
             s.session("trip", user_id="alice").append_scratchpad("a note")
     e = pg_engine.create(pg_url)
+    with e.begin() as conn:  # a key as version 4 wrote it (today's write fills columns it had not)
+        conn.execute(
+            text(
+                "INSERT INTO kv_entries (session_pk, user_id, key, value, updated_at) "
+                "SELECT pk, user_id, 'k', '\"v\"', updated_at FROM sessions WHERE session_id = 'trip'"
+            )
+        )
 
     def session_keys(conn) -> set[tuple[str, str]]:
         rows = conn.execute(

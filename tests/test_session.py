@@ -37,6 +37,28 @@ def test_expired_keys_are_invisible_then_purged(store, clock):
     assert mem.get_stats().keys == 2
 
 
+def test_a_touch_slides_an_expiry_and_a_rewrite_keeps_the_creation_time(store, clock):
+    mem = store.session("s", user_id="u")
+    start = clock[0]
+    mem.set("sliding", 1, ttl=10)
+    mem.set("forever", 2)
+    clock[0] += timedelta(seconds=8)
+    assert mem.touch("sliding", "forever", "missing") == 1  # only an entry with a time to live moves
+    entry = mem.entry("sliding")
+    assert entry.expires_at == clock[0] + timedelta(seconds=10) and entry.ttl_seconds == 10
+    assert entry.updated_at == start and entry.created_at == start  # a touch is no write
+    clock[0] += timedelta(seconds=8)  # 16 s after the write, 8 after the touch: still live
+    assert mem.get("sliding") == 1
+    mem.set("sliding", 3)  # rewritten without a time to live: it keeps its creation, loses its expiry
+    entry = mem.entry("sliding")
+    assert (entry.created_at, entry.updated_at, entry.expires_at, entry.ttl_seconds) == (start, clock[0], None, None)
+    clock[0] += timedelta(seconds=11)
+    assert mem.get("sliding") == 3 and mem.touch("sliding") == 0
+    mem.set("brief", 4, ttl=1)
+    clock[0] += timedelta(seconds=2)
+    assert mem.touch("brief") == 0 and mem.get("brief") is None  # an expired entry is not revived
+
+
 def test_bad_ttl_is_refused(store):
     with pytest.raises(InvalidInputError):
         store.session("s", user_id="u").set("k", 1, ttl=-5)

@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterator
 from typing import Any, Literal
 
+from pydantic import Field
 from sqlalchemy import Select, or_
 
 from ..schema import kv_t
@@ -31,6 +32,8 @@ def records(reading: Reading) -> Iterator[dict[str, Any]]:
             value=json.loads(r.value),
             expires_at=iso(r.expires_at),
             updated_at=iso(r.updated_at),
+            created_at=iso(r.created_at),
+            ttl_seconds=r.ttl_seconds,
         )
 
 
@@ -48,19 +51,29 @@ class KeyValueRecord(Record):
     value: JsonValue
     expires_at: OptionalTime
     updated_at: Time
+    # Files written before entries kept these: created at their last write, a fixed expiry.
+    created_at: OptionalTime = None
+    ttl_seconds: float | None = Field(default=None, gt=0)
 
 
 def write(importing: Importing, tenant: Tenant, records: list[KeyValueRecord]) -> list[str]:
     conn, outcomes = importing.conn, []
     for r in records:
         session_pk = importing.session_pk(tenant, r.session_id)
-        values = {"value": check_json(r.value, "value", limit=importing.max_bytes), "expires_at": r.expires_at, "updated_at": r.updated_at}
+        values = {
+            "value": check_json(r.value, "value", limit=importing.max_bytes),
+            "expires_at": r.expires_at,
+            "ttl_seconds": r.ttl_seconds,
+            "updated_at": r.updated_at,
+        }
         row = conn.execute(tenant.select(kv_t).where(kv_t.c.session_pk == session_pk, kv_t.c.key == r.key)).first()
         if row is None:
-            conn.execute(kv_t.insert().values(tenant.stamp({"session_pk": session_pk, "key": r.key, **values})))
+            created = r.created_at or r.updated_at
+            conn.execute(kv_t.insert().values(tenant.stamp({"session_pk": session_pk, "key": r.key, "created_at": created, **values})))
             outcomes.append(WRITTEN)
             continue
-        outcome = importing.newer(r, row, (row.value, row.expires_at) == (values["value"], values["expires_at"]))
+        same = (row.value, row.expires_at, row.ttl_seconds) == (values["value"], values["expires_at"], values["ttl_seconds"])
+        outcome = importing.newer(r, row, same)
         if outcome == WRITTEN:
             conn.execute(tenant.update(kv_t).where(kv_t.c.pk == row.pk).values(**values))
         outcomes.append(outcome)

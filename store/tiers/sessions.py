@@ -24,6 +24,7 @@ from ..validation import (
     check_number,
     check_text,
     check_ttl,
+    expiry,
     parse_time,
     utcnow,
 )
@@ -72,25 +73,44 @@ class SessionMemory:
     # --- key-value entries with TTL ---------------------------------------------
 
     def set(self, key: str, value: Any, ttl: float | timedelta | None = None) -> None:
-        """Store ``value`` (anything JSON can hold) under ``key``, optionally expiring after ``ttl`` seconds."""
+        """Store ``value`` (anything JSON can hold) under ``key``, optionally expiring after ``ttl``
+        seconds; :meth:`touch` moves the expiry to ``ttl`` after the touch. An entry rewritten keeps
+        its ``created_at``."""
         check_name(key, "key")
         text = check_json(value, "value", limit=self._max_bytes)
         now = utcnow()
-        expires = check_ttl(ttl, now)
+        seconds, expires = check_ttl(ttl, now)
         with self._db.write(self.tenant) as conn:
             pk = self._write_pk(conn, now)
             self._purge_expired(conn, pk, now)
             updated = conn.execute(
                 self.tenant.update(kv_t)
                 .where(kv_t.c.session_pk == pk, kv_t.c.key == key)
-                .values(value=text, expires_at=expires, updated_at=now)
+                .values(value=text, expires_at=expires, ttl_seconds=seconds, updated_at=now)
             )
             if updated.rowcount == 0:
-                conn.execute(
-                    kv_t.insert().values(
-                        self.tenant.stamp({"session_pk": pk, "key": key, "value": text, "expires_at": expires, "updated_at": now})
-                    )
+                row = {"session_pk": pk, "key": key, "value": text, "expires_at": expires, "ttl_seconds": seconds}
+                conn.execute(kv_t.insert().values(self.tenant.stamp({**row, "updated_at": now, "created_at": now})))
+
+    def touch(self, *keys: str) -> int:
+        """Refresh the expiry of the live entries under ``keys`` that were given a time to live: each
+        now expires that long after this call (a sliding time to live). Their value and
+        ``updated_at`` stay. Returns how many were refreshed."""
+        for key in keys:
+            check_name(key, "key")
+        now = utcnow()
+        with self._db.write(self.tenant) as conn:
+            pk = self._pk(conn)
+            if pk is None or not keys:
+                return 0
+            rows = conn.execute(
+                self.tenant.select(kv_t, kv_t.c.pk, kv_t.c.ttl_seconds).where(
+                    kv_t.c.session_pk == pk, kv_t.c.key.in_(keys), kv_t.c.ttl_seconds.is_not(None), self._live(now)
                 )
+            ).all()
+            for row_pk, seconds in rows:
+                conn.execute(self.tenant.update(kv_t).where(kv_t.c.pk == row_pk).values(expires_at=expiry(seconds, now)))
+            return len(rows)
 
     def get(self, key: str, default: Any = None) -> Any:
         entry = self.entry(key)
@@ -292,6 +312,7 @@ class SessionMemory:
                         "value": item["value"],
                         "expires_at": None if item["expires_at"] is None else from_micros(item["expires_at"]),
                         "updated_at": now,
+                        "created_at": now,
                     }
                 )
                 for key, item in snapshot["kv"].items()
@@ -426,7 +447,14 @@ def session_infos(conn: Connection, tenant: Tenant) -> list[SessionInfo]:
 
 
 def kv_entry(row: Row[Any]) -> KeyValueEntry:
-    return KeyValueEntry(key=row.key, value=loads(row.value), expires_at=row.expires_at, updated_at=row.updated_at)
+    return KeyValueEntry(
+        key=row.key,
+        value=loads(row.value),
+        expires_at=row.expires_at,
+        updated_at=row.updated_at,
+        created_at=row.created_at,
+        ttl_seconds=row.ttl_seconds,
+    )
 
 
 def task_state_of(text: str | None) -> TaskState | None:

@@ -330,6 +330,20 @@ def _m008_history(conn: Connection, dim: int) -> None:
         conn.exec_driver_sql(statement)
 
 
+# Version 9: a key-value entry keeps when it was first written and the time to live it was given
+# (a read can refresh its expiry); entries written before count as created at their last write.
+_KV_TIMES_DDL = """
+ALTER TABLE kv_entries ADD COLUMN created_at BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE kv_entries ADD COLUMN ttl_seconds DOUBLE PRECISION;
+UPDATE kv_entries SET created_at = updated_at;
+"""
+
+
+def _m009_key_times(conn: Connection, dim: int) -> None:
+    for statement in split(_KV_TIMES_DDL):
+        conn.exec_driver_sql(statement)
+
+
 FIRST_VERSION = 4
 # Step n brings the schema from version n - 1 to n; version 4 is where PostgreSQL stores begin.
 MIGRATIONS = {
@@ -338,6 +352,7 @@ MIGRATIONS = {
     6: _m006_tenant_names_in_nfc,
     7: _m007_dotted_numbers_split,
     8: _m008_history,
+    9: _m009_key_times,
 }
 CURRENT_VERSION = max(MIGRATIONS)
 # Two processes opening a fresh database at once must not both create the schema: the first

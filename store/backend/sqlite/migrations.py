@@ -367,6 +367,21 @@ def _m008_history(conn: Connection) -> None:
         conn.exec_driver_sql(statement)
 
 
+# Version 9: a key-value entry keeps when it was first written and the time to live it was given,
+# so a read can refresh its expiry (a sliding time to live, as LangGraph's stores have). Entries
+# written before count as created at their last write.
+_KV_TIMES_DDL = """
+ALTER TABLE kv_entries ADD COLUMN created_at INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE kv_entries ADD COLUMN ttl_seconds DOUBLE;
+UPDATE kv_entries SET created_at = updated_at;
+"""
+
+
+def _m009_key_times(conn: Connection) -> None:
+    for statement in split_statements(_KV_TIMES_DDL):
+        conn.exec_driver_sql(statement)
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _m001_core,
     _m002_search,
@@ -376,6 +391,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _m006_tenant_names_in_nfc,
     _m007_nothing_on_sqlite,
     _m008_history,
+    _m009_key_times,
 ]
 CURRENT_VERSION = len(MIGRATIONS)
 
