@@ -247,6 +247,18 @@ class AsyncMemoryStoreMethods:
             prefix=prefix,
         )
 
+    async def search_keys(
+        self,
+        query: str,
+        *,
+        user_id: str | None = UNSET,
+        among: Iterable[tuple[str, str]] | None = None,
+        limit: int = 10,
+        mode: Mode = "hybrid",
+    ) -> list[RecallHit]:
+        """Search the tenant's live session keys that were given a ``search_text`` (:meth:`SessionMemory.set <store.tiers.sessions.SessionMemory.set>`), best first, scored as :meth:`recall` scores blocks; each hit (kind ``key``) carries its ``entry`` and ``session_id``. ``among``: only these ``(session_id, key)`` pairs (None: every session). (:meth:`MemoryStore.search_keys`, run in a worker thread.)"""
+        return await asyncio.to_thread(self._sync.search_keys, query, user_id=user_id, among=among, limit=limit, mode=mode)
+
     async def recall_facts(
         self, query: str, *, user_id: str | None = UNSET, limit: int = 5, valid_at: datetime | None = None, mode: Mode = "hybrid"
     ) -> list[RecallHit]:
@@ -400,9 +412,9 @@ class AsyncSessionMemoryMethods:
 
     _sync: SessionMemory
 
-    async def set(self, key: str, value: Any, ttl: float | timedelta | None = None) -> None:
-        """Store ``value`` (anything JSON can hold) under ``key``, optionally expiring after ``ttl`` seconds; :meth:`touch` moves the expiry to ``ttl`` after the touch. An entry rewritten keeps its ``created_at``. (:meth:`SessionMemory.set`, run in a worker thread.)"""
-        return await asyncio.to_thread(self._sync.set, key, value, ttl)
+    async def set(self, key: str, value: Any, ttl: float | timedelta | None = None, *, search_text: str | None = None) -> None:
+        """Store ``value`` (anything JSON can hold) under ``key``, optionally expiring after ``ttl`` seconds; :meth:`touch` moves the expiry to ``ttl`` after the touch. An entry rewritten keeps its ``created_at``. ``search_text``: the text :meth:`~store.memory.MemoryStore.search_keys` finds the entry by (None, the default: it is not searched). (:meth:`SessionMemory.set`, run in a worker thread.)"""
+        return await asyncio.to_thread(self._sync.set, key, value, ttl, search_text=search_text)
 
     async def touch(self, *keys: str) -> int:
         """Refresh the expiry of the live entries under ``keys`` that were given a time to live: each now expires that long after this call (a sliding time to live). Their value and ``updated_at`` stay. Returns how many were refreshed. (:meth:`SessionMemory.touch`, run in a worker thread.)"""

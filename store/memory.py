@@ -593,6 +593,21 @@ class MemoryStore:
             query, self._tenant(user_id), limit=limit, session_id=session_id, time_range=time_range, kind=kind, mode=mode, prefix=prefix
         )
 
+    def search_keys(
+        self,
+        query: str,
+        *,
+        user_id: str | None = UNSET,
+        among: Iterable[tuple[str, str]] | None = None,
+        limit: int = 10,
+        mode: Mode = "hybrid",
+    ) -> list[RecallHit]:
+        """Search the tenant's live session keys that were given a ``search_text``
+        (:meth:`SessionMemory.set <store.tiers.sessions.SessionMemory.set>`), best first, scored
+        as :meth:`recall` scores blocks; each hit (kind ``key``) carries its ``entry`` and
+        ``session_id``. ``among``: only these ``(session_id, key)`` pairs (None: every session)."""
+        return self._recall.search_keys(query, self._tenant(user_id), among=among, limit=limit, mode=mode)
+
     def recall_facts(
         self, query: str, *, user_id: str | None = UNSET, limit: int = 5, valid_at: datetime | None = None, mode: Mode = "hybrid"
     ) -> list[RecallHit]:

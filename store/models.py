@@ -114,7 +114,8 @@ class ScratchpadEntry(_Model):
 class KeyValueEntry(_Model):
     """A session's key-value entry. ``ttl_seconds``: the time to live it was last written with
     (None: never expires), which :meth:`~store.tiers.sessions.SessionMemory.touch` renews.
-    ``created_at`` is None where it is not known: an entry rebuilt from a checkpoint."""
+    ``created_at`` is None where it is not known: an entry rebuilt from a checkpoint.
+    ``search_text``: what :meth:`~store.memory.MemoryStore.search_keys` finds it by (None: not searched)."""
 
     key: str
     value: Any
@@ -122,6 +123,7 @@ class KeyValueEntry(_Model):
     updated_at: datetime
     created_at: datetime | None = None
     ttl_seconds: float | None = None
+    search_text: str | None = None
 
 
 class Checkpoint(_Model):
@@ -261,7 +263,7 @@ class ScoreBreakdown(_Model):
     exact: str | None = None
 
 
-RecallKind = Literal["episode", "fact", "block", "scratchpad"]
+RecallKind = Literal["episode", "fact", "block", "scratchpad", "key"]
 
 
 class RecallHit(_Model):
@@ -274,6 +276,8 @@ class RecallHit(_Model):
     fact: Fact | None = None
     block: Block | None = None
     note: ScratchpadEntry | None = None
+    entry: KeyValueEntry | None = None
+    """A session key's entry (:meth:`store.memory.MemoryStore.search_keys`)."""
     scores: ScoreBreakdown
     matched_terms: list[str] = Field(default_factory=list)
 

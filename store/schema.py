@@ -215,7 +215,9 @@ class SessionRow(Base):
 class KeyValueRow(Base):
     """A session's key-value entry. ``ttl_seconds``: the time to live it was written with (None:
     it never expires); a refresh (:meth:`store.tiers.sessions.SessionMemory.touch`) moves
-    ``expires_at`` to that long after the refresh. ``created_at`` stays what the first write set."""
+    ``expires_at`` to that long after the refresh. ``created_at`` stays what the first write set.
+    ``search_text``: what :meth:`store.memory.MemoryStore.search_keys` finds it by (None: it is
+    not searched); its vector is of kind ``key``."""
 
     __tablename__ = "kv_entries"
     pk: Mapped[int] = mapped_column(Int64, primary_key=True)
@@ -227,6 +229,7 @@ class KeyValueRow(Base):
     updated_at: Mapped[datetime] = mapped_column(UtcMicros)
     created_at: Mapped[datetime] = mapped_column(UtcMicros)
     ttl_seconds: Mapped[float | None] = mapped_column(Double, nullable=True)
+    search_text: Mapped[str | None] = mapped_column(Text, nullable=True)
     __table_args__ = (UniqueConstraint("session_pk", "key"), Index(None, "user_id"))
 
 

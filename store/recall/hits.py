@@ -10,14 +10,15 @@ from types import SimpleNamespace
 from typing import Any, Literal, Protocol
 
 import numpy as np
-from sqlalchemy import Connection, Integer, Row, Select, bindparam, type_coerce
+from sqlalchemy import Connection, Integer, Row, Select, bindparam, or_, type_coerce
 
 from ..backend import Backend, KeywordIndex, ServerVectorIndex
 from ..backend.shared import filtered
 from ..models import Episode, RecallHit, ScoreBreakdown
-from ..schema import blocks_t, episodes_t, facts_t, from_micros, scratch_t, sessions_t
+from ..schema import blocks_t, episodes_t, facts_t, from_micros, kv_t, scratch_t, sessions_t
 from ..tenancy import Tenant
 from ..tiers import blocks, episodes, facts
+from ..tiers.sessions import kv_entry
 from . import (
     fusion,
     in_memory,  # called through the module, so a test can watch it
@@ -377,6 +378,34 @@ class Recall:
 
         return hits
 
+    def keys(self, limit: int, among: set[tuple[str, str]] | None, now: datetime) -> Callable[[], list[RecallHit]]:
+        """Session keys that have a search text (live ones), of the sessions and keys in ``among`` (None: all)."""
+        stmt = self.tenant.select(kv_t, kv_t, sessions_t.c.session_id).join(sessions_t, sessions_t.c.pk == kv_t.c.session_pk)
+        stmt = stmt.where(kv_t.c.search_text.is_not(None), or_(kv_t.c.expires_at.is_(None), kv_t.c.expires_at > now))
+        rows = {r.pk: r for r in self.conn.execute(stmt) if among is None or (r.session_id, r.key) in among}
+        rank = self._small_corpus("key", {pk: r.search_text for pk, r in rows.items()}, limit)
+
+        def hits() -> list[RecallHit]:
+            out = []
+            for c in rank():
+                row = rows[c.pk]
+                entry = kv_entry(row)
+                out.append(
+                    RecallHit(
+                        kind="key",
+                        id=entry.key,
+                        text=row.search_text,
+                        session_id=row.session_id,
+                        occurred_at=entry.updated_at,
+                        entry=entry,
+                        scores=_scores(c),
+                        matched_terms=c.matched,
+                    )
+                )
+            return out
+
+        return hits
+
     def _small_corpus(self, kind: str, documents: dict[int, str], limit: int) -> Callable[[], list[Ranked]]:
         # The vector matrix is fetched now (it needs the connection); the scan runs on the encoder thread.
         vector = self.vector_job(kind, candidate_depth(limit), np.fromiter(documents, dtype=np.int64))
@@ -430,9 +459,12 @@ def _candidate_episode(row: Row[Any]) -> Episode:
 
 
 def small_corpus(conn: Connection, tenant: Tenant, kind: str) -> dict[int, str]:
-    """The searchable text of every block or scratchpad note of the tenant, by row key."""
+    """The searchable text of every block, scratchpad note or searchable session key of the tenant, by row key."""
     if kind == "block":
         return {r.pk: block_text(r) for r in conn.execute(tenant.select(blocks_t))}
+    if kind == "key":
+        stmt = tenant.select(kv_t, kv_t.c.pk, kv_t.c.search_text).where(kv_t.c.search_text.is_not(None))
+        return {pk: text for pk, text in conn.execute(stmt)}
     return {r.pk: r.content for r in conn.execute(tenant.select(scratch_t))}
 
 

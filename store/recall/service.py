@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, Literal
 
@@ -17,7 +17,7 @@ from ..models import RecallHit, VectorIndexReport
 from ..tenancy import Tenant, all_tenants, require_tenant
 from ..tiers import episodes, facts
 from ..tiers.common import content_hash
-from ..validation import check_flag, check_int, check_optional_datetime, check_optional_name, check_text
+from ..validation import check_flag, check_int, check_name, check_optional_datetime, check_optional_name, check_text, utcnow
 from . import hits
 from .hits import Mode
 from .indexing import Indexer, record_model
@@ -25,6 +25,8 @@ from .query import query_terms
 
 RecallScope = Literal["episodic", "facts", "working", "scratchpad", "all"]
 RECALL_SCOPES = ("episodic", "facts", "working", "scratchpad", "all")
+# A key search ranks every searchable key it is given in memory (LangGraph asks for offset + limit).
+MAX_KEY_HITS = 10_000
 
 
 def _check_mode(mode: object) -> None:
@@ -95,6 +97,29 @@ class RecallService:
             if not query_terms(query):
                 return []
             return hits.Recall(self._indexer, self._db.keyword, conn, tenant, query, mode, False).facts(limit, valid_at)
+
+    def search_keys(
+        self, query: str, tenant: Tenant, *, among: Iterable[tuple[str, str]] | None = None, limit: int = 10, mode: Mode = "hybrid"
+    ) -> list[RecallHit]:
+        """The tenant's live session keys that have a search text, best match first; see
+        :meth:`store.memory.MemoryStore.search_keys`."""
+        query = check_text(query, "query", limit=10_000)
+        check_int(limit, "limit", minimum=1, maximum=MAX_KEY_HITS)
+        _check_mode(mode)
+        wanted = None
+        if among is not None:
+            wanted = set()
+            for pair in among:
+                if not isinstance(pair, tuple) or len(pair) != 2:
+                    raise InvalidInputError("among must hold (session_id, key) pairs")
+                wanted.add((check_name(pair[0], "session_id"), check_name(pair[1], "key")))
+        if not query_terms(query):
+            return []
+        if mode != "keyword" and self._indexer.enabled:
+            self.ensure_vectors(tenant, "key")
+        with self._db.read() as conn:
+            rank = hits.Recall(self._indexer, self._db.keyword, conn, tenant, query, mode, False).keys(limit, wanted, utcnow())
+        return rank()
 
     @staticmethod
     def _time_range(time_range: Any) -> tuple[datetime | None, datetime | None]:

@@ -30,6 +30,10 @@ def _text(value: str, info: ValidationInfo) -> str:
     return check_text(value, _field(info), limit=limit(info))
 
 
+def _optional_text(value: str | None, info: ValidationInfo) -> str | None:
+    return None if value is None else check_text(value, _field(info), limit=limit(info))
+
+
 def _nonempty(value: str, info: ValidationInfo) -> str:
     return check_text(value, _field(info), limit=limit(info), allow_empty=False)
 
@@ -68,6 +72,7 @@ def _embedding(value: Any, info: ValidationInfo) -> bytes | None:
 
 
 Text = Annotated[str, AfterValidator(_text)]
+OptionalText = Annotated[str | None, AfterValidator(_optional_text)]
 NonEmpty = Annotated[str, AfterValidator(_nonempty)]
 Name = Annotated[str, AfterValidator(_name)]
 OptionalName = Annotated[str | None, AfterValidator(_name)]

@@ -108,7 +108,7 @@ TIERS: tuple[Tier, ...] = (
     Tier(
         "kv_entries", kv_t, kv_t.c.pk, "kv_entries", "kv",
         records=session_keys.records, erased=session_keys.erased, record_model=session_keys.KeyValueRecord, write=session_keys.write,
-        label="keys",
+        vector_kind="key", label="keys",
     ),
     Tier(
         "task_states", task_t, task_t.c.session_pk, "task_states", "task_state",

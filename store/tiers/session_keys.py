@@ -16,7 +16,7 @@ from ..tenancy import Tenant
 from ..validation import check_json
 from .erasing import Erasing
 from .importing import WRITTEN, Importing
-from .record_fields import JsonValue, Name, OptionalTime, Record, Time
+from .record_fields import JsonValue, Name, OptionalText, OptionalTime, Record, Time
 from .records import Reading, iso
 
 
@@ -34,6 +34,7 @@ def records(reading: Reading) -> Iterator[dict[str, Any]]:
             updated_at=iso(r.updated_at),
             created_at=iso(r.created_at),
             ttl_seconds=r.ttl_seconds,
+            search_text=r.search_text,
         )
 
 
@@ -54,6 +55,7 @@ class KeyValueRecord(Record):
     # Files written before entries kept these: created at their last write, a fixed expiry.
     created_at: OptionalTime = None
     ttl_seconds: float | None = Field(default=None, gt=0)
+    search_text: OptionalText = None
 
 
 def write(importing: Importing, tenant: Tenant, records: list[KeyValueRecord]) -> list[str]:
@@ -64,6 +66,7 @@ def write(importing: Importing, tenant: Tenant, records: list[KeyValueRecord]) -
             "value": check_json(r.value, "value", limit=importing.max_bytes),
             "expires_at": r.expires_at,
             "ttl_seconds": r.ttl_seconds,
+            "search_text": r.search_text,
             "updated_at": r.updated_at,
         }
         row = conn.execute(tenant.select(kv_t).where(kv_t.c.session_pk == session_pk, kv_t.c.key == r.key)).first()
@@ -72,7 +75,7 @@ def write(importing: Importing, tenant: Tenant, records: list[KeyValueRecord]) -
             conn.execute(kv_t.insert().values(tenant.stamp({"session_pk": session_pk, "key": r.key, "created_at": created, **values})))
             outcomes.append(WRITTEN)
             continue
-        same = (row.value, row.expires_at, row.ttl_seconds) == (values["value"], values["expires_at"], values["ttl_seconds"])
+        same = all(row._mapping[name] == values[name] for name in ("value", "expires_at", "ttl_seconds", "search_text"))
         outcome = importing.newer(r, row, same)
         if outcome == WRITTEN:
             conn.execute(tenant.update(kv_t).where(kv_t.c.pk == row.pk).values(**values))

@@ -72,25 +72,24 @@ class SessionMemory:
 
     # --- key-value entries with TTL ---------------------------------------------
 
-    def set(self, key: str, value: Any, ttl: float | timedelta | None = None) -> None:
+    def set(self, key: str, value: Any, ttl: float | timedelta | None = None, *, search_text: str | None = None) -> None:
         """Store ``value`` (anything JSON can hold) under ``key``, optionally expiring after ``ttl``
         seconds; :meth:`touch` moves the expiry to ``ttl`` after the touch. An entry rewritten keeps
-        its ``created_at``."""
+        its ``created_at``. ``search_text``: the text :meth:`~store.memory.MemoryStore.search_keys`
+        finds the entry by (None, the default: it is not searched)."""
         check_name(key, "key")
         text = check_json(value, "value", limit=self._max_bytes)
+        if search_text is not None:
+            check_text(search_text, "search_text", limit=self._max_bytes)
         now = utcnow()
         seconds, expires = check_ttl(ttl, now)
         with self._db.write(self.tenant) as conn:
             pk = self._write_pk(conn, now)
             self._purge_expired(conn, pk, now)
-            updated = conn.execute(
-                self.tenant.update(kv_t)
-                .where(kv_t.c.session_pk == pk, kv_t.c.key == key)
-                .values(value=text, expires_at=expires, ttl_seconds=seconds, updated_at=now)
-            )
+            values = {"value": text, "expires_at": expires, "ttl_seconds": seconds, "search_text": search_text, "updated_at": now}
+            updated = conn.execute(self.tenant.update(kv_t).where(kv_t.c.session_pk == pk, kv_t.c.key == key).values(**values))
             if updated.rowcount == 0:
-                row = {"session_pk": pk, "key": key, "value": text, "expires_at": expires, "ttl_seconds": seconds}
-                conn.execute(kv_t.insert().values(self.tenant.stamp({**row, "updated_at": now, "created_at": now})))
+                conn.execute(kv_t.insert().values(self.tenant.stamp({"session_pk": pk, "key": key, **values, "created_at": now})))
 
     def touch(self, *keys: str) -> int:
         """Refresh the expiry of the live entries under ``keys`` that were given a time to live: each
@@ -454,6 +453,7 @@ def kv_entry(row: Row[Any]) -> KeyValueEntry:
         updated_at=row.updated_at,
         created_at=row.created_at,
         ttl_seconds=row.ttl_seconds,
+        search_text=row.search_text,
     )
 
 

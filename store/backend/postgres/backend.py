@@ -265,10 +265,10 @@ class PostgresBackend:
         if self.read_only:
             return False, "the store is open read-only; open it read-write to scrub"
         erased = list(dict.fromkeys(t.key for t in tenants))
-        # A purge of expired keys touched only the key-value table: rewriting the tenant's
-        # episodes too would cost a purge what an erasure's scrub costs.
+        # A purge of expired keys touched only the key-value table and the vectors of searchable
+        # keys: rewriting the tenant's episodes too would cost a purge what an erasure's scrub costs.
         work = [(key, list(tables.PARTITIONED)) for key in erased]
-        work += [(key, ["kv_entries"]) for key in dict.fromkeys(t.key for t in expired) if key not in erased]
+        work += [(key, ["kv_entries", "vectors"]) for key in dict.fromkeys(t.key for t in expired) if key not in erased]
         reasons = []
         for key, parents in work:
             try:

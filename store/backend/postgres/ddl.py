@@ -331,11 +331,15 @@ def _m008_history(conn: Connection, dim: int) -> None:
 
 
 # Version 9: a key-value entry keeps when it was first written and the time to live it was given
-# (a read can refresh its expiry); entries written before count as created at their last write.
+# (a read can refresh its expiry), and may have a text to be searched by (its vector, kind 'key',
+# goes with it); entries written before count as created at their last write, and are not searchable.
 _KV_TIMES_DDL = """
 ALTER TABLE kv_entries ADD COLUMN created_at BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE kv_entries ADD COLUMN ttl_seconds DOUBLE PRECISION;
+ALTER TABLE kv_entries ADD COLUMN search_text TEXT;
 UPDATE kv_entries SET created_at = updated_at;
+CREATE TRIGGER kv_entries_vectors_ad AFTER DELETE ON kv_entries
+    FOR EACH ROW EXECUTE FUNCTION memlens_drop_vector('key');
 """
 
 

@@ -368,12 +368,17 @@ def _m008_history(conn: Connection) -> None:
 
 
 # Version 9: a key-value entry keeps when it was first written and the time to live it was given,
-# so a read can refresh its expiry (a sliding time to live, as LangGraph's stores have). Entries
-# written before count as created at their last write.
+# so a read can refresh its expiry (a sliding time to live, as LangGraph's stores have), and may
+# have a text to be searched by (its vector, kind 'key', goes with it). Entries written before
+# count as created at their last write, and are not searchable.
 _KV_TIMES_DDL = """
 ALTER TABLE kv_entries ADD COLUMN created_at INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE kv_entries ADD COLUMN ttl_seconds DOUBLE;
+ALTER TABLE kv_entries ADD COLUMN search_text TEXT;
 UPDATE kv_entries SET created_at = updated_at;
+CREATE TRIGGER kv_entries_vectors_ad AFTER DELETE ON kv_entries BEGIN
+    DELETE FROM vectors WHERE kind = 'key' AND item_pk = old.pk;
+END;
 """
 
 
