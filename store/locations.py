@@ -14,8 +14,9 @@ def scheme(location: str | Path) -> str:
     return raw.split("://", 1)[0].split("+", 1)[0].lower() if "://" in raw else "sqlite"
 
 
-# Memory another library keeps, shown where it lives (read-only): ``loomflow-sqlite:PATH``, ``chroma:DIR``.
-FOREIGN_SCHEMES = ("loomflow-sqlite", "chroma")
+# Memory another library keeps, shown where it lives (read-only): ``loomflow-sqlite:PATH``,
+# ``langgraph-sqlite:PATH``, ``chroma:DIR``.
+FOREIGN_SCHEMES = ("loomflow-sqlite", "langgraph-sqlite", "chroma")
 
 
 def foreign_scheme(location: str | Path) -> str | None:

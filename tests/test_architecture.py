@@ -92,7 +92,8 @@ def violations(root: Path) -> list[str]:
             if me.startswith("store.compat") and target not in compat_ok and not target.startswith("store.compat"):
                 found.append(f"{where}: compat adapters use only the public API (and each other)")
             # The inspector uses the public API, plus the tier registry (names and labels for its columns)
-            # the loomflow importers, shipped public modules (`memlens import --from loomflow-sqlite|chroma`),
+            # the loomflow and LangGraph importers, shipped public modules (`memlens import --from
+            # loomflow-sqlite|langgraph-sqlite|chroma`),
             # and store.glance (the tenant names for its first frame, without SQLAlchemy's import);
             # the in-place erasure and the sweep of leftover copies, shipped public modules
             # (`memlens forget --db loomflow-sqlite:F`, every command's start).
@@ -100,7 +101,7 @@ def violations(root: Path) -> list[str]:
                 PUBLIC
                 | BASE
                 | {"store.demo", "store.tiers.registry", "store.compat.loomflow_sqlite", "store.compat.chroma_source", "store.glance"}
-                | {"store.compat.loomflow_erase", "store.compat.private_copies"}
+                | {"store.compat.loomflow_erase", "store.compat.private_copies", "store.compat.langgraph_sqlite"}
             )
             if me.startswith("inspector") and target not in allowed:
                 found.append(f"{where}: the inspector uses the store's public API")
@@ -219,6 +220,9 @@ ALLOWED = {
     "store/compat/loomflow_erase.py",
     # Reads a loomflow Chroma directory through the loomflow file importer's record shape.
     "store/compat/chroma_source.py",
+    # Read a file LangGraph's SqliteStore wrote; the adapter names that reader and LangGraph's SQLite store.
+    "store/compat/langgraph_sqlite.py",
+    "store/compat/langgraph.py",
     # The tenant names with the standard library's sqlite3 alone, for the inspector's first frame:
     # anything under store/backend/ imports SQLAlchemy (~0.4 s), which this module exists to avoid.
     "store/glance.py",

@@ -199,9 +199,9 @@ def import_arguments(imp: argparse.ArgumentParser) -> None:
     imp.add_argument(
         "--from",
         dest="source",
-        choices=["loomflow-sqlite", "chroma"],
+        choices=["loomflow-sqlite", "langgraph-sqlite", "chroma"],
         help="read another library's memory instead (never changed): loomflow-sqlite is a loomflow SqliteMemory "
-        "database, chroma a loomflow ChromaMemory directory",
+        "database, langgraph-sqlite a LangGraph SqliteStore file, chroma a loomflow ChromaMemory directory",
     )
     _actor(imp)
     imp.add_argument("--as-user", metavar="NAME", help="import a one-tenant export under this user id instead of its own")

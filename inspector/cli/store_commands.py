@@ -126,13 +126,15 @@ def cmd_import(args: argparse.Namespace) -> int:
     from store import MemoryStore
 
     if args.source is not None and args.as_user is not None:
-        raise CommandLineError("--as-user imports a memlens export; a loomflow database keeps each user as its own tenant")
+        raise CommandLineError("--as-user imports a memlens export; another library's memory keeps each user as its own tenant")
     source = None
     if args.source is not None:  # read and checked before --create makes a store for nothing
         from store.compat.chroma_source import read_chroma
+        from store.compat.langgraph_sqlite import read_langgraph_sqlite
         from store.compat.loomflow_sqlite import read_loomflow_sqlite
 
-        source = read_chroma(args.file) if args.source == "chroma" else read_loomflow_sqlite(args.file)
+        readers = {"chroma": read_chroma, "langgraph-sqlite": read_langgraph_sqlite, "loomflow-sqlite": read_loomflow_sqlite}
+        source = readers[args.source](args.file)
     limit = {} if args.max_content_bytes is None else {"max_content_bytes": args.max_content_bytes}
     if args.create:
         opened = MemoryStore.open(args.db, check_model=False, **limit)
@@ -162,11 +164,12 @@ def _import_loomflow(store, source, args: argparse.Namespace) -> int:
 
     report = import_loomflow_sqlite(store, source, actor=args.actor)
     into = ", ".join(tenant_label(t) for t in report.tenants) or "no tenant"
-    kind = "loomflow ChromaMemory" if args.source == "chroma" else "loomflow SqliteMemory"
+    kind = {"chroma": "loomflow ChromaMemory", "langgraph-sqlite": "LangGraph SqliteStore"}.get(args.source, "loomflow SqliteMemory")
     print(f"imported {args.file} ({kind}) into {into}; the source was not changed")
     for tier, count in report.tiers.items():
         print(f"  {tier:<9} read {count.read:>7}   written {count.written:>7}   already held {count.unchanged:>7}")
-    print(f"  tool transcript messages {report.tool_transcript_messages}, re-embedded {report.reembedded}")
+    if args.source != "langgraph-sqlite":
+        print(f"  tool transcript messages {report.tool_transcript_messages}, re-embedded {report.reembedded}")
     return 0
 
 

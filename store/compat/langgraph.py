@@ -54,13 +54,12 @@ from langgraph.store.base import (
 )
 
 from ..memory import MemoryStore
+from .langgraph_sqlite import SESSION_PREFIX
 
 __all__ = ["SESSION_PREFIX", "MemlensStore"]
 
-SESSION_PREFIX = "langgraph:"
-"""The sessions that hold LangGraph items begin with this; the rest is the namespace, joined by ``.``."""
-
 Mode = Literal["hybrid", "keyword", "vector"]
+_RULE: Any = object()
 UserRule = int | Callable[[tuple[str, ...]], str | None]
 
 
@@ -136,8 +135,10 @@ class MemlensStore(BaseStore):
             )
         return user
 
-    def _session(self, namespace: tuple[str, ...]) -> Any:  # a SessionMemory
-        return self.memory_store.session(SESSION_PREFIX + ".".join(namespace), user_id=self.user_of(namespace))
+    def _session(self, namespace: tuple[str, ...], user: Any = _RULE) -> Any:  # a SessionMemory
+        """The session holding the namespace's items, of ``user`` (default: the one the rule names)."""
+        owner = self.user_of(namespace) if user is _RULE else user
+        return self.memory_store.session(SESSION_PREFIX + ".".join(namespace), user_id=owner)
 
     def _tenants_under(self, prefix: tuple[str, ...]) -> list[str | None]:
         if not callable(self.user_at) and len(prefix) > self.user_at:
@@ -211,7 +212,7 @@ class MemlensStore(BaseStore):
     def _search(self, op: SearchOp) -> list[SearchItem]:
         candidates = []
         for user, namespace in self._namespaces(tuple(op.namespace_prefix)):
-            for entry in self._session(namespace).entries():
+            for entry in self._session(namespace, user).entries():
                 if not op.filter or all(_matches(_at_path(entry.value, k), v) for k, v in op.filter.items()):
                     candidates.append((user, namespace, entry))
         if not op.query or not op.query.strip():
@@ -223,7 +224,8 @@ class MemlensStore(BaseStore):
         else:
             found = self._ranked(op, candidates)
         if op.refresh_ttl:
-            self._touch((namespace, entry) for namespace, entry, _ in found)
+            owner = {namespace: user for user, namespace, _ in candidates}
+            self._touch((owner[namespace], namespace, entry) for namespace, entry, _ in found)
         return [_item(SearchItem, namespace, entry, score=score) for namespace, entry, score in found]
 
     def _ranked(self, op: SearchOp, candidates: list[Any]) -> list[tuple[tuple[str, ...], Any, float | None]]:
@@ -243,16 +245,16 @@ class MemlensStore(BaseStore):
         found += [(ns, e, None) for _, ns, e in candidates if e.search_text is None]
         return found[op.offset : wanted]
 
-    def _touch(self, found: Iterable[tuple[tuple[str, ...], Any]]) -> None:
-        keys: dict[tuple[str, ...], list[str]] = {}
-        for namespace, entry in found:
+    def _touch(self, found: Iterable[tuple[str | None, tuple[str, ...], Any]]) -> None:
+        keys: dict[tuple[str | None, tuple[str, ...]], list[str]] = {}
+        for user, namespace, entry in found:
             if entry.ttl_seconds is not None:
-                keys.setdefault(namespace, []).append(entry.key)
-        for namespace, names in keys.items():
-            self._session(namespace).touch(*names)
+                keys.setdefault((user, namespace), []).append(entry.key)
+        for (user, namespace), names in keys.items():
+            self._session(namespace, user).touch(*names)
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        namespaces = {ns for user, ns in self._namespaces() if self._session(ns).list_keys()}
+        namespaces = {ns for user, ns in self._namespaces() if self._session(ns, user).list_keys()}
         if op.match_conditions:
             namespaces = {ns for ns in namespaces if all(_namespace_matches(c, ns) for c in op.match_conditions)}
         if op.max_depth is not None:

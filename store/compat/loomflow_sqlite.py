@@ -183,12 +183,20 @@ READ_RETRY_SECONDS = 3.0
 
 
 def _read(path: Path) -> Reading:
+    return read_sqlite_source(path, read_memory, "loomflow database")
+
+
+def read_sqlite_source(path: Path, read_memory: Callable[[Path, sqlite3.Connection], T], what: str) -> T:
+    """Read another library's SQLite file with ``read_memory`` (given the file's path for its
+    messages, and a connection to read it by), never changing it: read ``immutable``, or a private
+    copy while the file has pending content; read again while a writer tears the reading, and
+    refused with SourceChangedError if it keeps doing so. ``what`` names the kind of file in errors."""
     if not path.is_file():
         raise SourceNotFoundError(f"{path} does not exist or is not a file; nothing was imported")
     # SQLite keeps the -wal of a database opened through a symlink beside the file it points to:
     # from here on, messages name that file.
     path = Path(os.path.realpath(path))
-    return read_retried(lambda: _read_once(path), path, "nothing was imported")
+    return read_retried(lambda: _read_once(path, read_memory, what), path, "nothing was imported")
 
 
 def read_retried(read: Callable[[], T], source: Path, nothing: str) -> T:
@@ -212,7 +220,7 @@ def read_retried(read: Callable[[], T], source: Path, nothing: str) -> T:
     )
 
 
-def _read_once(path: Path) -> Reading:
+def _read_once(path: Path, read_memory: Callable[[Path, sqlite3.Connection], T], what: str) -> T:
     """One reading; a reading that failed or disagreed with itself while the file's stamp moved
     was torn by a writer, and raises SourceChangedError whatever it met (a vanished -wal, a page
     that looked malformed, counts that disagree). A file with pending writes is copied and the copy
@@ -223,7 +231,7 @@ def _read_once(path: Path) -> Reading:
     pending = [suffix for suffix in PENDING if sizes.get(path.name + suffix, 0) > 0]  # as the stamp saw them
     try:
         if pending:
-            return _read_a_copy(path, pending, before)
+            return _read_a_copy(path, pending, before, read_memory)
         result = read_memory(path, sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True))
     except SourceChangedError:
         raise
@@ -231,7 +239,7 @@ def _read_once(path: Path) -> Reading:
         if source_stamp(path) != before:
             raise SourceChangedError(f"{path} changed while it was being read; nothing was imported (is an agent writing to it?)") from None
         if isinstance(exc, sqlite3.Error):
-            raise UnrecognizedSourceError(f"{path} is not a readable loomflow database ({exc}); nothing was imported") from None
+            raise UnrecognizedSourceError(f"{path} is not a readable {what} ({exc}); nothing was imported") from None
         if isinstance(exc, OSError):
             raise SourceNotFoundError(f"{path} could not be read ({exc.strerror or exc}); nothing was imported") from None
         raise
@@ -240,7 +248,9 @@ def _read_once(path: Path) -> Reading:
     return result
 
 
-def _read_a_copy(path: Path, pending: list[str], before: list[tuple[str, int, int] | None]) -> Reading:
+def _read_a_copy(
+    path: Path, pending: list[str], before: list[tuple[str, int, int] | None], read_memory: Callable[[Path, sqlite3.Connection], T]
+) -> T:
     """Copy the file and its pending side files into a private folder, check that nobody wrote
     meanwhile, and read the copy (which no agent writes), removing it whatever happens."""
     folder = make_private_folder("memlens-loomflow-", path)

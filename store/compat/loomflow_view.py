@@ -44,6 +44,7 @@ from ..errors import ImportMismatchError, InvalidInputError, MemlensError, ReadO
 from ..memory import MemoryStore
 from ..models import ForgetReceipt
 from .chroma_source import directory_stamp, read_chroma
+from .langgraph_sqlite import read_langgraph_sqlite
 from .loomflow_erase import forget_in_place, scrub_in_place
 from .loomflow_sqlite import LoomflowSource, import_loomflow_sqlite, read_loomflow_sqlite, source_stamp
 from .private_copies import make_private_folder, remove_private_folder
@@ -71,6 +72,14 @@ KINDS = {
         True,
         "another library's memory, shown where it lives: memlens only erases from it, through that library",
     ),
+    "langgraph-sqlite": SourceKind(
+        "langgraph-sqlite",
+        lambda path: read_langgraph_sqlite(path),
+        source_stamp,
+        False,
+        "a LangGraph SqliteStore file, shown where it lives: memlens does not erase from it in place yet; erase with "
+        "LangGraph's store (delete each of the user's items), or import it into a memlens store and erase there",
+    ),
     "chroma": SourceKind(
         "chroma",
         lambda path: read_chroma(path),
@@ -81,7 +90,8 @@ KINDS = {
         "ChromaMemory.forget, or import it into a memlens store",
     ),
 }
-_TIERS = ("episodes", "facts", "blocks")
+# The export section each kind of record a reading holds is counted under (in TierCounts).
+_SECTION = {"episode": "episodes", "fact": "facts", "block": "blocks", "session": "sessions", "kv": "kv_entries"}
 _UNSET: Any = object()
 
 
@@ -117,11 +127,12 @@ class _Mirror:
             raise
 
     def holds_exactly(self, read: LoomflowSource) -> bool:
-        """Whether every tenant holds as many records of each tier as the source (more: deleted there)."""
-        wanted: Counter[tuple[str | None, str]] = Counter((r["user_id"], r["type"] + "s") for r in read.document["records"])
+        """Whether every tenant holds as many records of each tier the source has as the source
+        (more: deleted there)."""
+        wanted: Counter[tuple[str | None, str]] = Counter((r["user_id"], _SECTION[r["type"]]) for r in read.document["records"])
         held: Counter[tuple[str | None, str]] = Counter()
         for tenant in self.writer.tenants():
-            for tier in _TIERS:
+            for tier in read.document["manifest"]["counts"]:
                 held[(tenant.user_id, tier)] = getattr(tenant.counts, tier)
         return +held == +wanted
 
@@ -157,7 +168,7 @@ class LoomflowView:
         self.erases_in_place = kind.erasable
         self.read_only_reason = kind.read_only_reason
         # What the inspector's title says of search when the view embeds nothing.
-        self.search_note = None if embedder is not None else "keyword search only: loomflow does not record its vectors' model"
+        self.search_note = None if embedder is not None else f"keyword search only: {kind.scheme} does not record its vectors' model"
         # SQLite keeps the -wal of a file opened through a symlink beside the file it points to.
         self._real = Path(os.path.realpath(source))
         self._embedder = embedder
