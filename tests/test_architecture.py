@@ -102,6 +102,7 @@ def violations(root: Path) -> list[str]:
                 | BASE
                 | {"store.demo", "store.tiers.registry", "store.compat.loomflow_sqlite", "store.compat.chroma_source", "store.glance"}
                 | {"store.compat.loomflow_erase", "store.compat.private_copies", "store.compat.langgraph_sqlite"}
+                | {"store.compat.langgraph_erase"}
             )
             if me.startswith("inspector") and target not in allowed:
                 found.append(f"{where}: the inspector uses the store's public API")
@@ -222,6 +223,7 @@ ALLOWED = {
     "store/compat/chroma_source.py",
     # Read a file LangGraph's SqliteStore wrote; the adapter names that reader and LangGraph's SQLite store.
     "store/compat/langgraph_sqlite.py",
+    "store/compat/langgraph_erase.py",
     "store/compat/langgraph.py",
     # The tenant names with the standard library's sqlite3 alone, for the inspector's first frame:
     # anything under store/backend/ imports SQLAlchemy (~0.4 s), which this module exists to avoid.

@@ -178,7 +178,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
         raise CommandLineError("forget erases for good; pass --dry-run to see what would go, or --yes to erase")
     user = _user(args)
     before = args.before
-    in_place = foreign_scheme(args.db) == "loomflow-sqlite"  # another library's file, erased where it lives
+    in_place = foreign_scheme(args.db) in ("loomflow-sqlite", "langgraph-sqlite")  # another library's file, erased where it lives
     if in_place:
         receipt = _forget_in_place(args, user)
     else:
@@ -211,18 +211,21 @@ def cmd_forget(args: argparse.Namespace) -> int:
 
 
 def _forget_in_place(args: argparse.Namespace, user: str | None):
-    """A loomflow file is erased from its raw records, without the view's mirror: a record of
-    another user that memlens would refuse to import must not stand in the way."""
-    from store.compat.loomflow_erase import forget_in_place
+    """A loomflow or LangGraph file is erased from its raw records, without the view's mirror: a
+    record of another user that memlens would refuse to import must not stand in the way."""
+    from store.compat.langgraph_erase import LANGGRAPH
+    from store.compat.loomflow_erase import LOOMFLOW, forget_in_place
     from store.errors import InvalidInputError
 
+    scheme = foreign_scheme(args.db)
     if args.before is not None:
         raise InvalidInputError(
-            f"{args.db}: in place, a whole user or one session of it is erased (as loomflow's forget does); "
-            "to erase by date, import the file into a memlens store first (memlens import --from loomflow-sqlite)"
+            f"{args.db}: in place, a whole user or one session of it is erased; "
+            f"to erase by date, import the file into a memlens store first (memlens import --from {scheme})"
         )
-    path = Path(str(args.db).removeprefix("loomflow-sqlite:"))
-    return forget_in_place(path, user_id=user, session_id=args.session, dry_run=args.dry_run, actor=args.actor)
+    form = LANGGRAPH if scheme == "langgraph-sqlite" else LOOMFLOW
+    path = Path(str(args.db).removeprefix(f"{scheme}:"))
+    return forget_in_place(path, form=form, user_id=user, session_id=args.session, dry_run=args.dry_run, actor=args.actor)
 
 
 def cmd_audit(args: argparse.Namespace) -> int:

@@ -30,7 +30,7 @@ from ..errors import ImportValidationError, SourceSchemaTooNewError, Unrecognize
 from ..memory import MemoryStore
 from .loomflow_sqlite import EXPORT_FORMAT, EXPORT_VERSION, LoomflowImportReport, LoomflowSource, Reading, read_sqlite_source
 
-__all__ = ["SESSION_PREFIX", "import_langgraph_sqlite", "read_langgraph_sqlite"]
+__all__ = ["SESSION_PREFIX", "import_langgraph_sqlite", "read_langgraph_sqlite", "schema_objects_langgraph_does_not_create", "strings"]
 
 SESSION_PREFIX = "langgraph:"
 """The sessions that hold LangGraph items begin with this; the rest is the namespace, its labels joined by ``.``."""
@@ -46,11 +46,12 @@ KNOWN = {
 KNOWN_INDEXES = {"store_prefix_idx", "idx_store_expires_at", "store_vectors_embedding_idx"}
 
 
-def read_langgraph_sqlite(path: str | Path, *, now: datetime | None = None) -> LoomflowSource:
+def read_langgraph_sqlite(path: str | Path, *, now: datetime | None = None, keep_expired: bool = False) -> LoomflowSource:
     """Read a LangGraph ``SqliteStore`` file into memory, never changing it; a file that is
-    missing, not LangGraph's, of a newer schema or written to meanwhile raises a typed error."""
+    missing, not LangGraph's, of a newer schema or written to meanwhile raises a typed error.
+    ``keep_expired``: items past their expiry too (an erasure takes them as well)."""
     source = Path(path)
-    at = now or datetime.now(UTC)
+    at = datetime.min.replace(tzinfo=UTC) if keep_expired else (now or datetime.now(UTC))
     document, where, _, unknown = read_sqlite_source(source, lambda p, conn: _read_memory(p, conn, at), "LangGraph SqliteStore file")
     return LoomflowSource(source, document, where, 0, tuple(unknown))
 
@@ -74,7 +75,7 @@ def _read_memory(path: Path, connection: sqlite3.Connection, now: datetime) -> R
         conn.execute("PRAGMA query_only = ON")
         conn.execute("BEGIN")  # one snapshot for the schema and the rows
         _check_schema(path, conn)
-        unknown = _objects_langgraph_does_not_create(conn)
+        unknown = schema_objects_langgraph_does_not_create(conn)
         records, where = _records(path, conn, now)
     items = sum(1 for r in records if r["type"] == "kv")
     counts = {"sessions": len(records) - items, "kv_entries": items}
@@ -102,7 +103,8 @@ def _check_schema(path: Path, conn: sqlite3.Connection) -> None:
         )
 
 
-def _objects_langgraph_does_not_create(conn: sqlite3.Connection) -> list[str]:
+def schema_objects_langgraph_does_not_create(conn: sqlite3.Connection) -> list[str]:
+    """Every trigger, view, table and index in the file that LangGraph's SqliteStore does not create."""
     found = []
     for kind, name in conn.execute("SELECT type, name FROM sqlite_master"):
         if name.startswith("sqlite_"):
@@ -131,7 +133,7 @@ def _records(path: Path, conn: sqlite3.Connection, now: datetime) -> tuple[list[
         session = sessions.setdefault((user, session_id), {"created_at": created_at, "updated_at": updated_at})
         session["created_at"], session["updated_at"] = min(session["created_at"], created_at), max(session["updated_at"], updated_at)
         try:
-            texts = list(_strings(value))
+            texts = list(strings(value))
         except RecursionError:
             raise ImportValidationError(f"{here}.value: nested deeper than memlens reads") from None
         items.append(
@@ -184,13 +186,14 @@ def _value(raw: Any, where: str) -> dict[str, Any]:
     return value
 
 
-def _strings(value: Any) -> Iterator[str]:
+def strings(value: Any) -> Iterator[str]:
+    """Every non-blank string a JSON document holds, in document order."""
     if isinstance(value, str):
         if value.strip():
             yield value
     elif isinstance(value, dict):
         for item in value.values():
-            yield from _strings(item)
+            yield from strings(item)
     elif isinstance(value, list):
         for item in value:
-            yield from _strings(item)
+            yield from strings(item)

@@ -30,6 +30,7 @@ from collections import Counter
 from collections.abc import Callable, Coroutine, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -46,10 +47,10 @@ from ..errors import (
     did_you_mean,
 )
 from ..models import ForgetReceipt
-from .loomflow_sqlite import read_loomflow_sqlite, schema_objects_loomflow_does_not_create, with_side_files
+from .loomflow_sqlite import LoomflowSource, read_loomflow_sqlite, schema_objects_loomflow_does_not_create, with_side_files
 from .private_copies import copies_of, remove_private_folder
 
-__all__ = ["forget_in_place", "scrub_in_place", "OUT_OF_REACH"]
+__all__ = ["ErasableFormat", "LOOMFLOW", "forget_in_place", "scrub_in_place", "OUT_OF_REACH"]
 
 OUT_OF_REACH = "copies of the loomflow file made outside memlens (backups, synced folders); the file itself keeps no audit log"
 # Texts shorter than this are left out of the byte scan: a word that short occurs by chance.
@@ -57,9 +58,31 @@ _MIN_NEEDLE = 4
 _TIERS = {"episode": "episodes", "fact": "facts", "block": "blocks"}
 
 
+@dataclass(frozen=True)
+class ErasableFormat:
+    """Another library's SQLite file that memlens erases from in place: how it is read, how the
+    library itself erases, and what of a record the byte scan looks for afterwards."""
+
+    scheme: str
+    library: str
+    read: Callable[[Path], LoomflowSource]
+    """Every record the file holds, as the library wrote it (nothing left out: what is erased is counted)."""
+    foreign_objects: Callable[[sqlite3.Connection], list[str]]
+    """Schema objects the library does not create (a trigger would run inside its deletes)."""
+    erase: Callable[[Path, list[dict[str, Any]], str | None, str | None], None]
+    """Erase, through the library's own API, the given records (a user, or one session of it)."""
+    erased_by: Callable[[dict[str, Any], str | None, str | None], bool]
+    counts: Callable[[list[dict[str, Any]]], dict[str, int]]
+    texts: Callable[[Iterable[dict[str, Any]]], list[str]]
+    sessions: Callable[[list[dict[str, Any]], str | None], set[str | None]]
+    """The sessions of a user a forget may name."""
+    out_of_reach: str
+
+
 def forget_in_place(
     path: Path,
     *,
+    form: ErasableFormat | None = None,
     user_id: str | None,
     session_id: str | None,
     dry_run: bool,
@@ -75,15 +98,16 @@ def forget_in_place(
 
     The file is read raw, as loomflow wrote it: another user's record that memlens would refuse to
     import (too large, empty, odd characters) does not stand in the way of this user's erasure."""
+    form = form or LOOMFLOW
     path = Path(os.path.realpath(path))  # SQLite keeps a linked file's -wal beside its target
-    before = read_loomflow_sqlite(path)
+    before = form.read(path)
     records = before.document["records"]
     if not missing_ok:
-        _require_held(path, records, user_id, session_id)
-    doomed = [r for r in records if _erased_by(r, user_id, session_id)]
-    counts = _counts(doomed)
+        _require_held(path, records, user_id, session_id, form)
+    doomed = [r for r in records if form.erased_by(r, user_id, session_id)]
+    counts = form.counts(doomed)
     at = datetime.now(UTC)
-    scope = {"session_id": session_id, "in_place": "loomflow-sqlite"}
+    scope = {"session_id": session_id, "in_place": form.scheme}
     digest = hashlib.sha256(
         json.dumps(
             {"action": "forget", "user_id": user_id, "scope": scope, "counts": counts, "at": at.isoformat()}, sort_keys=True
@@ -95,31 +119,34 @@ def forget_in_place(
     if dry_run:
         return receipt
     if not any(counts.values()):
-        return receipt.model_copy(update={"disk_scrubbed": True, "out_of_reach": OUT_OF_REACH})
-    _refuse_unknown_schema(path, list(before.unknown_schema))
-    memory_class = _loomflow_memory()
-    _refuse_unless_only_loomflow_writes(path)
+        return receipt.model_copy(update={"disk_scrubbed": True, "out_of_reach": form.out_of_reach})
+    _refuse_unknown_schema(path, list(before.unknown_schema), form)
+    _refuse_unless_only_the_library_writes(path, form)
     try:
-        _run(lambda: memory_class(path).forget(user_id=user_id, session_id=session_id))
+        form.erase(path, doomed, user_id, session_id)
     except sqlite3.OperationalError as error:  # the agent took the write lock after the probe
-        raise SourceBusyError(f"{path}: loomflow could not erase ({error}); is the agent writing? Try again once it is stopped") from None
-    # From here on loomflow has erased: a failure below leaves a receipt saying what is pending,
-    # never "nothing was done".
+        raise SourceBusyError(
+            f"{path}: {form.library} could not erase ({error}); is the agent writing? Try again once it is stopped"
+        ) from None
+    # From here on the library has erased: a failure below leaves a receipt saying what is
+    # pending, never "nothing was done".
     pending: list[str] = []
-    remaining = [r for r in records if not _erased_by(r, user_id, session_id)]
+    remaining = [r for r in records if not form.erased_by(r, user_id, session_id)]
     try:
-        after = read_loomflow_sqlite(path)
+        after = form.read(path)
     except SourceChangedError:
         pending.append("the agent kept writing, so the file could not be read again to check it")
     else:
-        left = [r for r in after.document["records"] if _erased_by(r, user_id, session_id)]
+        left = [r for r in after.document["records"] if form.erased_by(r, user_id, session_id)]
         if left:
-            raise SourceError(f"{path}: loomflow's forget left {len(left)} of the user's records; the file is as loomflow left it")
+            raise SourceError(
+                f"{path}: {form.library}'s erasure left {len(left)} of the user's records; the file is as {form.library} left it"
+            )
         remaining = after.document["records"]
-    scrubbed, reason = _scrub(path, f"run `memlens scrub loomflow-sqlite:{path}`")
+    scrubbed, reason = _scrub(path, f"run `memlens scrub {form.scheme}:{path}`")
     if reason:
         pending.append(reason)
-    needles = _needles(doomed, remaining)
+    needles = _needles(doomed, remaining, form)
     copies_erased, held_by_views = _memlens_copies(path, needles, own_copy)
     traces = _traces(path, needles) + held_by_views
     if traces:
@@ -128,21 +155,20 @@ def forget_in_place(
         update={
             "disk_scrubbed": scrubbed and not pending,
             "scrub_pending_reason": "; ".join(pending) or None,
-            "out_of_reach": OUT_OF_REACH,
+            "out_of_reach": form.out_of_reach,
             "copies_erased": copies_erased,
         }
     )
 
 
-def _require_held(path: Path, records: list[dict[str, Any]], user_id: str | None, session_id: str | None) -> None:
+def _require_held(path: Path, records: list[dict[str, Any]], user_id: str | None, session_id: str | None, form: ErasableFormat) -> None:
     users = {r["user_id"] for r in records}
     if user_id not in users:
         if user_id is None:
             raise UnknownTenantError(f"the anonymous bucket holds nothing in {path}; nothing was erased")
         matches = close_matches(user_id, [u for u in users if u is not None])
         raise UnknownTenantError(f"{path} holds no user {user_id!r}{did_you_mean(matches)}; nothing was erased", close_matches=matches)
-    sessions = {r["session_id"] for r in records if r["user_id"] == user_id and r["type"] == "episode"}
-    if session_id is not None and session_id not in sessions:
+    if session_id is not None and session_id not in form.sessions(records, user_id):
         raise UnknownSessionError(f"{path} holds no session {session_id!r} of this user; nothing was erased")
 
 
@@ -181,6 +207,15 @@ def _run(coroutine: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
         return pool.submit(asyncio.run, coroutine()).result()
 
 
+def _episode_sessions(records: list[dict[str, Any]], user_id: str | None) -> set[str | None]:
+    return {r["session_id"] for r in records if r["user_id"] == user_id and r["type"] == "episode"}
+
+
+def _erase_through_loomflow(path: Path, doomed: list[dict[str, Any]], user_id: str | None, session_id: str | None) -> None:
+    memory_class = _loomflow_memory()
+    _run(lambda: memory_class(path).forget(user_id=user_id, session_id=session_id))
+
+
 def _erased_by(record: dict[str, Any], user_id: str | None, session_id: str | None) -> bool:
     if record["user_id"] != user_id:
         return False
@@ -207,10 +242,10 @@ def _loomflow_memory() -> Any:
     return lambda path: SqliteMemory(path, embedder=HashEmbedder())
 
 
-def _refuse_unless_only_loomflow_writes(path: Path) -> None:
+def _refuse_unless_only_the_library_writes(path: Path, form: ErasableFormat) -> None:
     """Take the write lock without waiting, look at the schema, and let the lock go. Refused while
     another process holds the lock (the agent is writing), and for a file whose schema holds
-    objects loomflow does not create (a trigger would run inside loomflow's own deletes)."""
+    objects the library does not create (a trigger would run inside its own deletes)."""
     for side in with_side_files(path)[1:]:
         if side.is_symlink():
             raise SourceError(f"{side} is a link; SQLite would write through it to another file; nothing was erased")
@@ -224,27 +259,28 @@ def _refuse_unless_only_loomflow_writes(path: Path) -> None:
                 "Stop the agent, or try again"
             ) from None
         try:
-            foreign = schema_objects_loomflow_does_not_create(conn)
+            foreign = form.foreign_objects(conn)
         finally:
             conn.execute("ROLLBACK")
-    _refuse_unknown_schema(path, foreign)
+    _refuse_unknown_schema(path, foreign, form)
 
 
-def _refuse_unknown_schema(path: Path, foreign: list[str]) -> None:
+def _refuse_unknown_schema(path: Path, foreign: list[str], form: ErasableFormat) -> None:
     if foreign:
         raise UnrecognizedSourceError(
-            f"{path} holds schema objects loomflow does not create ({', '.join(foreign)}): they would run inside loomflow's "
-            "own deletes (a trigger can keep what an erasure removes), so memlens does not erase it in place; nothing was "
-            "erased. Look at them with the sqlite3 shell, or import the file into a memlens store"
+            f"{path} holds schema objects {form.library} does not create ({', '.join(foreign)}): they would run inside "
+            f"{form.library}'s own deletes (a trigger can keep what an erasure removes), so memlens does not erase it in place; "
+            "nothing was erased. Look at them with the sqlite3 shell, or import the file into a memlens store"
         )
 
 
-def scrub_in_place(path: Path) -> tuple[bool, str | None]:
+def scrub_in_place(path: Path, form: ErasableFormat | None = None) -> tuple[bool, str | None]:
     """The scrub of :func:`forget_in_place` alone (``memlens scrub loomflow-sqlite:PATH``),
     refused while another process writes the file; (scrubbed, why not)."""
+    form = form or LOOMFLOW
     path = Path(os.path.realpath(path))
-    read_loomflow_sqlite(path)  # loomflow's file, or a typed error before anything is written
-    _refuse_unless_only_loomflow_writes(path)
+    form.read(path)  # the library's file, or a typed error before anything is written
+    _refuse_unless_only_the_library_writes(path, form)
     return _scrub(path, "run it again")
 
 
@@ -262,10 +298,10 @@ def _scrub(path: Path, again: str) -> tuple[bool, str | None]:
     return True, None
 
 
-def _needles(erased: list[dict[str, Any]], remaining: list[dict[str, Any]]) -> set[bytes]:
+def _needles(erased: list[dict[str, Any]], remaining: list[dict[str, Any]], form: ErasableFormat) -> set[bytes]:
     """The erased records' texts that no remaining record holds (those may stay, as others' data)."""
-    kept = "\x00".join(_texts(remaining))
-    return {t.encode() for t in _texts(erased) if len(t) >= _MIN_NEEDLE and t not in kept}
+    kept = "\x00".join(form.texts(remaining))
+    return {t.encode() for t in form.texts(erased) if len(t) >= _MIN_NEEDLE and t not in kept}
 
 
 def _texts(records: Iterable[dict[str, Any]]) -> list[str]:
@@ -284,3 +320,21 @@ def _texts(records: Iterable[dict[str, Any]]) -> list[str]:
 def _traces(path: Path, needles: set[bytes]) -> list[str]:
     """The file and side files that still hold one of ``needles``."""
     return [side.name for side in with_side_files(path) if side.is_file() and _holds(side, needles)]
+
+
+def _read_loomflow(path: Path) -> LoomflowSource:
+    return read_loomflow_sqlite(path)  # looked up at each call, so tests can make one fail
+
+
+LOOMFLOW = ErasableFormat(
+    scheme="loomflow-sqlite",
+    library="loomflow",
+    read=_read_loomflow,
+    foreign_objects=schema_objects_loomflow_does_not_create,
+    erase=_erase_through_loomflow,
+    erased_by=_erased_by,
+    counts=_counts,
+    texts=_texts,
+    sessions=_episode_sessions,
+    out_of_reach=OUT_OF_REACH,
+)

@@ -44,8 +44,9 @@ from ..errors import ImportMismatchError, InvalidInputError, MemlensError, ReadO
 from ..memory import MemoryStore
 from ..models import ForgetReceipt
 from .chroma_source import directory_stamp, read_chroma
+from .langgraph_erase import LANGGRAPH
 from .langgraph_sqlite import read_langgraph_sqlite
-from .loomflow_erase import forget_in_place, scrub_in_place
+from .loomflow_erase import LOOMFLOW, ErasableFormat, forget_in_place, scrub_in_place
 from .loomflow_sqlite import LoomflowSource, import_loomflow_sqlite, read_loomflow_sqlite, source_stamp
 from .private_copies import make_private_folder, remove_private_folder
 
@@ -62,6 +63,8 @@ class SourceKind:
     # Erasable in place (through the library that owns the source), or why not.
     erasable: bool
     read_only_reason: str
+    # How it is erased in place (when erasable).
+    form: ErasableFormat | None = None
 
 
 KINDS = {
@@ -71,14 +74,15 @@ KINDS = {
         source_stamp,
         True,
         "another library's memory, shown where it lives: memlens only erases from it, through that library",
+        LOOMFLOW,
     ),
     "langgraph-sqlite": SourceKind(
         "langgraph-sqlite",
         lambda path: read_langgraph_sqlite(path),
         source_stamp,
-        False,
-        "a LangGraph SqliteStore file, shown where it lives: memlens does not erase from it in place yet; erase with "
-        "LangGraph's store (delete each of the user's items), or import it into a memlens store and erase there",
+        True,
+        "another library's memory, shown where it lives: memlens only erases from it, through that library",
+        LANGGRAPH,
     ),
     "chroma": SourceKind(
         "chroma",
@@ -244,7 +248,14 @@ class LoomflowView:
         with self._sync_lock:
             own = self._mirror.folder
             receipt = forget_in_place(
-                self._real, user_id=user_id, session_id=session_id, dry_run=dry_run, actor=actor, missing_ok=missing_ok, own_copy=own
+                self._real,
+                form=self.kind.form,
+                user_id=user_id,
+                session_id=session_id,
+                dry_run=dry_run,
+                actor=actor,
+                missing_ok=missing_ok,
+                own_copy=own,
             )
         if dry_run:
             return receipt
@@ -263,7 +274,7 @@ class LoomflowView:
         it); False if a reader of the agent kept the -wal from being truncated."""
         self._refuse_unless_erasable()
         with self._sync_lock:
-            done, _ = scrub_in_place(self._real)
+            done, _ = scrub_in_place(self._real, self.kind.form)
         return done
 
     def _refuse_unless_erasable(self) -> None:
