@@ -59,6 +59,7 @@ BENCHMARKS = (
     Benchmark("forget", "forget_bench.py", ("--quick",), quick=("--quick", "--keyword"), minutes=15),
     Benchmark("load", "load_run.py", ("--seconds", "20"), quick=("--seconds", "3", "--backend", "sqlite"), minutes=3, postgres=True),
     Benchmark("demo", "demo_bench.py", quick=("--runs", "1"), minutes=2),
+    Benchmark("langgraph", "langgraph_bench.py", quick=("--items", "200", "--users", "20", "--per-user", "3"), minutes=3),
     Benchmark("backends", "backends_bench.py", quick=("--episodes", "2000"), minutes=15, postgres=True),
     Benchmark("pg-recall", "pg_recall_bench.py", quick=("--sizes", "2000"), minutes=10, postgres=True, pg_vectors=True),
     Benchmark("pg-ann", "pg_ann_bench.py", quick=("--vectors", "2000", "--quick"), minutes=15, postgres=True, pg_vectors=True),

@@ -172,6 +172,8 @@ class SessionInfo(_Model):
     created_at: datetime
     updated_at: datetime
     episodes: int
+    keys: int = 0
+    """Its live key-value entries."""
 
 
 class TierCounts(_Model):

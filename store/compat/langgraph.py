@@ -146,11 +146,11 @@ class MemlensStore(BaseStore):
         return self.memory_store.tenant_names()
 
     def _namespaces(self, prefix: tuple[str, ...] = ()) -> list[tuple[str | None, tuple[str, ...]]]:
-        """Every (tenant, namespace) under ``prefix`` that holds a session, in no set order."""
+        """Every (tenant, namespace) under ``prefix`` that holds an item, in no set order."""
         found = []
         for user in self._tenants_under(prefix):
             for info in self.memory_store.sessions(user_id=user):
-                if info.session_id.startswith(SESSION_PREFIX):
+                if info.keys and info.session_id.startswith(SESSION_PREFIX):
                     namespace = tuple(info.session_id[len(SESSION_PREFIX) :].split("."))
                     if namespace[: len(prefix)] == prefix:
                         found.append((user, namespace))
@@ -254,7 +254,7 @@ class MemlensStore(BaseStore):
             self._session(namespace, user).touch(*names)
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        namespaces = {ns for user, ns in self._namespaces() if self._session(ns, user).list_keys()}
+        namespaces = {ns for _, ns in self._namespaces()}
         if op.match_conditions:
             namespaces = {ns for ns in namespaces if all(_namespace_matches(c, ns) for c in op.match_conditions)}
         if op.max_depth is not None:

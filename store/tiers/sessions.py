@@ -433,14 +433,24 @@ class SessionMemory:
 
 
 def session_infos(conn: Connection, tenant: Tenant) -> list[SessionInfo]:
-    """The tenant's sessions with their episode counts, most recently active first."""
+    """The tenant's sessions with their episode and live key counts, most recently active first."""
     t, e = sessions_t, episodes_t
     counts: dict[str, int] = dict(
         conn.execute(tenant.select(e, e.c.session_id, func.count()).where(e.c.session_id.is_not(None)).group_by(e.c.session_id)).all()
     )
+    live = or_(kv_t.c.expires_at.is_(None), kv_t.c.expires_at > utcnow())
+    keys: dict[int, int] = dict(
+        conn.execute(tenant.select(kv_t, kv_t.c.session_pk, func.count()).where(live).group_by(kv_t.c.session_pk)).all()
+    )
     rows = conn.execute(tenant.select(t).order_by(t.c.updated_at.desc(), t.c.pk.desc())).all()
     return [
-        SessionInfo(session_id=r.session_id, created_at=r.created_at, updated_at=r.updated_at, episodes=counts.get(r.session_id, 0))
+        SessionInfo(
+            session_id=r.session_id,
+            created_at=r.created_at,
+            updated_at=r.updated_at,
+            episodes=counts.get(r.session_id, 0),
+            keys=keys.get(r.pk, 0),
+        )
         for r in rows
     ]
 
