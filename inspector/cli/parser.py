@@ -199,9 +199,10 @@ def import_arguments(imp: argparse.ArgumentParser) -> None:
     imp.add_argument(
         "--from",
         dest="source",
-        choices=["loomflow-sqlite", "langgraph-sqlite", "chroma"],
+        choices=["loomflow-sqlite", "langgraph-sqlite", "chroma", "mem0"],
         help="read another library's memory instead (never changed): loomflow-sqlite is a loomflow SqliteMemory "
-        "database, langgraph-sqlite a LangGraph SqliteStore file, chroma a loomflow ChromaMemory directory",
+        "database, langgraph-sqlite a LangGraph SqliteStore file, chroma a loomflow ChromaMemory directory, mem0 the "
+        "JSON config a mem0 agent builds its Memory from (its local Qdrant folder and history database are read)",
     )
     _actor(imp)
     imp.add_argument("--as-user", metavar="NAME", help="import a one-tenant export under this user id instead of its own")

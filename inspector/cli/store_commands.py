@@ -132,8 +132,14 @@ def cmd_import(args: argparse.Namespace) -> int:
         from store.compat.chroma_source import read_chroma
         from store.compat.langgraph_sqlite import read_langgraph_sqlite
         from store.compat.loomflow_sqlite import read_loomflow_sqlite
+        from store.compat.mem0_source import read_mem0
 
-        readers = {"chroma": read_chroma, "langgraph-sqlite": read_langgraph_sqlite, "loomflow-sqlite": read_loomflow_sqlite}
+        readers = {
+            "chroma": read_chroma,
+            "langgraph-sqlite": read_langgraph_sqlite,
+            "loomflow-sqlite": read_loomflow_sqlite,
+            "mem0": read_mem0,
+        }
         source = readers[args.source](args.file)
     limit = {} if args.max_content_bytes is None else {"max_content_bytes": args.max_content_bytes}
     if args.create:
@@ -164,11 +170,12 @@ def _import_loomflow(store, source, args: argparse.Namespace) -> int:
 
     report = import_loomflow_sqlite(store, source, actor=args.actor)
     into = ", ".join(tenant_label(t) for t in report.tenants) or "no tenant"
-    kind = {"chroma": "loomflow ChromaMemory", "langgraph-sqlite": "LangGraph SqliteStore"}.get(args.source, "loomflow SqliteMemory")
+    kinds = {"chroma": "loomflow ChromaMemory", "langgraph-sqlite": "LangGraph SqliteStore", "mem0": "mem0 Memory"}
+    kind = kinds.get(args.source, "loomflow SqliteMemory")
     print(f"imported {args.file} ({kind}) into {into}; the source was not changed")
     for tier, count in report.tiers.items():
         print(f"  {tier:<9} read {count.read:>7}   written {count.written:>7}   already held {count.unchanged:>7}")
-    if args.source != "langgraph-sqlite":
+    if args.source in ("loomflow-sqlite", "chroma"):
         print(f"  tool transcript messages {report.tool_transcript_messages}, re-embedded {report.reembedded}")
     return 0
 

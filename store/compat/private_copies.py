@@ -28,7 +28,7 @@ from pathlib import Path
 
 __all__ = ["PrivateCopy", "copies_of", "make_private_folder", "remove_open_copies", "remove_private_folder", "sweep_stale"]
 
-PREFIXES = ("memlens-view-", "memlens-chroma-", "memlens-loomflow-")
+PREFIXES = ("memlens-view-", "memlens-chroma-", "memlens-loomflow-", "memlens-mem0-")
 OWNER_FILE = "owner.json"
 # A folder without its owner file is a copy whose maker died between making the folder and
 # naming itself in it (a few instructions); older than this, nobody is still writing it.
