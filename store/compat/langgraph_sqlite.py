@@ -30,7 +30,14 @@ from ..errors import ImportValidationError, SourceSchemaTooNewError, Unrecognize
 from ..memory import MemoryStore
 from .loomflow_sqlite import EXPORT_FORMAT, EXPORT_VERSION, LoomflowImportReport, LoomflowSource, Reading, read_sqlite_source
 
-__all__ = ["SESSION_PREFIX", "import_langgraph_sqlite", "read_langgraph_sqlite", "schema_objects_langgraph_does_not_create", "strings"]
+__all__ = [
+    "SESSION_PREFIX",
+    "import_langgraph_sqlite",
+    "read_langgraph_sqlite",
+    "schema_objects_langgraph_does_not_create",
+    "source_time",
+    "strings",
+]
 
 SESSION_PREFIX = "langgraph:"
 """The sessions that hold LangGraph items begin with this; the rest is the namespace, its labels joined by ``.``."""
@@ -166,6 +173,12 @@ def _records(path: Path, conn: sqlite3.Connection, now: datetime) -> tuple[list[
 
 def _time(value: Any, where: str) -> datetime:
     """LangGraph writes SQLite's CURRENT_TIMESTAMP (UTC, ``YYYY-MM-DD HH:MM:SS``) or an ISO time with its offset."""
+    return source_time(value, where, "LangGraph")
+
+
+def source_time(value: Any, where: str, writer: str) -> datetime:
+    """An ISO time another library wrote, in UTC (one without an offset is UTC, as SQLite's
+    CURRENT_TIMESTAMP is); anything else is refused naming ``where`` and the ``writer``."""
     if isinstance(value, str):
         try:
             parsed = datetime.fromisoformat(value)
@@ -173,7 +186,7 @@ def _time(value: Any, where: str) -> datetime:
             pass
         else:
             return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
-    raise ImportValidationError(f"{where}: {value!r} is not a time LangGraph writes")
+    raise ImportValidationError(f"{where}: {value!r} is not a time {writer} writes")
 
 
 def _value(raw: Any, where: str) -> dict[str, Any]:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +39,7 @@ from ..errors import (
 )
 from ..memory import MemoryStore
 from .chroma_source import copy_regular_files, directory_stamp
+from .langgraph_sqlite import source_time
 from .loomflow_sqlite import EXPORT_FORMAT, EXPORT_VERSION, LoomflowImportReport, LoomflowSource, import_loomflow_sqlite, read_retried
 from .private_copies import make_private_folder, remove_private_folder
 
@@ -212,11 +212,4 @@ def _versions(payload: dict[str, Any], history: list[dict[str, Any]], here: str)
 
 
 def _time(value: Any, where: str) -> str:
-    if isinstance(value, str):
-        try:
-            parsed = datetime.fromisoformat(value)
-        except ValueError:
-            pass
-        else:
-            return (parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)).isoformat()
-    raise ImportValidationError(f"{where}: {value!r} is not a time mem0 writes")
+    return source_time(value, where, "mem0").isoformat()
