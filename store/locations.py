@@ -15,8 +15,8 @@ def scheme(location: str | Path) -> str:
 
 
 # Memory another library keeps, shown where it lives (read-only): ``loomflow-sqlite:PATH``,
-# ``langgraph-sqlite:PATH``, ``chroma:DIR``.
-FOREIGN_SCHEMES = ("loomflow-sqlite", "langgraph-sqlite", "chroma")
+# ``langgraph-sqlite:PATH``, ``mem0:CONFIG.json``, ``chroma:DIR``.
+FOREIGN_SCHEMES = ("loomflow-sqlite", "langgraph-sqlite", "mem0", "chroma")
 
 
 def foreign_scheme(location: str | Path) -> str | None:

@@ -48,6 +48,7 @@ from .langgraph_erase import LANGGRAPH
 from .langgraph_sqlite import read_langgraph_sqlite
 from .loomflow_erase import LOOMFLOW, ErasableFormat, forget_in_place, scrub_in_place
 from .loomflow_sqlite import LoomflowSource, import_loomflow_sqlite, read_loomflow_sqlite, source_stamp
+from .mem0_source import mem0_stamp, read_mem0
 from .private_copies import make_private_folder, remove_private_folder
 
 __all__ = ["LoomflowView", "SourceKind", "KINDS", "open_view", "open_loomflow_view"]
@@ -83,6 +84,15 @@ KINDS = {
         True,
         "another library's memory, shown where it lives: memlens only erases from it, through that library",
         LANGGRAPH,
+    ),
+    "mem0": SourceKind(
+        "mem0",
+        lambda path: read_mem0(path),
+        mem0_stamp,
+        False,
+        "a mem0 agent's memory, shown where it lives: memlens does not erase from it in place, since mem0 keeps a "
+        "deleted memory's text in its history database and Qdrant's local files are not SQLite memlens can scrub; "
+        "erase with mem0's delete_all(user_id=...) and delete the history rows, or import it into a memlens store",
     ),
     "chroma": SourceKind(
         "chroma",

@@ -19,6 +19,10 @@ from the vector store, which alone says whose it was, so it is not imported (and
 mem0's history database: erase it there); mem0's custom metadata is not kept. Qdrant's local mode
 keeps each point pickled, so reading it runs Python's unpickler, as mem0 itself does: import only
 memory you would run mem0 on.
+
+``memlens mem0:CONFIG.json`` and ``store.open("mem0:CONFIG.json")`` show the same memory where it
+lives, read-only and live (:mod:`.loomflow_view`): read again whenever a file of it changed.
+memlens does not erase from it in place (see the view's reason).
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ from .langgraph_sqlite import source_time
 from .loomflow_sqlite import EXPORT_FORMAT, EXPORT_VERSION, LoomflowImportReport, LoomflowSource, import_loomflow_sqlite, read_retried
 from .private_copies import make_private_folder, remove_private_folder
 
-__all__ = ["import_mem0", "read_mem0"]
+__all__ = ["import_mem0", "mem0_stamp", "read_mem0"]
 
 # mem0's defaults where a config leaves them out (mem0.configs.base, mem0.vector_stores.configs).
 _DEFAULT_QDRANT_PATH, _DEFAULT_COLLECTION = "/tmp/qdrant", "mem0"
@@ -60,8 +64,7 @@ def read_mem0(config: dict[str, Any] | str | Path) -> LoomflowSource:
     options = dict(store.get("config") or {})
     if options.get("host") or options.get("url"):
         raise InvalidInputError("this mem0 config names a Qdrant server; memlens reads mem0's local Qdrant folder (path); nothing was read")
-    qdrant = Path(os.path.realpath(options.get("path") or _DEFAULT_QDRANT_PATH))
-    history = Path(os.path.realpath(os.path.expanduser(cfg.get("history_db_path") or "~/.mem0/history.db")))
+    qdrant, history = _places(cfg)
     if not qdrant.is_dir():
         raise SourceNotFoundError(f"{qdrant} is not a directory; mem0's local Qdrant keeps its memory in one; nothing was read")
     memories = read_retried(lambda: _snapshot(qdrant, history, cfg, options), qdrant, "nothing was read")
@@ -71,6 +74,18 @@ def read_mem0(config: dict[str, Any] | str | Path) -> LoomflowSource:
     return LoomflowSource(qdrant, {"records": records, "manifest": manifest}, where, 0)
 
 
+def mem0_stamp(config: str | Path) -> Any:
+    """The config's, the Qdrant folder's and the history database's sizes and times (the view's
+    poll): equal stamps mean mem0 wrote nothing since."""
+    path = Path(config)
+    try:
+        cfg = _config(path)
+    except (SourceNotFoundError, UnrecognizedSourceError):
+        return None
+    qdrant, history = _places(cfg)
+    return (_file_stamp(path), directory_stamp(qdrant), _file_stamp(history))
+
+
 def import_mem0(
     store: MemoryStore, config: dict[str, Any] | str | Path | LoomflowSource, *, actor: str = "mem0-import"
 ) -> LoomflowImportReport:
@@ -78,6 +93,14 @@ def import_mem0(
     a fact with its history; one transaction, verified by counts."""
     source = config if isinstance(config, LoomflowSource) else read_mem0(config)
     return import_loomflow_sqlite(store, source, actor=actor)
+
+
+def _places(cfg: dict[str, Any]) -> tuple[Path, Path]:
+    """The Qdrant folder and the history database a config names (mem0's defaults if it names none)."""
+    options = (cfg.get("vector_store") or {}).get("config") or {}
+    qdrant = Path(os.path.realpath(options.get("path") or _DEFAULT_QDRANT_PATH))
+    history = Path(os.path.realpath(os.path.expanduser(cfg.get("history_db_path") or "~/.mem0/history.db")))
+    return qdrant, history
 
 
 def _config(config: dict[str, Any] | str | Path) -> dict[str, Any]:

@@ -19,8 +19,9 @@ pytest.importorskip("mem0")
 from mem0 import Memory  # noqa: E402
 from mem0.utils.factory import EmbedderFactory  # noqa: E402
 
+import store  # noqa: E402
 from store.compat.mem0_source import import_mem0, read_mem0  # noqa: E402
-from store.errors import InvalidInputError, SourceNotFoundError, UnrecognizedSourceError  # noqa: E402
+from store.errors import InvalidInputError, ReadOnlyStoreError, SourceNotFoundError, UnrecognizedSourceError  # noqa: E402
 from store.memory import MemoryStore  # noqa: E402
 from tests.cli_process import run_cli  # noqa: E402
 
@@ -99,3 +100,21 @@ def test_what_memlens_cannot_read_is_refused_with_nothing_read(agent, tmp_path):
     (tmp_path / "qdrant" / "link").symlink_to(tmp_path / "history.db")
     with pytest.raises(UnrecognizedSourceError, match="a link"):
         read_mem0(config)
+
+
+def test_mem0s_memory_is_shown_where_it_lives_and_followed(agent, tmp_path):
+    config, ids = agent
+    address = f"mem0:{tmp_path / 'mem0.json'}"
+    with store.open(address, embedder=None) as view:
+        assert set(view.tenant_names()) == {"alice", "bob"}
+        assert {f.object for f in view.facts(user_id="alice")} == {"I love pizza in Naples", "my dog is called Rex"}
+        version = view.data_version()
+        memory = Memory.from_config(config)  # the agent writes on
+        memory.add("has a cat named Tom", user_id="carol", infer=False)
+        memory.close()
+        assert view.data_version() != version
+        assert [f.object for f in view.facts(user_id="carol")] == ["has a cat named Tom"]
+        with pytest.raises(ReadOnlyStoreError, match="history database"):
+            view.forget(user_id="alice")
+        with pytest.raises(ReadOnlyStoreError):
+            view.add_fact("x", "y", "z", user_id="alice")
