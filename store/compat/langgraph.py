@@ -303,13 +303,37 @@ def _namespace_matches(condition: MatchCondition, namespace: tuple[str, ...]) ->
     return all(want == "*" or want == have for want, have in zip(path, part, strict=True))
 
 
+def _number(value: Any) -> float | None:
+    """A value as SQLite's CAST to REAL reads it (true is 1, "7" is 7); None: not a number."""
+    if not isinstance(value, (int, float, str)):
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
+def _compared(test: Callable[[Any, Any], bool]) -> Callable[[Any, Any], bool]:
+    """An order comparison as LangGraph's SQLite store makes it: text against text (ISO dates
+    order so), otherwise as numbers; a field that is missing or not comparable matches nothing, as
+    a NULL compares in SQL (InMemoryStore raises TypeError on a missing field)."""
+
+    def compare(have: Any, want: Any) -> bool:
+        if isinstance(want, str) and isinstance(have, str):
+            return bool(test(have, want))
+        a, b = _number(have), _number(want)
+        return a is not None and b is not None and bool(test(a, b))
+
+    return compare
+
+
 _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
     "$eq": lambda have, want: have == want,
     "$ne": lambda have, want: have != want,
-    "$gt": lambda have, want: float(have) > float(want),
-    "$gte": lambda have, want: float(have) >= float(want),
-    "$lt": lambda have, want: float(have) < float(want),
-    "$lte": lambda have, want: float(have) <= float(want),
+    "$gt": _compared(lambda a, b: a > b),
+    "$gte": _compared(lambda a, b: a >= b),
+    "$lt": _compared(lambda a, b: a < b),
+    "$lte": _compared(lambda a, b: a <= b),
 }
 
 

@@ -279,3 +279,30 @@ def test_a_langgraph_graph_runs_unchanged_on_memlens(tmp_path):
         assert set(reopened.tenant_names()) == {"alice", "bob"}
         hits = reopened.search_keys("pizza", user_id="alice")
         assert hits[0].entry.value == {"text": "I love pizza in Lisbon"}
+
+
+def test_memlens_store_serves_langgraph_on_each_engine(backend_url):
+    with MemoryStore.open(backend_url) as memory, MemlensStore(memory, index={"fields": ["text"]}) as store:
+        store.put(("memories", "alice"), "a", {"text": "pizza in Lisbon", "n": 1}, ttl=5)
+        store.put(("memories", "alice"), "b", {"text": "a budget meeting", "n": 2})
+        store.put(("memories", "bob"), "a", {"text": "sushi"})
+        assert store.get(("memories", "alice"), "a").value == {"text": "pizza in Lisbon", "n": 1}
+        assert [i.key for i in store.search(("memories", "alice"), query="pizza Lisbon", limit=1)] == ["a"]
+        assert [i.key for i in store.search(("memories",), filter={"n": {"$gt": 1}})] == ["b"]
+        assert store.list_namespaces() == [("memories", "alice"), ("memories", "bob")]
+        store.delete(("memories", "alice"), "a")
+        assert store.get(("memories", "alice"), "a") is None
+        assert memory.forget(user_id="bob", actor="test").counts["kv_entries"] == 1
+        assert store.list_namespaces() == [("memories", "alice")]
+
+
+def test_an_order_filter_compares_as_langgraphs_sql_store_does(memlens, tmp_path):
+    items = {"a": {"n": 5, "day": "2026-03-01"}, "b": {"n": "7", "day": "2025-12-31"}, "c": {"other": 1}, "d": {"n": True}}
+    with SqliteStore.from_conn_string(str(tmp_path / "langgraph.sqlite")) as reference:
+        reference.setup()
+        for key, value in items.items():
+            reference.put(("docs", "u"), key, value)
+            memlens.put(("docs", "u"), key, value)
+        for found in ({"n": {"$gt": 4}}, {"n": {"$lte": 5}}, {"day": {"$gte": "2026-01-01"}}, {"day": {"$lt": "2026-01-01"}}):
+            want = {i.key for i in reference.search(("docs",), filter=found)}
+            assert {i.key for i in memlens.search(("docs",), filter=found)} == want, found
