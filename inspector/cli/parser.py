@@ -135,11 +135,32 @@ def export_arguments(export: argparse.ArgumentParser) -> None:
     _actor(export)
 
 
+def _user_at(parser: argparse.ArgumentParser, source: str) -> None:
+    parser.add_argument(
+        "--user-at",
+        type=label_position,
+        metavar="N",
+        help=f"with {source}: the namespace label that names an item's user (default 1, LangGraph's "
+        '("memories", user_id); 0 for (user_id, ...))',
+    )
+
+
+def label_position(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"a label position is 0 or more, not {text!r}")
+    return value
+
+
 def forget_arguments(forget: argparse.ArgumentParser) -> None:
     forget.add_argument("--db", type=location, required=True, help="the store: a file, or a postgresql:// URL")
     _tenant_options(forget, required=True)
     forget.add_argument("--session", help="only this session")
     forget.add_argument("--before", type=aware, help="only what is older than this ISO date (UTC unless it says otherwise)")
+    _user_at(forget, "--db langgraph-sqlite:FILE")
     mode = forget.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="show the counts, erase nothing")
     mode.add_argument("--yes", action="store_true", help="erase")
@@ -204,6 +225,7 @@ def import_arguments(imp: argparse.ArgumentParser) -> None:
         "database, langgraph-sqlite a LangGraph SqliteStore file, chroma a loomflow ChromaMemory directory, mem0 the "
         "JSON config a mem0 agent builds its Memory from (its local Qdrant folder and history database are read)",
     )
+    _user_at(imp, "--from langgraph-sqlite")
     _actor(imp)
     imp.add_argument("--as-user", metavar="NAME", help="import a one-tenant export under this user id instead of its own")
     imp.add_argument(

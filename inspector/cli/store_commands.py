@@ -127,6 +127,8 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     if args.source is not None and args.as_user is not None:
         raise CommandLineError("--as-user imports a memlens export; another library's memory keeps each user as its own tenant")
+    if args.user_at is not None and args.source != "langgraph-sqlite":
+        raise CommandLineError("--user-at names a LangGraph namespace's user label; it goes with --from langgraph-sqlite")
     source = None
     if args.source is not None:  # read and checked before --create makes a store for nothing
         from store.compat.chroma_source import read_chroma
@@ -134,13 +136,11 @@ def cmd_import(args: argparse.Namespace) -> int:
         from store.compat.loomflow_sqlite import read_loomflow_sqlite
         from store.compat.mem0_source import read_mem0
 
-        readers = {
-            "chroma": read_chroma,
-            "langgraph-sqlite": read_langgraph_sqlite,
-            "loomflow-sqlite": read_loomflow_sqlite,
-            "mem0": read_mem0,
-        }
-        source = readers[args.source](args.file)
+        if args.source == "langgraph-sqlite":
+            source = read_langgraph_sqlite(args.file, user_at=1 if args.user_at is None else args.user_at)
+        else:
+            readers = {"chroma": read_chroma, "loomflow-sqlite": read_loomflow_sqlite, "mem0": read_mem0}
+            source = readers[args.source](args.file)
     limit = {} if args.max_content_bytes is None else {"max_content_bytes": args.max_content_bytes}
     if args.create:
         opened = MemoryStore.open(args.db, check_model=False, **limit)
@@ -186,6 +186,8 @@ def cmd_forget(args: argparse.Namespace) -> int:
     user = _user(args)
     before = args.before
     in_place = foreign_scheme(args.db) in ("loomflow-sqlite", "langgraph-sqlite")  # another library's file, erased where it lives
+    if args.user_at is not None and foreign_scheme(args.db) != "langgraph-sqlite":
+        raise CommandLineError("--user-at names a LangGraph namespace's user label; it goes with --db langgraph-sqlite:FILE")
     if in_place:
         receipt = _forget_in_place(args, user)
     else:
@@ -220,7 +222,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
 def _forget_in_place(args: argparse.Namespace, user: str | None):
     """A loomflow or LangGraph file is erased from its raw records, without the view's mirror: a
     record of another user that memlens would refuse to import must not stand in the way."""
-    from store.compat.langgraph_erase import LANGGRAPH
+    from store.compat.langgraph_erase import langgraph_format
     from store.compat.loomflow_erase import LOOMFLOW, forget_in_place
     from store.errors import InvalidInputError
 
@@ -230,7 +232,7 @@ def _forget_in_place(args: argparse.Namespace, user: str | None):
             f"{args.db}: in place, a whole user or one session of it is erased; "
             f"to erase by date, import the file into a memlens store first (memlens import --from {scheme})"
         )
-    form = LANGGRAPH if scheme == "langgraph-sqlite" else LOOMFLOW
+    form = langgraph_format(1 if args.user_at is None else args.user_at) if scheme == "langgraph-sqlite" else LOOMFLOW
     path = Path(str(args.db).removeprefix(f"{scheme}:"))
     return forget_in_place(path, form=form, user_id=user, session_id=args.session, dry_run=args.dry_run, actor=args.actor)
 

@@ -22,16 +22,12 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from ..errors import SourceError, SourceToolMissingError
+from ..errors import InvalidInputError, SourceError, SourceToolMissingError
 from .langgraph_sqlite import SESSION_PREFIX, read_langgraph_sqlite, schema_objects_langgraph_does_not_create, strings
 from .loomflow_erase import ErasableFormat
 from .loomflow_sqlite import LoomflowSource
 
-__all__ = ["LANGGRAPH"]
-
-
-def _read_everything(path: Path) -> LoomflowSource:
-    return read_langgraph_sqlite(path, keep_expired=True)
+__all__ = ["LANGGRAPH", "langgraph_format"]
 
 
 def _namespace(record: dict[str, Any]) -> tuple[str, ...]:
@@ -93,15 +89,27 @@ def _sessions(records: list[dict[str, Any]], user_id: str | None) -> set[str | N
     return {r["session_id"] for r in records if r["user_id"] == user_id and r["type"] == "session"}
 
 
-LANGGRAPH = ErasableFormat(
-    scheme="langgraph-sqlite",
-    library="LangGraph",
-    read=_read_everything,
-    foreign_objects=schema_objects_langgraph_does_not_create,
-    erase=_erase,
-    erased_by=_erased_by,
-    counts=_counts,
-    texts=_texts,
-    sessions=_sessions,
-    out_of_reach="copies of the LangGraph file made outside memlens (backups, synced folders); the file itself keeps no audit log",
-)
+def langgraph_format(user_at: int = 1) -> ErasableFormat:
+    """A LangGraph file's erasure, each item's user named by its namespace label at ``user_at``
+    (as ``MemlensStore`` states it; the second label by default)."""
+    if isinstance(user_at, bool) or not isinstance(user_at, int) or user_at < 0:
+        raise InvalidInputError(f"user_at must be a label position (0 or more), not {user_at!r}")
+
+    def read_everything(path: Path) -> LoomflowSource:
+        return read_langgraph_sqlite(path, keep_expired=True, user_at=user_at)
+
+    return ErasableFormat(
+        scheme="langgraph-sqlite",
+        library="LangGraph",
+        read=read_everything,
+        foreign_objects=schema_objects_langgraph_does_not_create,
+        erase=_erase,
+        erased_by=_erased_by,
+        counts=_counts,
+        texts=_texts,
+        sessions=_sessions,
+        out_of_reach="copies of the LangGraph file made outside memlens (backups, synced folders); the file itself keeps no audit log",
+    )
+
+
+LANGGRAPH = langgraph_format()

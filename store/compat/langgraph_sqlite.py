@@ -3,8 +3,9 @@
 lives, and :func:`import_langgraph_sqlite` brings it into a memlens store.
 
 Each item becomes what :class:`~store.compat.langgraph.MemlensStore` would have written: a
-session key of the tenant its namespace names (its second label, LangGraph's documented
-``("memories", user_id)`` shape; a namespace of one label goes to the anonymous tenant), in the
+session key of the tenant its namespace names (by default its second label, LangGraph's
+documented ``("memories", user_id)`` shape; ``user_at`` names another; a namespace too short for
+it goes to the anonymous tenant), in the
 session ``langgraph:`` plus the namespace, with its creation and update times, its expiry and
 its time to live. The file keeps no record of which fields were indexed, so an item's search
 text is the text its document holds (every string in it). Items past their expiry that
@@ -26,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..errors import ImportValidationError, SourceSchemaTooNewError, UnrecognizedSourceError
+from ..errors import ImportValidationError, InvalidInputError, SourceSchemaTooNewError, UnrecognizedSourceError
 from ..memory import MemoryStore
 from .loomflow_sqlite import EXPORT_FORMAT, EXPORT_VERSION, LoomflowImportReport, LoomflowSource, Reading, read_sqlite_source
 
@@ -53,13 +54,18 @@ KNOWN = {
 KNOWN_INDEXES = {"store_prefix_idx", "idx_store_expires_at", "store_vectors_embedding_idx"}
 
 
-def read_langgraph_sqlite(path: str | Path, *, now: datetime | None = None, keep_expired: bool = False) -> LoomflowSource:
+def read_langgraph_sqlite(path: str | Path, *, now: datetime | None = None, keep_expired: bool = False, user_at: int = 1) -> LoomflowSource:
     """Read a LangGraph ``SqliteStore`` file into memory, never changing it; a file that is
     missing, not LangGraph's, of a newer schema or written to meanwhile raises a typed error.
-    ``keep_expired``: items past their expiry too (an erasure takes them as well)."""
+    ``keep_expired``: items past their expiry too (an erasure takes them as well). ``user_at``:
+    the namespace label that names an item's user (as ``MemlensStore`` states it)."""
+    if isinstance(user_at, bool) or not isinstance(user_at, int) or user_at < 0:
+        raise InvalidInputError(f"user_at must be a label position (0 or more), not {user_at!r}")
     source = Path(path)
     at = datetime.min.replace(tzinfo=UTC) if keep_expired else (now or datetime.now(UTC))
-    document, where, _, unknown = read_sqlite_source(source, lambda p, conn: _read_memory(p, conn, at), "LangGraph SqliteStore file")
+    document, where, _, unknown = read_sqlite_source(
+        source, lambda p, conn: _read_memory(p, conn, at, user_at), "LangGraph SqliteStore file"
+    )
     return LoomflowSource(source, document, where, 0, tuple(unknown))
 
 
@@ -75,7 +81,7 @@ def import_langgraph_sqlite(
     return import_loomflow_sqlite(store, source, actor=actor)
 
 
-def _read_memory(path: Path, connection: sqlite3.Connection, now: datetime) -> Reading:
+def _read_memory(path: Path, connection: sqlite3.Connection, now: datetime, user_at: int) -> Reading:
     with closing(connection) as conn:
         # Its schema is someone else's: run none of its SQL functions, write nothing.
         conn.execute("PRAGMA trusted_schema = OFF")
@@ -83,7 +89,7 @@ def _read_memory(path: Path, connection: sqlite3.Connection, now: datetime) -> R
         conn.execute("BEGIN")  # one snapshot for the schema and the rows
         _check_schema(path, conn)
         unknown = schema_objects_langgraph_does_not_create(conn)
-        records, where = _records(path, conn, now)
+        records, where = _records(path, conn, now, user_at)
     items = sum(1 for r in records if r["type"] == "kv")
     counts = {"sessions": len(records) - items, "kv_entries": items}
     tenants = list(dict.fromkeys(r["user_id"] for r in records))
@@ -121,7 +127,7 @@ def schema_objects_langgraph_does_not_create(conn: sqlite3.Connection) -> list[s
     return sorted(found)
 
 
-def _records(path: Path, conn: sqlite3.Connection, now: datetime) -> tuple[list[dict[str, Any]], list[str]]:
+def _records(path: Path, conn: sqlite3.Connection, now: datetime, user_at: int) -> tuple[list[dict[str, Any]], list[str]]:
     sessions: dict[tuple[str | None, str], dict[str, Any]] = {}
     items: list[dict[str, Any]] = []
     where: list[str] = []
@@ -133,7 +139,7 @@ def _records(path: Path, conn: sqlite3.Connection, now: datetime) -> tuple[list[
         if expires_at is not None and expires_at <= now:
             continue  # past its expiry, not yet swept: hidden, as memlens hides an expired key
         namespace = tuple(str(prefix).split("."))
-        user = namespace[1] if len(namespace) > 1 else None
+        user = namespace[user_at] if len(namespace) > user_at else None
         session_id = SESSION_PREFIX + str(prefix)
         value = _value(raw, f"{here}.value")
         created_at, updated_at = _time(created, f"{here}.created_at"), _time(updated, f"{here}.updated_at")

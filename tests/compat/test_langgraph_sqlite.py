@@ -198,3 +198,24 @@ def test_an_erasure_scrubs_the_old_pages_an_agents_wal_still_holds(tmp_path):
         assert agent.execute("SELECT COUNT(*) FROM store").fetchone()[0] == 1  # the agent reads on
     finally:
         agent.close()
+
+
+def test_a_file_whose_namespaces_name_the_user_first_is_erased_by_the_rule_given(tmp_path):
+    path = tmp_path / "agent.sqlite"
+    with SqliteStore.from_conn_string(str(path)) as lg:
+        lg.setup()
+        lg.put(("alice", "memories"), "food", {"text": "loves pizza in Lisbon"})
+        lg.put(("bob", "memories"), "food", {"text": "prefers sushi"})
+    # By LangGraph's documented shape the second label is the user: "alice" is no user here.
+    typo = run_cli("forget", "--db", f"langgraph-sqlite:{path}", "--user", "alice", "--yes")
+    assert typo.returncode != 0 and "alice" in typo.stderr
+    assert b"loves pizza" in file_bytes(path)
+    done = run_cli("forget", "--db", f"langgraph-sqlite:{path}", "--user", "alice", "--user-at", "0", "--yes")
+    assert done.returncode == 0, done.stderr
+    data = file_bytes(path)
+    assert b"loves pizza" not in data and b"prefers sushi" in data
+    with MemoryStore.open(tmp_path / "memlens.db", embedder=None) as target:
+        import_langgraph_sqlite(target, read_langgraph_sqlite(path, user_at=0))
+        assert target.tenant_names() == ["bob"]
+    wrong = run_cli("import", "--db", tmp_path / "other.db", "--create", "--from", "chroma", "--user-at", "0", tmp_path)
+    assert wrong.returncode != 0 and "--user-at" in wrong.stderr
