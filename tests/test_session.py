@@ -1,18 +1,9 @@
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 
 from store import testing
 from store.errors import InvalidInputError, UnknownCheckpointError, UnknownSessionError
-from store.validation import set_clock
-
-
-@pytest.fixture
-def clock():
-    now = [datetime(2026, 1, 1, tzinfo=UTC)]
-    set_clock(lambda: now[0])
-    yield now
-    set_clock(None)
 
 
 def test_set_get_delete_exists_and_listing(store):

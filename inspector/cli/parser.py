@@ -146,13 +146,10 @@ def _user_at(parser: argparse.ArgumentParser, source: str) -> None:
 
 
 def label_position(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"a label position is 0 or more, not {text!r}")
-    return value
+    """A namespace label's position (0 or more), for argparse."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a label position (a whole number, 0 or more)")
+    return int(text)
 
 
 def forget_arguments(forget: argparse.ArgumentParser) -> None:

@@ -44,7 +44,15 @@ from ..errors import (
 from ..memory import MemoryStore
 from .chroma_source import copy_regular_files, directory_stamp
 from .langgraph_sqlite import source_time
-from .loomflow_sqlite import EXPORT_FORMAT, EXPORT_VERSION, LoomflowImportReport, LoomflowSource, import_loomflow_sqlite, read_retried
+from .loomflow_sqlite import (
+    EXPORT_FORMAT,
+    EXPORT_VERSION,
+    LoomflowImportReport,
+    LoomflowSource,
+    import_loomflow_sqlite,
+    read_retried,
+    source_stamp,
+)
 from .private_copies import make_private_folder, remove_private_folder
 
 __all__ = ["import_mem0", "mem0_stamp", "read_mem0"]
@@ -83,7 +91,7 @@ def mem0_stamp(config: str | Path) -> Any:
     except (SourceNotFoundError, UnrecognizedSourceError):
         return None
     qdrant, history = _places(cfg)
-    return (_file_stamp(path), directory_stamp(qdrant), _file_stamp(history))
+    return (source_stamp(path), directory_stamp(qdrant), source_stamp(history))
 
 
 def import_mem0(
@@ -122,7 +130,7 @@ def _snapshot(
     qdrant: Path, history: Path, cfg: dict[str, Any], options: dict[str, Any]
 ) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
     """Every memory's payload and history, read by mem0 from a private copy of its files."""
-    before = (directory_stamp(qdrant), _file_stamp(history))
+    before = (directory_stamp(qdrant), source_stamp(history))
     folder = make_private_folder("memlens-mem0-", qdrant)
     try:
         copy_regular_files(qdrant, folder / "qdrant")
@@ -131,7 +139,7 @@ def _snapshot(
             side = history.parent / (history.name + suffix)
             if side.is_file() and not side.is_symlink():
                 shutil.copyfile(side, folder / "history" / ("history.db" + suffix))
-        if (directory_stamp(qdrant), _file_stamp(history)) != before:
+        if (directory_stamp(qdrant), source_stamp(history)) != before:
             raise SourceChangedError(f"{qdrant} changed while it was being copied; nothing was read (is an agent writing to it?)")
         memory = _mem0_memory(folder, options, cfg)
         try:
@@ -142,17 +150,6 @@ def _snapshot(
             memory.close()
     finally:
         remove_private_folder(folder)
-
-
-def _file_stamp(path: Path) -> list[tuple[str, int, int] | None]:
-    out: list[tuple[str, int, int] | None] = []
-    for suffix in ("", "-wal", "-journal"):
-        try:
-            st = (path.parent / (path.name + suffix)).stat()
-            out.append((suffix, st.st_size, st.st_mtime_ns))
-        except FileNotFoundError:
-            out.append(None)
-    return out
 
 
 def _mem0_memory(folder: Path, options: dict[str, Any], cfg: dict[str, Any]) -> Any:

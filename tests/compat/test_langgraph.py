@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 import warnings
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 
@@ -23,7 +23,6 @@ from typing_extensions import TypedDict  # noqa: E402
 from store.compat.langgraph import SESSION_PREFIX, MemlensStore  # noqa: E402
 from store.embedding import FakeEmbedder  # noqa: E402
 from store.memory import MemoryStore  # noqa: E402
-from store.validation import set_clock  # noqa: E402
 
 NAMESPACES = [("memories", "alice"), ("memories", "bob"), ("memories", "bob", "work"), ("notes", "carol"), ("docs",)]
 PREFIXES = [(), ("memories",), ("memories", "bob"), ("notes",), ("docs",), ("memories", "alice"), ("nothing",)]
@@ -211,14 +210,6 @@ def test_index_fields_per_put_are_kept_and_false_keeps_an_item_out_of_meaning(me
     assert [(e.key, e.search_text) for e in session.entries()] == [("a", "garden"), ("b", None), ("c", "pizza lisbon")]
     found = memlens.search(("memories", "alice"), query="garden", limit=3)
     assert [i.key for i in found][:2] == ["a", "c"] and found[2].key == "b" and found[2].score is None  # last, unscored
-
-
-@pytest.fixture
-def clock():
-    now = [datetime(2026, 1, 1, tzinfo=UTC)]
-    set_clock(lambda: now[0])
-    yield now
-    set_clock(None)
 
 
 def test_a_time_to_live_slides_on_read_unless_asked_not_to(tmp_path, clock):

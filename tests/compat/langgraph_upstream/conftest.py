@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import itertools
 from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
 
 import pytest
 
 pytest.importorskip("langgraph")
 
 from store.compat.langgraph import MemlensStore  # noqa: E402
+from tests.compat.vendored import skip_left_out  # noqa: E402
 
 _EMBED = (
     "checks the scores or order the test's CharacterEmbeddings give; memlens embeds with its own "
@@ -51,11 +53,7 @@ LEFT_OUT = {
 
 
 def pytest_collection_modifyitems(config, items):
-    for item in items:
-        for key in (f"{item.path.name}::{item.name}", f"{item.path.name}::{item.originalname}"):
-            if key in LEFT_OUT:
-                item.add_marker(pytest.mark.skip(reason=LEFT_OUT[key]))
-                break
+    skip_left_out(items, Path(__file__).parent, LEFT_OUT)
 
 
 @pytest.fixture(autouse=True)

@@ -11,6 +11,7 @@ are left out below, each with its reason.
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +23,7 @@ import loomflow.memory.inmemory  # noqa: E402
 import loomflow.memory.sqlite  # noqa: E402
 
 from store.compat.loomflow import LoomflowMemory  # noqa: E402
+from tests.compat.vendored import skip_left_out  # noqa: E402
 
 _INTERNAL = "loomflow internals: exercises no memory backend"
 _PRIVATE = "loomflow internals: reads InMemoryMemory's private _episodes dict"
@@ -108,11 +110,7 @@ LEFT_OUT = {
 
 
 def pytest_collection_modifyitems(config, items):
-    for item in items:
-        for key in (f"{item.path.name}::{item.name}", f"{item.path.name}::{item.originalname}"):
-            if key in LEFT_OUT:
-                item.add_marker(pytest.mark.skip(reason=LEFT_OUT[key]))
-                break
+    skip_left_out(items, Path(__file__).parent, LEFT_OUT)
 
 
 @pytest.fixture
