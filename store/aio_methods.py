@@ -177,6 +177,10 @@ class AsyncMemoryStoreMethods:
             id=id,
         )
 
+    async def end_fact(self, id: str, *, user_id: str | None = UNSET, at: datetime | None = None) -> Fact:
+        """The open fact ``id`` stops being believed at ``at`` (default: now), with nothing in its place: a retraction, where :meth:`add_fact` supersedes. The fact stays in the history (``include_history``, ``valid_at``, ``known_at`` before the change); erase it with :meth:`forget`. Returns the fact as ended. An id the tenant does not hold raises :class:`~store.errors.UnknownFactError`; a fact already ended, or an ``at`` not after its ``valid_from``, raises :class:`~store.errors.InvalidInputError`; nothing is changed. (:meth:`MemoryStore.end_fact`, run in a worker thread.)"""
+        return await asyncio.to_thread(self._sync.end_fact, id, user_id=user_id, at=at)
+
     async def facts(
         self,
         *,

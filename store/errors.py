@@ -57,6 +57,10 @@ class UnknownEpisodeError(NotFoundError):
     pass
 
 
+class UnknownFactError(NotFoundError):
+    pass
+
+
 class UnknownTenantError(NotFoundError):
     """No tenant of that name holds anything in this store. ``close_matches`` lists tenants whose
     names differ only slightly (``Alice`` for ``alice``), so a typo is caught, not acted on."""

@@ -463,6 +463,21 @@ class MemoryStore:
             self._indexer.save(conn, tenant, "fact", [pk], [digest], vectors)
         return fact
 
+    def end_fact(self, id: str, *, user_id: str | None = UNSET, at: datetime | None = None) -> Fact:
+        """The open fact ``id`` stops being believed at ``at`` (default: now), with nothing in
+        its place: a retraction, where :meth:`add_fact` supersedes. The fact stays in the history
+        (``include_history``, ``valid_at``, ``known_at`` before the change); erase it with
+        :meth:`forget`. Returns the fact as ended. An id the tenant does not hold raises
+        :class:`~store.errors.UnknownFactError`; a fact already ended, or an ``at`` not after
+        its ``valid_from``, raises :class:`~store.errors.InvalidInputError`; nothing is changed."""
+        tenant = self._tenant(user_id)
+        fact_id = check_name(id, "id")
+        given = None if at is None else check_datetime(at, "at")
+        with self._db.write(tenant) as conn:
+            now = utcnow()
+            touch_tenant(conn, tenant, now)
+            return facts.end_fact(conn, tenant, fact_id, now if given is None else given, now)
+
     def facts(
         self,
         *,

@@ -165,3 +165,58 @@ def test_a_change_naming_a_fact_the_file_does_not_hold_is_refused(tmp_path, cloc
         with pytest.raises(ImportValidationError, match="no-such-fact"):
             copy.import_(exported)
         assert copy.tenants() == []
+
+
+def test_an_ended_fact_leaves_the_present_and_stays_in_the_past_and_in_what_was_known(backend_url, tmp_path, clock):
+    with MemoryStore.open(backend_url, embedder=None) as s:
+        paris = s.add_fact("alice", "lives_in", "Paris", user_id="u", valid_from=T0)
+        tick(clock)
+        before_end = clock[0]
+        tick(clock)
+        ended = s.end_fact(paris.id, user_id="u", at=T0 + 3 * DAY)
+        assert (ended.id, ended.valid_from, ended.valid_until) == (paris.id, T0, T0 + 3 * DAY)
+        assert s.facts(user_id="u") == []
+        assert [f.object for f in s.facts(user_id="u", valid_at=T0 + DAY)] == ["Paris"]
+        assert s.facts(user_id="u", valid_at=T0 + 4 * DAY) == []
+        assert shown(s.facts(user_id="u", known_at=before_end)) == [("Paris", T0, None)]  # as it was known then: open
+        assert [f.object for f in s.recall_facts("Paris", user_id="u", mode="keyword")] == []
+        # A new belief after the end is not a supersession: nothing of the ended fact changes.
+        s.add_fact("alice", "lives_in", "Berlin", user_id="u", valid_from=T0 + 5 * DAY)
+        assert shown(s.facts(user_id="u", include_history=True)) == [("Berlin", T0 + 5 * DAY, None), ("Paris", T0, T0 + 3 * DAY)]
+        exported = s.export(user_id="u")
+        assert [(c["fact_id"], c["caused_by"], c["valid_until_before"]) for c in exported["fact_changes"]] == [(paris.id, paris.id, None)]
+        moments = (before_end, clock[0])
+        views = {k: shown(s.facts(user_id="u", include_history=True, known_at=k)) for k in moments}
+    with MemoryStore.open(tmp_path / "copy.db", embedder=None) as copy:
+        copy.import_(exported)
+        assert {k: shown(copy.facts(user_id="u", include_history=True, known_at=k)) for k in moments} == views
+        receipt = copy.forget(user_id="u", facts_only=True)
+        assert receipt.counts["facts"] == 2 and receipt.counts["fact_changes"] == 1
+
+
+def test_ending_a_fact_that_is_not_there_or_not_open_changes_nothing(backend_url, clock):
+    from store.errors import InvalidInputError, UnknownFactError
+
+    with MemoryStore.open(backend_url, embedder=None) as s:
+        paris = s.add_fact("alice", "lives_in", "Paris", user_id="u", valid_from=T0)
+        s.add_fact("bob", "lives_in", "Oslo", user_id="v", valid_from=T0)
+        tick(clock)
+
+        def state():
+            return [(shown(s.facts(user_id=u, include_history=True)), s.export(user_id=u)["fact_changes"]) for u in ("u", "v")]
+
+        before = state()
+        with pytest.raises(UnknownFactError):
+            s.end_fact(paris.id, user_id="v")  # another tenant's fact is not there for v
+        with pytest.raises(UnknownFactError):
+            s.end_fact("no-such-fact", user_id="u")
+        with pytest.raises(InvalidInputError, match="at or before"):
+            s.end_fact(paris.id, user_id="u", at=T0)
+        with pytest.raises(InvalidInputError):
+            s.end_fact(paris.id, user_id="u", at=datetime(2026, 2, 1))  # naive: refused
+        assert state() == before
+        s.end_fact(paris.id, user_id="u")
+        after = state()
+        with pytest.raises(InvalidInputError, match="already ended"):
+            s.end_fact(paris.id, user_id="u")
+        assert state() == after

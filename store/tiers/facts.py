@@ -18,7 +18,7 @@ from pydantic import Field
 from sqlalchemy import ColumnElement, Connection, Row, Select, case, exists, func, literal_column, or_, select
 
 from ..backend import Sql
-from ..errors import DuplicateIdError, ImportValidationError
+from ..errors import DuplicateIdError, ImportValidationError, InvalidInputError, UnknownFactError
 from ..models import Fact
 from ..schema import episodes_t, fact_changes_t, facts_t
 from ..tenancy import Tenant, user_id_of
@@ -135,6 +135,23 @@ def add_fact(
         source_episode_ids=source_episode_ids,
     )
     return fact, pk
+
+
+def end_fact(conn: Connection, tenant: Tenant, fact_id: str, at: datetime, now: datetime) -> Fact:
+    """The open fact ``fact_id`` stops being believed at ``at``, with no successor; kept in the
+    history, and the change recorded (its cause is the fact itself) so ``known_at`` still
+    answers as the store knew it before."""
+    row = conn.execute(tenant.select(facts_t).where(facts_t.c.id == fact_id)).first()
+    if row is None:
+        raise UnknownFactError(f"no fact {fact_id!r} for this user; nothing was changed")
+    if row.valid_until is not None:
+        raise InvalidInputError(f"fact {fact_id!r} already ended at {row.valid_until.isoformat()}; nothing was changed")
+    if at <= row.valid_from:
+        raise InvalidInputError(f"a fact valid from {row.valid_from.isoformat()} cannot end at or before it; nothing was changed")
+    conn.execute(tenant.update(facts_t).where(facts_t.c.pk == row.pk).values(valid_until=at))
+    change = {"fact_id": fact_id, "valid_until_before": None, "changed_at": now, "caused_by": fact_id}
+    conn.execute(fact_changes_t.insert().values(tenant.stamp(change)))
+    return to_model(conn.execute(tenant.select(facts_t).where(facts_t.c.pk == row.pk)).one())
 
 
 def valid_at_clause(valid_at: datetime, valid_until: ColumnElement[Any] = facts_t.c.valid_until) -> ColumnElement[bool]:
