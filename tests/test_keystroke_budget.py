@@ -11,6 +11,7 @@ of results a paint."""
 
 from __future__ import annotations
 
+import inspect
 from collections import Counter
 
 import pytest
@@ -80,10 +81,11 @@ class Counting:
 
     def watch_store(self) -> None:
         store = self.app.store
-        for name in ("recall", "search", "episodes", "facts", "blocks", "sessions", "tenants", "snapshot", "activity"):
-            real = getattr(store, name, None)
-            if real is None:
+        # Every public method: an extra call of any of them is an extra store call.
+        for name, _ in inspect.getmembers(type(store), inspect.isfunction):
+            if name.startswith("_"):
                 continue
+            real = getattr(store, name)
 
             def counted(*args, _real=real, _name=name, **kwargs):
                 if self.on:
