@@ -105,3 +105,19 @@ async def test_the_inspector_shows_no_password_from_the_query(pg_url):
                 await settle(pilot, app)
             await pilot.pause(0.1)
             assert SECRET not in app.sub_title and SECRET not in screen_text(app), screen_text(app)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        (f"postgresql+psycopg://bob:{SECRET}@db.example:5432/agents", "postgresql://bob@db.example:5432/agents"),
+        (f"postgresql://bob@h/agents?sslmode=require&password={SECRET}", "postgresql://bob@h/agents?sslmode=require"),
+        (f"postgresql://bob@h/agents?SSLPassword={SECRET}&host=%2Ftmp%2Fpg", "postgresql://bob@h/agents?host=%2Ftmp%2Fpg"),
+        (f"postgresql://bob:{SECRET}@[localhost/db", "postgresql://bob@[localhost/db"),  # the driver refuses it later
+        ("postgresql://h/agents", "postgresql://h/agents"),
+    ],
+)
+def test_a_server_url_is_shown_without_its_password(url, shown):
+    from store.locations import shown_url
+
+    assert shown_url(url) == shown

@@ -35,6 +35,7 @@ from ...errors import (
     StoreNotFoundError,
     StoreOpenError,
 )
+from ...locations import shown_url
 from ...tenancy import Tenant, being_erased
 from ..shared import refuse_version, wait_out_erasure
 from . import ddl, engine, locks, partitions, scrub, tables
@@ -48,10 +49,6 @@ from .vectors import PgvectorIndex
 # model's, so the default model can embed into it later.
 DEFAULT_VECTOR_DIM = 384
 
-
-# libpq's connection parameters that hold a secret; a URL may carry them in its query string
-# (postgresql://role@host/db?password=...), which libpq accepts as it does the userinfo's.
-SECRET_PARAMETERS = ("password", "sslpassword")
 
 _UNSHOWN = "(the URL is not shown: it may hold a password)"
 
@@ -78,12 +75,8 @@ def parse(url: str) -> URL:
 
 
 def address(url: URL) -> str:
-    """What messages, manifests and the audit log name: the URL with no password, in the userinfo
-    or the query (``postgresql://role@host:port/db``)."""
-    # URL.set() leaves a field alone when given None, so the password is dropped by _replace.
-    shown = url._replace(drivername="postgresql", password=None)
-    secrets = [name for name in shown.query if name.lower() in SECRET_PARAMETERS]
-    return shown.difference_update_query(secrets).render_as_string(hide_password=False)
+    """What messages, manifests and the audit log name: the URL with no password (``shown_url``)."""
+    return shown_url(url.render_as_string(hide_password=False))
 
 
 class PostgresBackend:
