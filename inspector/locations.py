@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from store.locations import foreign_scheme, is_server_url
+from store.locations import foreign_scheme, is_server_url, shown_url
 
-__all__ = ["foreign_scheme", "is_server_url", "shown"]
+__all__ = ["foreign_scheme", "is_server_url", "shown", "shown_url"]
 
 
 def shown(location: str | Path) -> str:
@@ -17,7 +17,8 @@ def shown(location: str | Path) -> str:
     its password."""
     scheme = foreign_scheme(location)
     if scheme is not None:
-        return f"{Path(str(location).removeprefix(scheme + ':')).name} ({scheme})"
+        rest = str(location).removeprefix(scheme + ":")
+        return f"{shown(rest) if is_server_url(rest) else Path(rest).name} ({scheme})"
     if not is_server_url(location):
         return Path(location).name
     parts = urlsplit(str(location))

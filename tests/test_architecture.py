@@ -88,7 +88,8 @@ def violations(root: Path) -> list[str]:
                 found.append(f"{where}: recall must not depend on data rights")
             if me.startswith("store.backend") and target.startswith("store.tiers"):
                 found.append(f"{where}: the tiers build on the backend, not the other way")
-            compat_ok = PUBLIC | {"store.errors", "store.models"}
+            # store.locations: how an address is told apart and shown without its password.
+            compat_ok = PUBLIC | {"store.errors", "store.models", "store.locations"}
             if me.startswith("store.compat") and target not in compat_ok and not target.startswith("store.compat"):
                 found.append(f"{where}: compat adapters use only the public API (and each other)")
             # The inspector uses the public API, plus the tier registry (names and labels for its columns)
@@ -102,7 +103,7 @@ def violations(root: Path) -> list[str]:
                 | BASE
                 | {"store.demo", "store.tiers.registry", "store.compat.loomflow_sqlite", "store.compat.chroma_source", "store.glance"}
                 | {"store.compat.loomflow_erase", "store.compat.private_copies", "store.compat.langgraph_sqlite"}
-                | {"store.compat.langgraph_erase", "store.compat.mem0_source"}
+                | {"store.compat.langgraph_erase", "store.compat.mem0_source", "store.compat.langgraph_postgres"}
             )
             if me.startswith("inspector") and target not in allowed:
                 found.append(f"{where}: the inspector uses the store's public API")
@@ -225,6 +226,8 @@ ALLOWED = {
     "store/compat/langgraph_sqlite.py",
     "store/compat/langgraph_erase.py",
     "store/compat/langgraph.py",
+    # Reads LangGraph's PostgresStore into the SqliteStore reader's record shape.
+    "store/compat/langgraph_postgres.py",
     # Reads mem0's memory through the loomflow file importer's record shape (and mem0's SQLite history).
     "store/compat/mem0_source.py",
     # The tenant names with the standard library's sqlite3 alone, for the inspector's first frame:
@@ -243,6 +246,9 @@ POSTGRES_ALLOWED = {
     "store/locations.py",
     # A type variant: the vector column is pgvector's type on PostgreSQL.
     "store/schema.py",
+    # Reads a database LangGraph's PostgresStore wrote (psycopg, its jsonb): PostgreSQL is that
+    # database's engine, not memlens's backend.
+    "store/compat/langgraph_postgres.py",
 }
 
 

@@ -213,16 +213,17 @@ def import_arguments(imp: argparse.ArgumentParser) -> None:
     :func:`.store_commands.cmd_import`."""
     imp.add_argument("--db", type=location, required=True, help="the store: a file, or a postgresql:// URL")
     imp.add_argument("--create", action="store_true", help="create the store if it does not exist")
-    imp.add_argument("file", type=Path, help="a file written by `memlens export` (or the database or directory --from names)")
+    imp.add_argument("file", help="a file written by `memlens export` (or the database, directory or URL --from names)")
     imp.add_argument(
         "--from",
         dest="source",
-        choices=["loomflow-sqlite", "langgraph-sqlite", "chroma", "mem0"],
+        choices=["loomflow-sqlite", "langgraph-sqlite", "langgraph-postgres", "chroma", "mem0"],
         help="read another library's memory instead (never changed): loomflow-sqlite is a loomflow SqliteMemory "
-        "database, langgraph-sqlite a LangGraph SqliteStore file, chroma a loomflow ChromaMemory directory, mem0 the "
+        "database, langgraph-sqlite a LangGraph SqliteStore file, langgraph-postgres the postgresql:// URL of a "
+        "LangGraph PostgresStore database, chroma a loomflow ChromaMemory directory, mem0 the "
         "JSON config a mem0 agent builds its Memory from (its local Qdrant folder and history database are read)",
     )
-    _user_at(imp, "--from langgraph-sqlite")
+    _user_at(imp, "--from langgraph-sqlite or langgraph-postgres")
     _actor(imp)
     imp.add_argument("--as-user", metavar="NAME", help="import a one-tenant export under this user id instead of its own")
     imp.add_argument(

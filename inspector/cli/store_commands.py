@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..locations import foreign_scheme, is_server_url
+from ..locations import foreign_scheme, is_server_url, shown_url
 from ..printable import printable, tenant_label
 from .refusal import CommandLineError
 
@@ -127,17 +127,23 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     if args.source is not None and args.as_user is not None:
         raise CommandLineError("--as-user imports a memlens export; another library's memory keeps each user as its own tenant")
-    if args.user_at is not None and args.source != "langgraph-sqlite":
-        raise CommandLineError("--user-at names a LangGraph namespace's user label; it goes with --from langgraph-sqlite")
+    if args.user_at is not None and args.source not in ("langgraph-sqlite", "langgraph-postgres"):
+        raise CommandLineError(
+            "--user-at names a LangGraph namespace's user label; it goes with --from langgraph-sqlite or langgraph-postgres"
+        )
     source = None
     if args.source is not None:  # read and checked before --create makes a store for nothing
         from store.compat.chroma_source import read_chroma
+        from store.compat.langgraph_postgres import read_langgraph_postgres
         from store.compat.langgraph_sqlite import read_langgraph_sqlite
         from store.compat.loomflow_sqlite import read_loomflow_sqlite
         from store.compat.mem0_source import read_mem0
 
+        user_at = 1 if args.user_at is None else args.user_at
         if args.source == "langgraph-sqlite":
-            source = read_langgraph_sqlite(args.file, user_at=1 if args.user_at is None else args.user_at)
+            source = read_langgraph_sqlite(args.file, user_at=user_at)
+        elif args.source == "langgraph-postgres":
+            source = read_langgraph_postgres(args.file, user_at=user_at)
         else:
             readers = {"chroma": read_chroma, "loomflow-sqlite": read_loomflow_sqlite, "mem0": read_mem0}
             source = readers[args.source](args.file)
@@ -150,7 +156,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         if source is not None:
             return _import_loomflow(store, source, args)
         extra = {} if args.as_user is None else {"as_user": args.as_user}
-        report = store.import_(args.file, actor=args.actor, **extra)
+        report = store.import_(Path(args.file), actor=args.actor, **extra)
 
     def listed(counts: dict[str, int]) -> str:
         return ", ".join(f"{v} {k}" for k, v in counts.items() if v)
@@ -170,9 +176,15 @@ def _import_loomflow(store, source, args: argparse.Namespace) -> int:
 
     report = import_loomflow_sqlite(store, source, actor=args.actor)
     into = ", ".join(tenant_label(t) for t in report.tenants) or "no tenant"
-    kinds = {"chroma": "loomflow ChromaMemory", "langgraph-sqlite": "LangGraph SqliteStore", "mem0": "mem0 Memory"}
+    kinds = {
+        "chroma": "loomflow ChromaMemory",
+        "langgraph-sqlite": "LangGraph SqliteStore",
+        "langgraph-postgres": "LangGraph PostgresStore",
+        "mem0": "mem0 Memory",
+    }
     kind = kinds.get(args.source, "loomflow SqliteMemory")
-    print(f"imported {args.file} ({kind}) into {into}; the source was not changed")
+    shown = shown_url(args.file) if args.source == "langgraph-postgres" else args.file
+    print(f"imported {shown} ({kind}) into {into}; the source was not changed")
     for tier, count in report.tiers.items():
         print(f"  {tier:<9} read {count.read:>7}   written {count.written:>7}   already held {count.unchanged:>7}")
     if args.source in ("loomflow-sqlite", "chroma"):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,7 +32,10 @@ from ..memory import MemoryStore
 from .loomflow_sqlite import EXPORT_FORMAT, EXPORT_VERSION, LoomflowImportReport, LoomflowSource, Reading, read_sqlite_source
 
 __all__ = [
+    "ITEM_COLUMNS",
     "SESSION_PREFIX",
+    "item_records",
+    "reading_of",
     "import_langgraph_sqlite",
     "read_langgraph_sqlite",
     "schema_objects_langgraph_does_not_create",
@@ -90,11 +93,7 @@ def _read_memory(path: Path, connection: sqlite3.Connection, now: datetime, user
         _check_schema(path, conn)
         unknown = schema_objects_langgraph_does_not_create(conn)
         records, where = _records(path, conn, now, user_at)
-    items = sum(1 for r in records if r["type"] == "kv")
-    counts = {"sessions": len(records) - items, "kv_entries": items}
-    tenants = list(dict.fromkeys(r["user_id"] for r in records))
-    manifest = {"format": EXPORT_FORMAT, "format_version": EXPORT_VERSION, "tenants": tenants, "counts": counts}
-    return {"records": records, "manifest": manifest}, where, 0, unknown
+    return reading_of(records, where, unknown)
 
 
 def _check_schema(path: Path, conn: sqlite3.Connection) -> None:
@@ -127,13 +126,31 @@ def schema_objects_langgraph_does_not_create(conn: sqlite3.Connection) -> list[s
     return sorted(found)
 
 
+# What both LangGraph stores keep of an item, in the order item_records reads it.
+ITEM_COLUMNS = "prefix, key, value, created_at, updated_at, expires_at, ttl_minutes"
+
+
 def _records(path: Path, conn: sqlite3.Connection, now: datetime, user_at: int) -> tuple[list[dict[str, Any]], list[str]]:
+    return item_records(conn.execute(f"SELECT {ITEM_COLUMNS} FROM store ORDER BY prefix, key"), now, user_at)
+
+
+def reading_of(records: list[dict[str, Any]], where: list[str], unknown: list[str]) -> Reading:
+    """The reading of a LangGraph store's records: its sessions and items, counted."""
+    items = sum(1 for r in records if r["type"] == "kv")
+    counts = {"sessions": len(records) - items, "kv_entries": items}
+    tenants = list(dict.fromkeys(r["user_id"] for r in records))
+    manifest = {"format": EXPORT_FORMAT, "format_version": EXPORT_VERSION, "tenants": tenants, "counts": counts}
+    return {"records": records, "manifest": manifest}, where, 0, unknown
+
+
+def item_records(rows: Iterable[Any], now: datetime, user_at: int) -> tuple[list[dict[str, Any]], list[str]]:
+    """The sessions and keys of a LangGraph store's rows (``ITEM_COLUMNS``, by prefix and key),
+    and where each came from. Times are text (SQLite) or datetimes (PostgreSQL); a value is JSON
+    text or the decoded document."""
     sessions: dict[tuple[str | None, str], dict[str, Any]] = {}
     items: list[dict[str, Any]] = []
     where: list[str] = []
-    for prefix, key, raw, created, updated, expires, ttl_minutes in conn.execute(
-        "SELECT prefix, key, value, created_at, updated_at, expires_at, ttl_minutes FROM store ORDER BY prefix, key"
-    ):
+    for prefix, key, raw, created, updated, expires, ttl_minutes in rows:
         here = f"store[{prefix!r}, {key!r}]"
         expires_at = None if expires is None else _time(expires, f"{here}.expires_at")
         if expires_at is not None and expires_at <= now:
@@ -178,7 +195,10 @@ def _records(path: Path, conn: sqlite3.Connection, now: datetime, user_at: int) 
 
 
 def _time(value: Any, where: str) -> datetime:
-    """LangGraph writes SQLite's CURRENT_TIMESTAMP (UTC, ``YYYY-MM-DD HH:MM:SS``) or an ISO time with its offset."""
+    """LangGraph writes SQLite's CURRENT_TIMESTAMP (UTC, ``YYYY-MM-DD HH:MM:SS``) or an ISO time
+    with its offset; PostgreSQL gives a time with its zone."""
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        return value.astimezone(UTC)
     return source_time(value, where, "LangGraph")
 
 
@@ -196,6 +216,8 @@ def source_time(value: Any, where: str, writer: str) -> datetime:
 
 
 def _value(raw: Any, where: str) -> dict[str, Any]:
+    if isinstance(raw, dict):  # PostgreSQL's jsonb, decoded by the driver
+        return raw
     try:
         value = json.loads(raw)
     except (TypeError, ValueError, RecursionError):  # RecursionError: JSON nested deeper than Python's stack

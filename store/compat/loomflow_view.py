@@ -41,10 +41,12 @@ from typing import Any
 
 from .. import SessionMemory
 from ..errors import ImportMismatchError, InvalidInputError, MemlensError, ReadOnlyStoreError, SourceChangedError
+from ..locations import shown_url
 from ..memory import MemoryStore
 from ..models import ForgetReceipt
 from .chroma_source import directory_stamp, read_chroma
 from .langgraph_erase import LANGGRAPH
+from .langgraph_postgres import langgraph_postgres_stamp, read_langgraph_postgres
 from .langgraph_sqlite import read_langgraph_sqlite
 from .loomflow_erase import LOOMFLOW, ErasableFormat, forget_in_place, scrub_in_place
 from .loomflow_sqlite import LoomflowSource, import_loomflow_sqlite, read_loomflow_sqlite, source_stamp
@@ -59,13 +61,16 @@ class SourceKind:
     """How a view reads one kind of source, and what it may do to it."""
 
     scheme: str
-    read: Callable[[Path], LoomflowSource]
-    stamp: Callable[[Path], Any]
+    # A file's or folder's path; a server database's URL (``server``).
+    read: Callable[[Any], LoomflowSource]
+    stamp: Callable[[Any], Any]
     # Erasable in place (through the library that owns the source), or why not.
     erasable: bool
     read_only_reason: str
     # How it is erased in place (when erasable).
     form: ErasableFormat | None = None
+    # A database on a server (its address a URL, shown without its password), not a file.
+    server: bool = False
 
 
 KINDS = {
@@ -84,6 +89,17 @@ KINDS = {
         True,
         "another library's memory, shown where it lives: memlens only erases from it, through that library",
         LANGGRAPH,
+    ),
+    "langgraph-postgres": SourceKind(
+        "langgraph-postgres",
+        lambda url: read_langgraph_postgres(str(url)),
+        langgraph_postgres_stamp,
+        False,
+        "a LangGraph PostgresStore database, shown where it lives: memlens does not erase from it in place, since "
+        "a deleted row stays in the table's heap and the server's write-ahead log until vacuum and checkpoints run, "
+        "which memlens can neither force nor check for another application's database; erase with LangGraph's "
+        "store.delete, or import it into a memlens store",
+        server=True,
     ),
     "mem0": SourceKind(
         "mem0",
@@ -116,7 +132,8 @@ def open_view(address: str | Path, *, embedder: Any = None) -> LoomflowView:
     scheme, _, rest = str(address).partition(":")
     if scheme not in KINDS:
         raise InvalidInputError(f"{address}: not a source memlens can show ({', '.join(k + ':PATH' for k in KINDS)})")
-    return LoomflowView(Path(rest), embedder, KINDS[scheme])
+    kind = KINDS[scheme]
+    return LoomflowView(rest if kind.server else Path(rest), embedder, kind)
 
 
 def open_loomflow_view(path: str | Path, *, embedder: Any = None) -> LoomflowView:
@@ -176,7 +193,7 @@ class LoomflowView:
 
     read_only = True
 
-    def __init__(self, source: Path, embedder: Any, kind: SourceKind):
+    def __init__(self, source: Path | str, embedder: Any, kind: SourceKind):
         self.source, self.kind = source, kind
         # The one write a loomflow file's view offers: forget (and scrub), erasing in place.
         self.erases_in_place = kind.erasable
@@ -184,7 +201,7 @@ class LoomflowView:
         # What the inspector's title says of search when the view embeds nothing.
         self.search_note = None if embedder is not None else f"keyword search only: {kind.scheme} does not record its vectors' model"
         # SQLite keeps the -wal of a file opened through a symlink beside the file it points to.
-        self._real = Path(os.path.realpath(source))
+        self._real: Any = source if kind.server else Path(os.path.realpath(source))
         self._embedder = embedder
         self._sync_lock = threading.Lock()  # one reading of the source at a time
         self._swap_lock = threading.Lock()  # a call takes the current mirror, or waits for the new one
@@ -194,7 +211,7 @@ class LoomflowView:
 
     @property
     def path(self) -> str:
-        return f"{self.kind.scheme}:{self.source}"
+        return f"{self.kind.scheme}:{shown_url(str(self.source)) if self.kind.server else self.source}"
 
     def __repr__(self) -> str:
         return f"LoomflowView({self.path!r})"
