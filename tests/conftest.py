@@ -90,6 +90,8 @@ def inspector_config_dir(tmp_path, monkeypatch):
     """The inspector keeps settings (the theme) in the user's config directory: tests never read
     or write the real one, and none sees another's."""
     monkeypatch.setenv("MEMLENS_CONFIG_DIR", str(tmp_path / "memlens-config"))
+    # The notes of in-place erasures under way (store.compat.erasure_journal): never the user's.
+    monkeypatch.setenv("MEMLENS_STATE_DIR", str(tmp_path / "memlens-state"))
 
 
 # Demo stores built under a frozen clock, by that clock's time: such a build is the same file

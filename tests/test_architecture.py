@@ -104,6 +104,7 @@ def violations(root: Path) -> list[str]:
                 | {"store.demo", "store.tiers.registry", "store.compat.loomflow_sqlite", "store.compat.chroma_source", "store.glance"}
                 | {"store.compat.loomflow_erase", "store.compat.private_copies", "store.compat.langgraph_sqlite"}
                 | {"store.compat.langgraph_erase", "store.compat.mem0_source", "store.compat.langgraph_postgres"}
+                | {"store.compat.erasure_journal", "store.compat.loomflow_view"}
             )
             if me.startswith("inspector") and target not in allowed:
                 found.append(f"{where}: the inspector uses the store's public API")

@@ -54,6 +54,30 @@ def _sweep_stale_copies() -> None:
         pass  # a temporary folder this process cannot read holds nothing of ours to sweep
 
 
+def _finish_interrupted_erasures() -> None:
+    """An in-place erasure of another library's file cut short before its scrub (a SIGKILL, a
+    power cut) is finished as any memlens command starts: the file scrubbed, or a line saying
+    what to run. Only a listing of memlens's state folder when there is none."""
+    from store.compat.erasure_journal import interrupted
+
+    if not interrupted():
+        return
+    from store.compat.loomflow_view import finish_interrupted_erasures
+
+    from ..printable import printable
+
+    for cut, scrubbed, reason in finish_interrupted_erasures():
+        where = printable(f"{cut.scheme}:{cut.source}")
+        if scrubbed:
+            print(f"memlens: finished an in-place erasure that was cut short: {where} is scrubbed", file=sys.stderr)
+        else:
+            print(
+                f"memlens: an in-place erasure of {where} was cut short and its file is not scrubbed yet ({reason}); "
+                f"run `memlens scrub {where}`",
+                file=sys.stderr,
+            )
+
+
 def _stop(signum: int, _frame) -> None:
     raise Stopped(signum)
 
@@ -63,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     (a message says why), 128 + n stopped by signal n."""
     argv = sys.argv[1:] if argv is None else argv
     _sweep_stale_copies()
+    _finish_interrupted_erasures()
     if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
         if _looks_like_a_command(argv[0]):
             close = difflib.get_close_matches(argv[0], COMMANDS, n=2)

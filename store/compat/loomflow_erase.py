@@ -47,6 +47,7 @@ from ..errors import (
     did_you_mean,
 )
 from ..models import ForgetReceipt
+from . import erasure_journal as journal
 from .loomflow_sqlite import LoomflowSource, read_loomflow_sqlite, schema_objects_loomflow_does_not_create, with_side_files
 from .private_copies import copies_of, remove_private_folder
 
@@ -118,10 +119,26 @@ def forget_in_place(
     )
     if dry_run:
         return receipt
+    if journal.under_way_elsewhere(path):
+        raise SourceBusyError(
+            f"{path}: another memlens is erasing from it in place right now; nothing was erased. Try again once it has finished"
+        )
     if not any(counts.values()):
-        return receipt.model_copy(update={"disk_scrubbed": True, "out_of_reach": form.out_of_reach})
+        if not journal.interrupted(path):
+            return receipt.model_copy(update={"disk_scrubbed": True, "out_of_reach": form.out_of_reach})
+        # Nothing left to delete, but an erasure of this file was cut short before its scrub:
+        # its rows are gone, their bytes may not be. Finish it.
+        _refuse_unless_only_the_library_writes(path, form)
+        scrubbed, reason = _scrub(path, f"run `memlens scrub {form.scheme}:{path}`")
+        if scrubbed:
+            journal.end(path)
+        return receipt.model_copy(update={"disk_scrubbed": scrubbed, "scrub_pending_reason": reason, "out_of_reach": form.out_of_reach})
     _refuse_unknown_schema(path, list(before.unknown_schema), form)
     _refuse_unless_only_the_library_writes(path, form)
+    try:
+        journal.begin(path, form.scheme)
+    except OSError as error:
+        raise SourceError(f"{path}: memlens could not note the erasure it is starting ({error.strerror}); nothing was erased") from None
     try:
         form.erase(path, doomed, user_id, session_id)
     except sqlite3.OperationalError as error:  # the agent took the write lock after the probe
@@ -146,6 +163,8 @@ def forget_in_place(
     scrubbed, reason = _scrub(path, f"run `memlens scrub {form.scheme}:{path}`")
     if reason:
         pending.append(reason)
+    else:
+        journal.end(path)  # kept otherwise: the next memlens finishes the scrub
     needles = _needles(doomed, remaining, form)
     copies_erased, held_by_views = _memlens_copies(path, needles, own_copy)
     traces = _traces(path, needles) + held_by_views
@@ -281,7 +300,10 @@ def scrub_in_place(path: Path, form: ErasableFormat | None = None) -> tuple[bool
     path = Path(os.path.realpath(path))
     form.read(path)  # the library's file, or a typed error before anything is written
     _refuse_unless_only_the_library_writes(path, form)
-    return _scrub(path, "run it again")
+    scrubbed, reason = _scrub(path, "run it again")
+    if scrubbed and not journal.under_way_elsewhere(path):
+        journal.end(path)  # an erasure cut short before its scrub is finished now
+    return scrubbed, reason
 
 
 def _scrub(path: Path, again: str) -> tuple[bool, str | None]:

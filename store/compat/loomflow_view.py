@@ -45,6 +45,7 @@ from ..locations import shown_url
 from ..memory import MemoryStore
 from ..models import ForgetReceipt
 from .chroma_source import directory_stamp, read_chroma
+from .erasure_journal import Interrupted, finish_interrupted
 from .langgraph_erase import LANGGRAPH
 from .langgraph_postgres import langgraph_postgres_stamp, read_langgraph_postgres
 from .langgraph_sqlite import read_langgraph_sqlite
@@ -53,7 +54,7 @@ from .loomflow_sqlite import LoomflowSource, import_loomflow_sqlite, read_loomfl
 from .mem0_source import mem0_stamp, read_mem0
 from .private_copies import make_private_folder, remove_private_folder
 
-__all__ = ["LoomflowView", "SourceKind", "KINDS", "open_view", "open_loomflow_view"]
+__all__ = ["LoomflowView", "SourceKind", "KINDS", "finish_interrupted_erasures", "open_view", "open_loomflow_view"]
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,22 @@ KINDS = {
 # The export section each kind of record a reading holds is counted under (in TierCounts).
 _SECTION = {"episode": "episodes", "fact": "facts", "block": "blocks", "session": "sessions", "kv": "kv_entries"}
 _UNSET: Any = object()
+
+
+def finish_interrupted_erasures() -> list[tuple[Interrupted, bool, str | None]]:
+    """Scrub every file whose in-place erasure was cut short before its scrub (see
+    :mod:`.erasure_journal`); (erasure, scrubbed, why not) for each."""
+
+    def scrub(cut: Interrupted) -> tuple[bool, str | None]:
+        kind = KINDS.get(cut.scheme)
+        if kind is None or kind.form is None:
+            return False, f"memlens does not erase {cut.scheme} files in place"
+        try:
+            return scrub_in_place(cut.source, kind.form)
+        except MemlensError as error:
+            return False, str(error)
+
+    return finish_interrupted(scrub)
 
 
 def open_view(address: str | Path, *, embedder: Any = None) -> LoomflowView:

@@ -26,7 +26,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PrivateCopy", "copies_of", "make_private_folder", "remove_open_copies", "remove_private_folder", "sweep_stale"]
+__all__ = [
+    "PrivateCopy",
+    "copies_of",
+    "make_private_folder",
+    "process_alive",
+    "process_start_time",
+    "remove_open_copies",
+    "remove_private_folder",
+    "sweep_stale",
+]
 
 PREFIXES = ("memlens-view-", "memlens-chroma-", "memlens-loomflow-", "memlens-mem0-")
 OWNER_FILE = "owner.json"
@@ -38,7 +47,7 @@ _open_folders: set[Path] = set()
 _open_lock = threading.Lock()
 
 
-def _start_time(pid: int) -> str | None:
+def process_start_time(pid: int) -> str | None:
     """The process's start time in clock ticks since boot (Linux), which a reused pid does not share."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -47,14 +56,14 @@ def _start_time(pid: int) -> str | None:
     return stat.rsplit(")", 1)[1].split()[19]  # field 22, counted after the command's name
 
 
-def _alive(pid: int, started: str | None) -> bool:
+def process_alive(pid: int, started: str | None) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True  # someone else's process of that number: not ours to judge, keep the folder
-    return started is None or _start_time(pid) in (None, started)
+    return started is None or process_start_time(pid) in (None, started)
 
 
 def make_private_folder(prefix: str, source: Path) -> Path:
@@ -62,7 +71,7 @@ def make_private_folder(prefix: str, source: Path) -> Path:
     if prefix not in PREFIXES:
         raise ValueError(f"{prefix!r} is not a prefix memlens sweeps")
     folder = Path(tempfile.mkdtemp(prefix=prefix))  # 0700
-    owner = {"pid": os.getpid(), "started": _start_time(os.getpid()), "source": str(os.path.realpath(source))}
+    owner = {"pid": os.getpid(), "started": process_start_time(os.getpid()), "source": str(os.path.realpath(source))}
     (folder / OWNER_FILE).write_text(json.dumps(owner))
     with _open_lock:
         _open_folders.add(folder)
@@ -124,7 +133,7 @@ def _all_copies() -> list[PrivateCopy]:
                 continue
             found.append(PrivateCopy(Path(entry.path), None, None, young))
             continue
-        found.append(PrivateCopy(Path(entry.path), pid, source, _alive(pid, started)))
+        found.append(PrivateCopy(Path(entry.path), pid, source, process_alive(pid, started)))
     return found
 
 
