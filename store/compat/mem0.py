@@ -33,11 +33,15 @@ What differs from mem0, each refused with a ValueError rather than ignored:
   looked up tenant by tenant the first time (then remembered for this object), so in a store of
   many thousands of users they are faster with ``user_id=``, which they accept.
 
-There is no async twin (mem0's ``AsyncMemory``); nothing else is needed beside memlens.
+``AsyncMemlensMemory`` is the same surface as coroutines (mem0's ``AsyncMemory``): each call runs
+on a worker thread, so an event loop never waits on the database. Nothing else is needed beside
+memlens.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import hashlib
 import re
 import uuid
@@ -49,7 +53,7 @@ from typing import Any
 from ..memory import MemoryStore
 from ..models import Fact
 
-__all__ = ["MemlensMemory"]
+__all__ = ["AsyncMemlensMemory", "MemlensMemory"]
 
 _SCOPE = re.compile(r"memory(?: \((?:agent (?P<agent>\S+?))?(?:, )?(?:run (?P<run>\S+))?\))?")
 _ENTITIES = ("user_id", "agent_id", "run_id")
@@ -184,7 +188,7 @@ class MemlensMemory:
             raise ValueError("memlens keeps a memory's text, not its metadata; leave metadata out")
         if text is None:
             raise ValueError("At least one of text, metadata, or expiration_date must be provided.")
-        user, current = self._current(memory_id, user_id)
+        user, current = self._open_version(memory_id, user_id)
         if current is None:
             raise ValueError(f"Memory with id {memory_id} not found. Please provide a valid 'memory_id'")
         self.memory_store.add_fact(memory_id, current.predicate, text, user_id=user)
@@ -192,7 +196,7 @@ class MemlensMemory:
 
     def delete(self, memory_id: str, *, user_id: Any = None) -> dict[str, str]:
         """The memory ends: gone from search and listings, kept in its history (forget erases it)."""
-        user, current = self._current(memory_id, user_id)
+        user, current = self._open_version(memory_id, user_id)
         if current is None:
             raise ValueError(f"Memory with id {memory_id} not found")
         self.memory_store.end_fact(current.id, user_id=user)
@@ -220,7 +224,7 @@ class MemlensMemory:
 
     def get(self, memory_id: str, *, user_id: Any = None) -> dict[str, Any] | None:
         """The memory as mem0 gives it, or None if there is none (or it was deleted)."""
-        user, current = self._current(memory_id, user_id)
+        user, current = self._open_version(memory_id, user_id)
         return None if current is None else self._item(user, current, self._versions(user, memory_id))
 
     def get_all(
@@ -334,7 +338,7 @@ class MemlensMemory:
         facts = self.memory_store.facts(user_id=user, subject=memory_id, include_history=True)
         return sorted((f for f in facts if memory_scope(f.predicate) is not None), key=lambda f: (f.valid_from, f.recorded_at))
 
-    def _current(self, memory_id: str, user_id: Any) -> tuple[str | None, Fact | None]:
+    def _open_version(self, memory_id: str, user_id: Any) -> tuple[str | None, Fact | None]:
         user = self._owner_of(memory_id, user_id)
         if user is _NOBODY:
             return None, None
@@ -359,6 +363,40 @@ class MemlensMemory:
 
 
 _NOBODY: Any = object()
+
+
+class AsyncMemlensMemory:
+    """mem0's ``AsyncMemory`` surface: :class:`MemlensMemory`'s methods as coroutines, each run on
+    a worker thread. Takes what :class:`MemlensMemory` takes."""
+
+    def __init__(
+        self, store: MemoryStore | str | Path = "memlens.db", *, extract: Callable[[list[dict[str, Any]]], Iterable[str]] | None = None
+    ):
+        self.sync = MemlensMemory(store, extract=extract)
+        self.memory_store = self.sync.memory_store
+
+    def close(self) -> None:
+        self.sync.close()
+
+    async def __aenter__(self) -> AsyncMemlensMemory:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await asyncio.to_thread(self.close)
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in _ASYNC_METHODS:
+            raise AttributeError(name)
+        method = getattr(self.sync, name)
+
+        @functools.wraps(method)
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            return await asyncio.to_thread(method, *args, **kwargs)
+
+        return call
+
+
+_ASYNC_METHODS = frozenset({"add", "search", "get", "get_all", "update", "delete", "delete_all", "history", "reset"})
 
 
 def _matches(fact: Fact, wanted: dict[str, str]) -> bool:

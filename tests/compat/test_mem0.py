@@ -209,3 +209,24 @@ def test_a_memorys_scope_is_read_back_from_its_predicate(agent, run):
 )
 def test_a_fact_that_is_not_a_mem0_memory_is_not_taken_for_one(predicate):
     assert memory_scope(predicate) is None
+
+
+async def test_the_async_surface_answers_as_mem0s_async_memory(mem0_config, tmp_path):
+    from mem0 import AsyncMemory
+
+    from store.compat.mem0 import AsyncMemlensMemory
+
+    theirs = AsyncMemory.from_config(mem0_config)
+    async with AsyncMemlensMemory(MemoryStore.open(tmp_path / "m.db", embedder=None)) as ours:
+        their_id = (await theirs.add("likes jazz", user_id="alice", infer=False))["results"][0]["id"]
+        our_id = (await ours.add("likes jazz", user_id="alice", infer=False))["results"][0]["id"]
+        await theirs.update(their_id, "likes blues")
+        await ours.update(our_id, "likes blues")
+        assert texts(await theirs.get_all(filters={"user_id": "alice"})) == texts(await ours.get_all(filters={"user_id": "alice"}))
+        await theirs.delete(their_id)
+        await ours.delete(our_id)
+        assert events(await theirs.history(their_id)) == events(await ours.history(our_id))
+        assert await ours.get(our_id) is None
+        with pytest.raises(AttributeError):
+            ours.not_a_method  # noqa: B018
+        ours.memory_store.close()
