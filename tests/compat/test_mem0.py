@@ -20,20 +20,13 @@ from mem0.utils.factory import EmbedderFactory  # noqa: E402
 from store.compat.mem0 import MemlensMemory, memory_predicate, memory_scope  # noqa: E402
 from store.compat.mem0_source import import_mem0  # noqa: E402
 from store.memory import MemoryStore  # noqa: E402
+from tests.compat.mem0_support import local_config  # noqa: E402
 
 
 @pytest.fixture
 def mem0_config(tmp_path, monkeypatch) -> dict:
     monkeypatch.setitem(EmbedderFactory.provider_to_class, "openai", "tests.compat.mem0_support.HashEmbedding")
-    return {
-        "vector_store": {
-            "provider": "qdrant",
-            "config": {"path": str(tmp_path / "qdrant"), "collection_name": "t", "embedding_model_dims": 8},
-        },
-        "embedder": {"provider": "openai", "config": {"api_key": "unused"}},
-        "llm": {"provider": "openai", "config": {"api_key": "unused"}},
-        "history_db_path": str(tmp_path / "history.db"),
-    }
+    return local_config(tmp_path, "t")
 
 
 @pytest.fixture

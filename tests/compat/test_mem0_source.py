@@ -24,6 +24,7 @@ from store.compat.mem0_source import import_mem0, read_mem0  # noqa: E402
 from store.errors import InvalidInputError, ReadOnlyStoreError, SourceNotFoundError, UnrecognizedSourceError  # noqa: E402
 from store.memory import MemoryStore  # noqa: E402
 from tests.cli_process import run_cli  # noqa: E402
+from tests.compat.mem0_support import local_config  # noqa: E402
 
 
 def fingerprint(folder: Path) -> dict[str, str]:
@@ -34,15 +35,7 @@ def fingerprint(folder: Path) -> dict[str, str]:
 def agent(tmp_path, monkeypatch) -> tuple[dict, dict]:
     """mem0's memory of two users, one memory updated twice, one deleted; its config and the ids."""
     monkeypatch.setitem(EmbedderFactory.provider_to_class, "openai", "tests.compat.mem0_support.HashEmbedding")
-    config = {
-        "vector_store": {
-            "provider": "qdrant",
-            "config": {"path": str(tmp_path / "qdrant"), "collection_name": "agent", "embedding_model_dims": 8},
-        },
-        "embedder": {"provider": "openai", "config": {"api_key": "unused"}},
-        "llm": {"provider": "openai", "config": {"api_key": "unused"}},
-        "history_db_path": str(tmp_path / "history.db"),
-    }
+    config = local_config(tmp_path)
     memory = Memory.from_config(config)
     ids = {
         "pizza": memory.add("I love pizza in Lisbon", user_id="alice", infer=False)["results"][0]["id"],
