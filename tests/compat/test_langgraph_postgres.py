@@ -68,6 +68,7 @@ def test_the_view_is_live_read_only_and_never_writes(agent_db):
     before = rows(agent_db)
     with store.open(f"langgraph-postgres:{agent_db}", embedder=None) as view:
         assert set(view.tenant_names()) == {"alice", "bob", None}
+        assert [h.entry.key for h in view.search_keys("pizza", user_id="alice", mode="keyword")] == ["food"]
         generation = view.data_version()
         assert view.data_version() == generation  # nothing changed: not read again
         with PostgresStore.from_conn_string(libpq(agent_db)) as lg:

@@ -101,6 +101,7 @@ def test_mem0s_memory_is_shown_where_it_lives_and_followed(agent, tmp_path):
     with store.open(address, embedder=None) as view:
         assert set(view.tenant_names()) == {"alice", "bob"}
         assert {f.object for f in view.facts(user_id="alice")} == {"I love pizza in Naples", "my dog is called Rex"}
+        assert [h.fact.object for h in view.recall_facts("pizza", user_id="alice", mode="keyword")] == ["I love pizza in Naples"]
         version = view.data_version()
         memory = Memory.from_config(config)  # the agent writes on
         memory.add("has a cat named Tom", user_id="carol", infer=False)
