@@ -188,7 +188,8 @@ class MemlensMemory:
             raise ValueError("memlens keeps a memory's text, not its metadata; leave metadata out")
         if text is None:
             raise ValueError("At least one of text, metadata, or expiration_date must be provided.")
-        user, current = self._open_version(memory_id, user_id)
+        user, versions = self._located(memory_id, user_id)
+        current = _open(versions)
         if current is None:
             raise ValueError(f"Memory with id {memory_id} not found. Please provide a valid 'memory_id'")
         self.memory_store.add_fact(memory_id, current.predicate, text, user_id=user)
@@ -196,7 +197,8 @@ class MemlensMemory:
 
     def delete(self, memory_id: str, *, user_id: Any = None) -> dict[str, str]:
         """The memory ends: gone from search and listings, kept in its history (forget erases it)."""
-        user, current = self._open_version(memory_id, user_id)
+        user, versions = self._located(memory_id, user_id)
+        current = _open(versions)
         if current is None:
             raise ValueError(f"Memory with id {memory_id} not found")
         self.memory_store.end_fact(current.id, user_id=user)
@@ -209,23 +211,24 @@ class MemlensMemory:
             raise ValueError(
                 "At least one filter is required to delete all memories. If you want to delete all memories, use the `reset()` method."
             )
-        for user, fact in self._matching(filters):
-            self.memory_store.end_fact(fact.id, user_id=user)
+        for user, current, _ in self._matching(filters):
+            self.memory_store.end_fact(current.id, user_id=user)
         return {"message": "Memories deleted successfully!"}
 
     def reset(self) -> None:
         """Every open memory of every tenant ends (kept in history; ``forget`` erases)."""
         for user in self.memory_store.tenant_names():
-            for fact in self._memories_of(user):
-                self.memory_store.end_fact(fact.id, user_id=user)
+            for current, _ in self._memories_of(user):
+                self.memory_store.end_fact(current.id, user_id=user)
         self._owner.clear()
 
     # --- reading ---------------------------------------------------------------------------
 
     def get(self, memory_id: str, *, user_id: Any = None) -> dict[str, Any] | None:
         """The memory as mem0 gives it, or None if there is none (or it was deleted)."""
-        user, current = self._open_version(memory_id, user_id)
-        return None if current is None else self._item(user, current, self._versions(user, memory_id))
+        user, versions = self._located(memory_id, user_id)
+        current = _open(versions)
+        return None if current is None else _item(user, current, versions)
 
     def get_all(
         self, *, filters: dict[str, Any] | None = None, top_k: int = 20, show_expired: bool = False, **kwargs: Any
@@ -234,7 +237,7 @@ class MemlensMemory:
         _no_top_level_entities(kwargs, "get_all")
         wanted = _checked_filters(filters)
         _check_top_k(top_k)
-        found = [self._item(user, fact, None) for user, fact in self._matching(wanted)]
+        found = [_item(user, current, versions) for user, current, versions in self._matching(wanted)]
         found.sort(key=lambda item: (item["created_at"], item["id"]))
         return {"results": found[:top_k]}
 
@@ -269,10 +272,7 @@ class MemlensMemory:
 
     def history(self, memory_id: str, *, user_id: Any = None) -> list[dict[str, Any]]:
         """What happened to the memory, oldest first: ADD, an UPDATE per new text, DELETE once ended."""
-        user = self._owner_of(memory_id, user_id)
-        if user is _NOBODY:
-            return []
-        versions = self._versions(user, memory_id)
+        _, versions = self._located(memory_id, user_id)
         events: list[dict[str, Any]] = []
         previous: Fact | None = None
         for fact in versions:
@@ -295,6 +295,7 @@ class MemlensMemory:
     ) -> list[tuple[float, dict[str, Any]]]:
         store = self.memory_store
         limit = min(_MOST_HITS, max(top_k * 4, 20))
+        versions: dict[str, list[Fact]] | None = None  # read once, when the first hit needs its first version
         while True:
             hits = store.recall_facts(query, user_id=user, limit=limit)
             kept = []
@@ -305,7 +306,8 @@ class MemlensMemory:
                 cosine = hit.scores.vector
                 if cosine is not None and store.embedder is not None and cosine < threshold:
                     continue
-                item = self._item(user, fact, None) | {"score": hit.scores.score}
+                versions = self._versions_by_memory(user) if versions is None else versions
+                item = _item(user, fact, versions.get(fact.subject, [fact])) | {"score": hit.scores.score}
                 if explain:
                     item["score_details"] = hit.scores.model_dump()
                 kept.append((hit.scores.score, item))
@@ -313,56 +315,71 @@ class MemlensMemory:
                 return kept
             limit = min(_MOST_HITS, limit * 4)
 
-    def _memories_of(self, user: str | None) -> list[Fact]:
-        return [f for f in self.memory_store.facts(user_id=user) if memory_scope(f.predicate) is not None]
+    def _versions_by_memory(self, user: str | None) -> dict[str, list[Fact]]:
+        """Every version of each of the tenant's memories, oldest first: one read of its facts."""
+        found: dict[str, list[Fact]] = {}
+        for fact in self.memory_store.facts(user_id=user, include_history=True):
+            if memory_scope(fact.predicate) is not None:
+                found.setdefault(fact.subject, []).append(fact)
+        for versions in found.values():
+            versions.sort(key=_oldest_first)
+        return found
 
-    def _matching(self, wanted: dict[str, str]) -> list[tuple[str | None, Fact]]:
+    def _memories_of(self, user: str | None) -> list[tuple[Fact, list[Fact]]]:
+        """The tenant's open memories, each with its versions."""
+        return [(current, versions) for versions in self._versions_by_memory(user).values() if (current := _open(versions))]
+
+    def _matching(self, wanted: dict[str, str]) -> list[tuple[str | None, Fact, list[Fact]]]:
         users = [wanted["user_id"]] if "user_id" in wanted else self.memory_store.tenant_names()
-        return [(user, fact) for user in users for fact in self._memories_of(user) if _matches(fact, wanted)]
+        return [(user, current, versions) for user in users for current, versions in self._memories_of(user) if _matches(current, wanted)]
 
-    def _owner_of(self, memory_id: str, user_id: Any) -> Any:
-        """The tenant holding the memory (None: the anonymous one), or _NOBODY."""
+    def _located(self, memory_id: str, user_id: Any) -> tuple[str | None, list[Fact]]:
+        """The tenant holding the memory (None: the anonymous one) and its versions, oldest first;
+        no versions if no tenant holds it. Without ``user_id`` the tenants are asked in turn, once
+        per id: the one found is remembered."""
         if not isinstance(memory_id, str) or not memory_id:
             raise ValueError("memory_id must be a non-empty string")
         if user_id is not None:
-            return _entity(user_id, "user_id")
+            user = _entity(user_id, "user_id")
+            return user, self._versions(user, memory_id)
         if memory_id in self._owner:
-            return self._owner[memory_id]
+            user = self._owner[memory_id]
+            return user, self._versions(user, memory_id)
         for user in self.memory_store.tenant_names():
-            if self._versions(user, memory_id):
+            versions = self._versions(user, memory_id)
+            if versions:
                 self._owner[memory_id] = user
-                return user
-        return _NOBODY
+                return user, versions
+        return None, []
 
     def _versions(self, user: str | None, memory_id: str) -> list[Fact]:
         facts = self.memory_store.facts(user_id=user, subject=memory_id, include_history=True)
-        return sorted((f for f in facts if memory_scope(f.predicate) is not None), key=lambda f: (f.valid_from, f.recorded_at))
-
-    def _open_version(self, memory_id: str, user_id: Any) -> tuple[str | None, Fact | None]:
-        user = self._owner_of(memory_id, user_id)
-        if user is _NOBODY:
-            return None, None
-        open_now = [f for f in self.memory_store.facts(user_id=user, subject=memory_id) if memory_scope(f.predicate) is not None]
-        return user, (open_now[0] if open_now else None)
-
-    def _item(self, user: str | None, fact: Fact, versions: list[Fact] | None) -> dict[str, Any]:
-        versions = versions if versions is not None else self._versions(user, fact.subject)
-        first = versions[0].valid_from if versions else fact.valid_from
-        scope = memory_scope(fact.predicate) or (None, None)
-        item: dict[str, Any] = {
-            "id": fact.subject,
-            "memory": fact.object,
-            "hash": hashlib.md5(fact.object.encode(), usedforsecurity=False).hexdigest(),
-            "created_at": _stamp(first),
-            "updated_at": _stamp(fact.valid_from),
-        }
-        for key, value in (("user_id", user), ("agent_id", scope[0]), ("run_id", scope[1])):
-            if value is not None:
-                item[key] = value
-        return item
+        return sorted((f for f in facts if memory_scope(f.predicate) is not None), key=_oldest_first)
 
 
-_NOBODY: Any = object()
+def _oldest_first(fact: Fact) -> tuple[datetime, datetime]:
+    return fact.valid_from, fact.recorded_at
+
+
+def _open(versions: list[Fact]) -> Fact | None:
+    """The version believed now; None once the memory was deleted (ended)."""
+    return next((f for f in versions if f.valid_until is None), None)
+
+
+def _item(user: str | None, fact: Fact, versions: list[Fact]) -> dict[str, Any]:
+    """A memory as mem0 gives it: created when its first version was, updated when ``fact`` was."""
+    scope = memory_scope(fact.predicate) or (None, None)
+    item: dict[str, Any] = {
+        "id": fact.subject,
+        "memory": fact.object,
+        "hash": hashlib.md5(fact.object.encode(), usedforsecurity=False).hexdigest(),
+        "created_at": _stamp(versions[0].valid_from if versions else fact.valid_from),
+        "updated_at": _stamp(fact.valid_from),
+    }
+    for key, value in (("user_id", user), ("agent_id", scope[0]), ("run_id", scope[1])):
+        if value is not None:
+            item[key] = value
+    return item
 
 
 class AsyncMemlensMemory:
