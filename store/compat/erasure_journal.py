@@ -77,36 +77,39 @@ def end(source: Path) -> None:
         pass
 
 
+def _read(note: Path) -> tuple[Interrupted, int, str | None] | None:
+    """A note's erasure and the process (pid, start time) that wrote it; None if unreadable."""
+    try:
+        held = json.loads(note.read_text())
+        pid, started = int(held["pid"]), held.get("started")
+        return Interrupted(Path(held["source"]), str(held["scheme"]), note), pid, started
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def interrupted(source: Path | None = None) -> list[Interrupted]:
     """The notes whose process is gone (of ``source`` only, if given); a note another live
     process holds is an erasure under way, not one cut short."""
-    folder = notes_folder()
-    try:
-        names = sorted(os.listdir(folder))
-    except OSError:
-        return []
-    found = []
-    for name in names:
-        if not name.endswith(".json"):
-            continue
+    if source is not None:
+        notes = [_note_of(source)]
+    else:
+        folder = notes_folder()
         try:
-            note = json.loads((folder / name).read_text())
-            pid, started, path, scheme = int(note["pid"]), note.get("started"), Path(note["source"]), str(note["scheme"])
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        if (source is None or path == source) and not process_alive(pid, started):
-            found.append(Interrupted(path, scheme, folder / name))
+            notes = [folder / name for name in sorted(os.listdir(folder)) if name.endswith(".json")]
+        except OSError:
+            return []
+    found = []
+    for note in notes:
+        read = _read(note)
+        if read is not None and (source is None or read[0].source == source) and not process_alive(read[1], read[2]):
+            found.append(read[0])
     return found
 
 
 def under_way_elsewhere(source: Path) -> bool:
     """Another live process is erasing from ``source`` in place right now."""
-    try:
-        note = json.loads(_note_of(source).read_text())
-        pid, started = int(note["pid"]), note.get("started")
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
-    return pid != os.getpid() and process_alive(pid, started)
+    read = _read(_note_of(source))
+    return read is not None and read[1] != os.getpid() and process_alive(read[1], read[2])
 
 
 def finish_interrupted(scrub: Callable[[Interrupted], tuple[bool, str | None]]) -> list[tuple[Interrupted, bool, str | None]]:
