@@ -19,6 +19,8 @@ store, where ``forget`` scrubs and checks. Needs ``psycopg`` (``pip install meml
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -72,38 +74,31 @@ def langgraph_postgres_stamp(url: str | Path) -> Any:
         return cur.fetchone()
 
 
-class _snapshot:
-    """A cursor in a read-only, repeatable-read transaction on the database, closed (rolled back)
-    on leaving; a failure to connect is a SourceNotFoundError without the password."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self.conn: Any = None
-
-    def __enter__(self) -> Any:
-        try:
-            import psycopg
-        except ImportError:
-            raise SourceToolMissingError("reading a LangGraph PostgresStore needs psycopg: pip install memlens[postgres]") from None
-        conninfo = "postgresql://" + self.url.split("://", 1)[-1]
-        try:
-            self.conn = psycopg.connect(conninfo, connect_timeout=10, options="-c default_transaction_read_only=on")
-            self.conn.read_only = True
-            self.conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
-        except psycopg.Error as error:
-            raise SourceNotFoundError(f"{shown_url(self.url)}: cannot read it ({_without_password(str(error), self.url)})") from None
-        return self.conn.cursor()
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: object) -> None:
+@contextmanager
+def _snapshot(url: str) -> Iterator[Any]:
+    """A cursor in a read-only, repeatable-read transaction on the database, rolled back and
+    closed on leaving; the driver's errors become SourceNotFoundError, without the password."""
+    try:
         import psycopg
-
+    except ImportError:
+        raise SourceToolMissingError("reading a LangGraph PostgresStore needs psycopg: pip install memlens[postgres]") from None
+    conninfo = "postgresql://" + url.split("://", 1)[-1]
+    try:
+        conn = psycopg.connect(conninfo, connect_timeout=10, options="-c default_transaction_read_only=on")
+        conn.read_only = True
+        conn.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+    except psycopg.Error as error:
+        raise SourceNotFoundError(f"{shown_url(url)}: cannot read it ({_without_password(str(error), url)})") from None
+    try:
+        yield conn.cursor()
+    except psycopg.Error as error:
+        raise SourceNotFoundError(f"{shown_url(url)}: reading it failed ({_without_password(str(error), url)})") from None
+    finally:
         try:
-            self.conn.rollback()
+            conn.rollback()
         except psycopg.Error:
             pass  # the connection is gone: closing it is all there is to do
-        self.conn.close()
-        if isinstance(error, psycopg.Error):
-            raise SourceNotFoundError(f"{shown_url(self.url)}: reading it failed ({_without_password(str(error), self.url)})") from None
+        conn.close()
 
 
 def _check_schema(cur: Any, shown: str) -> None:
