@@ -104,7 +104,7 @@ def violations(root: Path) -> list[str]:
                 | {"store.demo", "store.tiers.registry", "store.compat.loomflow_sqlite", "store.compat.chroma_source", "store.glance"}
                 | {"store.compat.loomflow_erase", "store.compat.private_copies", "store.compat.langgraph_sqlite"}
                 | {"store.compat.langgraph_erase", "store.compat.mem0_source", "store.compat.langgraph_postgres"}
-                | {"store.compat.erasure_journal", "store.compat.loomflow_view"}
+                | {"store.compat.erasure_journal", "store.compat.loomflow_view", "store.compat.knowledge_graph"}
             )
             if me.startswith("inspector") and target not in allowed:
                 found.append(f"{where}: the inspector uses the store's public API")
@@ -231,6 +231,8 @@ ALLOWED = {
     "store/compat/langgraph_postgres.py",
     # Reads mem0's memory through the loomflow file importer's record shape (and mem0's SQLite history).
     "store/compat/mem0_source.py",
+    # Reads an MCP memory server's file into the loomflow file importer's record shape.
+    "store/compat/knowledge_graph.py",
     # The tenant names with the standard library's sqlite3 alone, for the inspector's first frame:
     # anything under store/backend/ imports SQLAlchemy (~0.4 s), which this module exists to avoid.
     "store/glance.py",

@@ -28,6 +28,12 @@ DECLARED: tuple[Command, ...] = (
     Command("export", "export a tenant (or every tenant) to JSON or JSONL", flags.export_arguments, store_commands.cmd_export),
     Command("import", "import an export file (atomic; re-importing changes nothing)", flags.import_arguments, store_commands.cmd_import),
     Command("forget", "erase a tenant, a session, or what is older than a date", flags.forget_arguments, store_commands.cmd_forget),
+    Command(
+        "mcp",
+        "serve one tenant's memory to an MCP agent on stdio (the reference memory server's tools, and memlens's)",
+        flags.mcp_arguments,
+        store_commands.cmd_mcp,
+    ),
     Command("audit", "show the audit log (every tenant unless --user/--anonymous)", flags.audit_arguments, store_commands.cmd_audit),
     Command("reembed", "re-embed every episode and fact with the current model", flags.reembed_arguments, store_commands.cmd_reembed),
     Command(

@@ -208,6 +208,12 @@ def index_arguments(index: argparse.ArgumentParser) -> None:
     index.add_argument("--drop", action="store_true", help="drop the index instead: the tenant's searches are exact again")
 
 
+def mcp_arguments(mcp: argparse.ArgumentParser) -> None:
+    mcp.add_argument("--db", type=location, required=True, help="the store: a file, or a postgresql:// URL")
+    _tenant_options(mcp, required=True)
+    mcp.add_argument("--create", action="store_true", help="create the store if it does not exist")
+
+
 def import_arguments(imp: argparse.ArgumentParser) -> None:
     """`memlens import`'s flags; a new source format adds its flag here and its branch in
     :func:`.store_commands.cmd_import`."""
@@ -217,15 +223,18 @@ def import_arguments(imp: argparse.ArgumentParser) -> None:
     imp.add_argument(
         "--from",
         dest="source",
-        choices=["loomflow-sqlite", "langgraph-sqlite", "langgraph-postgres", "chroma", "mem0"],
+        choices=["loomflow-sqlite", "langgraph-sqlite", "langgraph-postgres", "chroma", "mem0", "mcp-memory"],
         help="read another library's memory instead (never changed): loomflow-sqlite is a loomflow SqliteMemory "
         "database, langgraph-sqlite a LangGraph SqliteStore file, langgraph-postgres the postgresql:// URL of a "
         "LangGraph PostgresStore database, chroma a loomflow ChromaMemory directory, mem0 the "
-        "JSON config a mem0 agent builds its Memory from (its local Qdrant folder and history database are read)",
+        "JSON config a mem0 agent builds its Memory from (its local Qdrant folder and history database are read), "
+        "mcp-memory the JSONL file of the reference MCP memory server (into --as-user's tenant, or the anonymous one)",
     )
     _user_at(imp, "--from langgraph-sqlite or langgraph-postgres")
     _actor(imp)
-    imp.add_argument("--as-user", metavar="NAME", help="import a one-tenant export under this user id instead of its own")
+    imp.add_argument(
+        "--as-user", metavar="NAME", help="import a one-tenant export (or an mcp-memory file) under this user id instead of its own"
+    )
     imp.add_argument(
         "--max-content-bytes",
         type=positive_int,

@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..locations import foreign_scheme, is_server_url, shown_url
+from ..locations import foreign_scheme, is_server_url, shown, shown_url
 from ..printable import printable, tenant_label
 from .refusal import CommandLineError
 
@@ -125,7 +125,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     from store import MemoryStore
 
-    if args.source is not None and args.as_user is not None:
+    if args.source not in (None, "mcp-memory") and args.as_user is not None:
         raise CommandLineError("--as-user imports a memlens export; another library's memory keeps each user as its own tenant")
     if args.user_at is not None and args.source not in ("langgraph-sqlite", "langgraph-postgres"):
         raise CommandLineError(
@@ -134,6 +134,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     source = None
     if args.source is not None:  # read and checked before --create makes a store for nothing
         from store.compat.chroma_source import read_chroma
+        from store.compat.knowledge_graph import read_mcp_memory
         from store.compat.langgraph_postgres import read_langgraph_postgres
         from store.compat.langgraph_sqlite import read_langgraph_sqlite
         from store.compat.loomflow_sqlite import read_loomflow_sqlite
@@ -144,6 +145,8 @@ def cmd_import(args: argparse.Namespace) -> int:
             source = read_langgraph_sqlite(args.file, user_at=user_at)
         elif args.source == "langgraph-postgres":
             source = read_langgraph_postgres(args.file, user_at=user_at)
+        elif args.source == "mcp-memory":
+            source = read_mcp_memory(args.file, user_id=args.as_user)
         else:
             readers = {"chroma": read_chroma, "loomflow-sqlite": read_loomflow_sqlite, "mem0": read_mem0}
             source = readers[args.source](args.file)
@@ -181,6 +184,7 @@ def _import_loomflow(store, source, args: argparse.Namespace) -> int:
         "langgraph-sqlite": "LangGraph SqliteStore",
         "langgraph-postgres": "LangGraph PostgresStore",
         "mem0": "mem0 Memory",
+        "mcp-memory": "MCP memory server's knowledge graph",
     }
     kind = kinds.get(args.source, "loomflow SqliteMemory")
     shown = shown_url(args.file) if args.source == "langgraph-postgres" else args.file
@@ -247,6 +251,25 @@ def _forget_in_place(args: argparse.Namespace, user: str | None):
     form = langgraph_format(1 if args.user_at is None else args.user_at) if scheme == "langgraph-sqlite" else LOOMFLOW
     path = Path(str(args.db).removeprefix(f"{scheme}:"))
     return forget_in_place(path, form=form, user_id=user, session_id=args.session, dry_run=args.dry_run, actor=args.actor)
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    """Serve one tenant to an MCP client on stdio until it leaves. stdout is the protocol's, so
+    every word for a person goes to stderr."""
+    import importlib.util
+
+    from store import MemoryStore
+
+    from ..mcp_server import serve_stdio
+
+    if importlib.util.find_spec("mcp") is None:
+        raise CommandLineError("memlens mcp needs the MCP SDK: pip install 'memlens[mcp]'")
+    user = _user(args)
+    opened = MemoryStore.open(args.db) if args.create else open_existing(args.db, hint=" (pass --create to start a new store)")
+    with opened as store:
+        print(f"memlens mcp: serving {tenant_label(user)} of {shown(args.db)} on stdio", file=sys.stderr)
+        serve_stdio(store, user)
+    return 0
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
