@@ -16,8 +16,9 @@ def scheme(location: str | Path) -> str:
 
 
 # Memory another library keeps, shown where it lives (read-only): ``loomflow-sqlite:PATH``,
-# ``langgraph-sqlite:PATH``, ``langgraph-postgres:URL``, ``mem0:CONFIG.json``, ``chroma:DIR``.
-FOREIGN_SCHEMES = ("loomflow-sqlite", "langgraph-sqlite", "langgraph-postgres", "mem0", "chroma")
+# ``langgraph-sqlite:PATH``, ``langgraph-postgres:URL``, ``mem0:CONFIG.json``, ``chroma:DIR``,
+# ``mcp-memory:FILE.jsonl`` (the reference MCP memory server's file).
+FOREIGN_SCHEMES = ("loomflow-sqlite", "langgraph-sqlite", "langgraph-postgres", "mem0", "chroma", "mcp-memory")
 
 # libpq's connection parameters that hold a secret; a URL may carry them in its query string
 # (postgresql://role@host/db?password=...), which libpq accepts as it does the userinfo's.

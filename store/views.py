@@ -85,6 +85,16 @@ class StoreView(Protocol):
         prefix: bool = ...,
     ) -> list[RecallHit]: ...
 
+    def search_keys(
+        self,
+        query: str,
+        *,
+        user_id: str | None = ...,
+        among: Iterable[tuple[str, str]] | None = ...,
+        limit: int = ...,
+        mode: Mode = ...,
+    ) -> list[RecallHit]: ...
+
     def episodes(
         self,
         *,

@@ -26,16 +26,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from .. import SessionMemory
-from ..errors import ImportValidationError, InvalidInputError, UnrecognizedSourceError
-from ..memory import MemoryStore
+from ..errors import ImportValidationError, InvalidInputError, SourceChangedError, UnrecognizedSourceError
 from ..models import KeyValueEntry
-from .loomflow_sqlite import EXPORT_FORMAT, EXPORT_VERSION, LoomflowSource
+from ..views import StoreView
+from .loomflow_sqlite import EXPORT_FORMAT, EXPORT_VERSION, LoomflowSource, source_stamp
 
 __all__ = ["GRAPH_SESSION", "KnowledgeGraph", "read_mcp_memory"]
 
@@ -47,6 +48,7 @@ RELATION = "relation:"
 # A session key holds at most 512 characters; an entity's key is readable, so its name is bounded.
 MAX_NAME = 512 - len(ENTITY)
 SEMANTIC_EXTRAS = 5
+READ_ATTEMPTS = 20
 # A search's extra matches must hold a word of the query (in any form) or be this close in
 # meaning (cosine, the default model): hybrid search ranks every node, and without a floor a
 # graph of a few nodes would answer every query with all of them.
@@ -113,13 +115,14 @@ def _graph(entities: list[dict[str, Any]], relations: list[dict[str, str]]) -> d
 
 
 class KnowledgeGraph:
-    """The reference memory server's graph operations on one tenant of a memlens store.
+    """The reference memory server's graph operations on one tenant of a memlens store (or, to
+    read, of a view: ``store.open("mcp-memory:memory.jsonl")`` shows a reference server's file).
 
     Each operation reads the graph and then writes key by key, as the reference server reads its
     file and writes it whole: two callers at once can interleave (the reference can lose a
     write). Every argument is checked before anything is written, so bad input changes nothing."""
 
-    def __init__(self, store: MemoryStore, *, user_id: str | None) -> None:
+    def __init__(self, store: StoreView, *, user_id: str | None) -> None:
         self._store = store
         self.user_id = user_id
 
@@ -277,16 +280,33 @@ def read_mcp_memory(path: str | Path, *, user_id: str | None = None) -> Loomflow
     line that is not JSON, or an entity or relation of the wrong shape, raises
     :class:`~store.errors.ImportValidationError` naming the line."""
     source = Path(path)
+    for _ in range(READ_ATTEMPTS):
+        before = source_stamp(source)
+        try:
+            raw = source.read_bytes()
+        except FileNotFoundError:
+            raise UnrecognizedSourceError(f"{source}: no such file") from None
+        except OSError as error:
+            raise UnrecognizedSourceError(f"{source}: cannot be read ({error.strerror})") from None
+        if source_stamp(source) == before:
+            break
+        # The server rewrites the whole file at each change (truncate, then write): read it again.
+        time.sleep(0.02)
+    else:
+        raise SourceChangedError(f"{source} changed during each of {READ_ATTEMPTS} readings; try again once the server is idle")
     try:
-        raw = source.read_bytes()
-    except FileNotFoundError:
-        raise UnrecognizedSourceError(f"{source}: no such file") from None
-    except OSError as error:
-        raise UnrecognizedSourceError(f"{source}: cannot be read ({error.strerror})") from None
+        return _graph_source(source, raw, user_id)
+    except ImportValidationError:
+        if source_stamp(source) != before:  # torn by a write that began after the reading
+            raise SourceChangedError(f"{source} changed while it was read; try again") from None
+        raise
+
+
+def _graph_source(source: Path, raw: bytes, user_id: str | None) -> LoomflowSource:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise UnrecognizedSourceError(f"{source}: not a reference memory server's file (not UTF-8 text)") from None
+        raise ImportValidationError(f"{source}: not a reference memory server's file (not UTF-8 text)") from None
     # key -> (value, search text, line): the first line of a name wins, as the reference's own
     # reads find the first; the graph's order is the file's.
     nodes: dict[str, tuple[dict[str, Any], str | None, str]] = {}

@@ -46,6 +46,7 @@ from ..memory import MemoryStore
 from ..models import ForgetReceipt
 from .chroma_source import directory_stamp, read_chroma
 from .erasure_journal import Interrupted, finish_interrupted
+from .knowledge_graph import read_mcp_memory
 from .langgraph_erase import LANGGRAPH
 from .langgraph_postgres import langgraph_postgres_stamp, read_langgraph_postgres
 from .langgraph_sqlite import read_langgraph_sqlite
@@ -110,6 +111,16 @@ KINDS = {
         "a mem0 agent's memory, shown where it lives: memlens does not erase from it in place, since mem0 keeps a "
         "deleted memory's text in its history database and Qdrant's local files are not SQLite memlens can scrub; "
         "erase with mem0's delete_all(user_id=...) and delete the history rows, or import it into a memlens store",
+    ),
+    "mcp-memory": SourceKind(
+        "mcp-memory",
+        lambda path: read_mcp_memory(path),
+        source_stamp,
+        False,
+        "the JSONL file of an MCP memory server, shown where it lives (as the anonymous tenant: the file names no "
+        "user): memlens does not erase from it in place, since the server rewrites the whole file at each change "
+        "and only the filesystem knows where the old bytes went; erase with the server's delete_entities, or "
+        "import it into a memlens store (`memlens import --from mcp-memory`)",
     ),
     "chroma": SourceKind(
         "chroma",

@@ -23,10 +23,11 @@ from mcp.shared.memory import create_connected_server_and_client_session
 
 from inspector.mcp_server import GRAPH_TOOLS, ToolHandlers, build_server
 from store import MemoryStore
+from store import open as store_open
 from store.compat.knowledge_graph import GRAPH_SESSION, KnowledgeGraph, read_mcp_memory
 from store.compat.loomflow_sqlite import import_loomflow_sqlite
 from store.embedding import FakeEmbedder
-from store.errors import ImportValidationError, InvalidInputError
+from store.errors import ImportValidationError, InvalidInputError, ReadOnlyStoreError
 
 from ..cli_process import run_cli
 
@@ -165,6 +166,11 @@ async def test_the_nine_tools_answer_as_the_reference_server_does_call_by_call(r
     with MemoryStore.open(store_path, embedder=FakeEmbedder()) as store:
         import_loomflow_sqlite(store, read_mcp_memory(tmp_path / "memory.jsonl", user_id="ada"))
         assert KnowledgeGraph(store, user_id="ada").read_graph() == reference[-2][2]
+    # And opened where it lives, it is the same graph, as the anonymous tenant (the file names no user).
+    before = (tmp_path / "memory.jsonl").read_bytes()
+    with store_open(f"mcp-memory:{tmp_path / 'memory.jsonl'}", embedder=FakeEmbedder()) as view:
+        assert KnowledgeGraph(view, user_id=None).read_graph() == reference[-2][2]
+    assert (tmp_path / "memory.jsonl").read_bytes() == before
 
 
 @pytest.mark.model
@@ -275,6 +281,31 @@ def test_a_reference_file_imports_in_its_order_and_a_hostile_one_is_refused_whol
             with pytest.raises(ImportValidationError, match=name):
                 read_mcp_memory(tmp_path / name, user_id="kim")
         assert store.tenant_names() == ["kim"]
+
+
+def test_a_reference_file_is_shown_where_it_lives_follows_its_server_and_is_never_changed(tmp_path):
+    path = tmp_path / "memory.jsonl"
+
+    def write(*entities: dict) -> None:  # as the reference server writes: the whole file at once
+        path.write_text("\n".join(json.dumps({"type": "entity", **e}) for e in entities), encoding="utf-8")
+
+    write(entity("a", "t", "first"))
+    with store_open(f"mcp-memory:{path}", embedder=FakeEmbedder()) as view:
+        assert view.read_only and not view.erases_in_place and "delete_entities" in view.read_only_reason
+        graph = KnowledgeGraph(view, user_id=None)
+        assert graph.read_graph()["entities"] == [entity("a", "t", "first")]
+        seen = view.data_version()
+        write(entity("a", "t", "first"), entity("b", "t", "second"))
+        os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 1_000_000))
+        assert view.data_version() != seen
+        assert [e["name"] for e in graph.read_graph()["entities"]] == ["a", "b"]
+        assert [e["name"] for e in graph.search_nodes("second")["entities"]] == ["b"]
+        with pytest.raises(ReadOnlyStoreError):
+            graph.create_entities([entity("c", "t")])
+        written = path.read_bytes()
+    assert path.read_bytes() == written
+    done = run_cli("forget", "--db", f"mcp-memory:{path}", "--anonymous", "--yes")
+    assert done.returncode != 0 and "delete_entities" in done.stderr and path.read_bytes() == written
 
 
 def test_the_command_line_imports_a_reference_file_into_the_named_tenant(tmp_path):
