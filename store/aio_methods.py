@@ -32,6 +32,7 @@ from .models import (
     MigrationReport,
     PendingScrub,
     Profile,
+    RecallExplanation,
     RecallHit,
     ScratchpadEntry,
     SessionInfo,
@@ -262,6 +263,31 @@ class AsyncMemoryStoreMethods:
     ) -> list[RecallHit]:
         """Search the tenant's live session keys that were given a ``search_text`` (:meth:`SessionMemory.set <store.tiers.sessions.SessionMemory.set>`), best first, scored as :meth:`recall` scores blocks; each hit (kind ``key``) carries its ``entry`` and ``session_id``. ``among``: only these ``(session_id, key)`` pairs (None: every session). (:meth:`MemoryStore.search_keys`, run in a worker thread.)"""
         return await asyncio.to_thread(self._sync.search_keys, query, user_id=user_id, among=among, limit=limit, mode=mode)
+
+    async def explain(
+        self,
+        query: str,
+        memory_id: str,
+        *,
+        user_id: str | None = UNSET,
+        limit: int = 5,
+        session_id: str | None = None,
+        time_range: tuple[datetime | None, datetime | None] | None = None,
+        kind: RecallScope = "episodic",
+        mode: Mode = "hybrid",
+    ) -> RecallExplanation:
+        """Why the episode or fact ``memory_id`` did or did not come back from ``recall(query, ...)`` with the same arguments: its rank and scores against the last hit returned, the query words it lacks, and each reason it was left out (another kind, session or time range; a fact superseded or ended; ranked below the cut; not ranked at all; not held by the tenant). See :class:`~store.models.RecallExplanation`. (:meth:`MemoryStore.explain`, run in a worker thread.)"""
+        return await asyncio.to_thread(
+            self._sync.explain,
+            query,
+            memory_id,
+            user_id=user_id,
+            limit=limit,
+            session_id=session_id,
+            time_range=time_range,
+            kind=kind,
+            mode=mode,
+        )
 
     async def recall_facts(
         self, query: str, *, user_id: str | None = UNSET, limit: int = 5, valid_at: datetime | None = None, mode: Mode = "hybrid"

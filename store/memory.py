@@ -35,6 +35,7 @@ from .models import (
     MigrationReport,
     PendingScrub,
     Profile,
+    RecallExplanation,
     RecallHit,
     SessionInfo,
     StoreStats,
@@ -43,6 +44,7 @@ from .models import (
     VectorIndexReport,
 )
 from .recall import indexing
+from .recall.explain import explain as explain_recall
 from .recall.hits import Mode
 from .recall.indexing import Indexer, recorded_model
 from .recall.service import RecallScope, RecallService
@@ -622,6 +624,35 @@ class MemoryStore:
         as :meth:`recall` scores blocks; each hit (kind ``key``) carries its ``entry`` and
         ``session_id``. ``among``: only these ``(session_id, key)`` pairs (None: every session)."""
         return self._recall.search_keys(query, self._tenant(user_id), among=among, limit=limit, mode=mode)
+
+    def explain(
+        self,
+        query: str,
+        memory_id: str,
+        *,
+        user_id: str | None = UNSET,
+        limit: int = 5,
+        session_id: str | None = None,
+        time_range: tuple[datetime | None, datetime | None] | None = None,
+        kind: RecallScope = "episodic",
+        mode: Mode = "hybrid",
+    ) -> RecallExplanation:
+        """Why the episode or fact ``memory_id`` did or did not come back from
+        ``recall(query, ...)`` with the same arguments: its rank and scores against the last hit
+        returned, the query words it lacks, and each reason it was left out (another kind, session
+        or time range; a fact superseded or ended; ranked below the cut; not ranked at all; not
+        held by the tenant). See :class:`~store.models.RecallExplanation`."""
+        return explain_recall(
+            self,
+            query,
+            check_name(memory_id, "memory_id"),
+            user_id=self._tenant(user_id).user_id,
+            limit=limit,
+            session_id=session_id,
+            time_range=time_range,
+            kind=kind,
+            mode=mode,
+        )
 
     def recall_facts(
         self, query: str, *, user_id: str | None = UNSET, limit: int = 5, valid_at: datetime | None = None, mode: Mode = "hybrid"

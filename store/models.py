@@ -284,6 +284,43 @@ class RecallHit(_Model):
     matched_terms: list[str] = Field(default_factory=list)
 
 
+WhyNotCause = Literal["not_held", "kind", "session", "time", "superseded", "ended", "ranked_below", "beyond_depth", "words_missing"]
+
+
+class WhyNot(_Model):
+    """One reason a memory did not come back from a recall (:class:`RecallExplanation`).
+
+    ``not_held``: the tenant holds no memory of that id (never stored for it, another tenant's,
+    or erased). ``kind``, ``session``, ``time``: the recall's ``kind``, ``session_id`` or
+    ``time_range`` left it out. ``superseded``, ``ended``: a fact no longer believed (recall
+    searches current facts). ``ranked_below``: it was ranked, below the last hit returned.
+    ``beyond_depth``: not among the first results the search ranked at all. ``words_missing``:
+    query words it holds in no form (what keyword search and the hybrid's coverage look for)."""
+
+    cause: WhyNotCause
+    detail: str
+
+
+class RecallExplanation(_Model):
+    """Where one memory stands for one recall (:meth:`store.memory.MemoryStore.explain`): whether
+    it came back and at which rank, its scores and those of the last hit returned (the one it had
+    to beat), the query words it lacks, and every reason it did not come back (none if it did)."""
+
+    query: str
+    memory_id: str
+    kind: RecallKind | None
+    """``episode`` or ``fact``; None when the tenant holds no memory of that id."""
+    returned: bool
+    rank: int | None
+    """Its place among the results, from 1 (None: filtered out, or beyond the ranked depth)."""
+    limit: int
+    scores: ScoreBreakdown | None
+    cut: ScoreBreakdown | None
+    """The scores of the last hit returned (rank ``limit``); None when fewer came back."""
+    missing_words: list[str]
+    causes: list[WhyNot]
+
+
 class ForgetReceipt(_Model):
     """Proof of an erasure: what was asked, how much went, and a digest that identifies the
     request. It never holds erased content."""

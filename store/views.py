@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         Block,
         BlockHistory,
         Change,
+        Episode,
         EpisodePage,
         Fact,
         ForgetReceipt,
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
         MemorySnapshot,
         PendingScrub,
         Profile,
+        RecallExplanation,
         RecallHit,
         SessionInfo,
         TenantSummary,
@@ -84,6 +86,21 @@ class StoreView(Protocol):
         mode: Mode = ...,
         prefix: bool = ...,
     ) -> list[RecallHit]: ...
+
+    def explain(
+        self,
+        query: str,
+        memory_id: str,
+        *,
+        user_id: str | None = ...,
+        limit: int = ...,
+        session_id: str | None = ...,
+        time_range: tuple[datetime | None, datetime | None] | None = ...,
+        kind: RecallScope = ...,
+        mode: Mode = ...,
+    ) -> RecallExplanation: ...
+
+    def get_episode(self, episode_id: str, *, user_id: str | None = ...) -> Episode: ...
 
     def search_keys(
         self,

@@ -29,6 +29,12 @@ DECLARED: tuple[Command, ...] = (
     Command("import", "import an export file (atomic; re-importing changes nothing)", flags.import_arguments, store_commands.cmd_import),
     Command("forget", "erase a tenant, a session, or what is older than a date", flags.forget_arguments, store_commands.cmd_forget),
     Command(
+        "explain",
+        "say where a memory ranks for a recall and why it did not come back",
+        flags.explain_arguments,
+        store_commands.cmd_explain,
+    ),
+    Command(
         "mcp",
         "serve one tenant's memory to an MCP agent on stdio (the reference memory server's tools, and memlens's)",
         flags.mcp_arguments,

@@ -208,6 +208,21 @@ def index_arguments(index: argparse.ArgumentParser) -> None:
     index.add_argument("--drop", action="store_true", help="drop the index instead: the tenant's searches are exact again")
 
 
+def explain_arguments(explain: argparse.ArgumentParser) -> None:
+    explain.add_argument("--db", type=location, required=True, help="the store: a file, or a postgresql:// URL")
+    _tenant_options(explain, required=True)
+    explain.add_argument("query", help="the query, as the agent (or you) recalled with it")
+    explain.add_argument("--id", dest="memory_id", required=True, help="the episode or fact that should have come back")
+    explain.add_argument("--limit", type=positive_int, default=5, help="how many results the recall asked for (default: %(default)s)")
+    explain.add_argument("--session", help="the session the recall was limited to")
+    explain.add_argument("--since", type=aware, help="the start of the recall's time range (ISO date)")
+    explain.add_argument("--until", type=aware, help="the end of the recall's time range (ISO date)")
+    explain.add_argument(
+        "--kind", choices=["episodic", "facts", "all"], default="episodic", help="what the recall searched (default: %(default)s)"
+    )
+    explain.add_argument("--mode", choices=["hybrid", "keyword", "vector"], default="hybrid", help="how it ranked (default: %(default)s)")
+
+
 def mcp_arguments(mcp: argparse.ArgumentParser) -> None:
     mcp.add_argument("--db", type=location, required=True, help="the store: a file, or a postgresql:// URL")
     _tenant_options(mcp, required=True)

@@ -253,6 +253,34 @@ def _forget_in_place(args: argparse.Namespace, user: str | None):
     return forget_in_place(path, form=form, user_id=user, session_id=args.session, dry_run=args.dry_run, actor=args.actor)
 
 
+def cmd_explain(args: argparse.Namespace) -> int:
+    """Exit 0 when the memory came back, 1 when it did not (with the reasons)."""
+    user = _user(args)
+    with open_existing(args.db) as store:
+        store.require_tenant(user_id=user)
+        answer = store.explain(
+            args.query,
+            args.memory_id,
+            user_id=user,
+            limit=args.limit,
+            session_id=args.session,
+            time_range=None if args.since is None and args.until is None else (args.since, args.until),
+            kind=args.kind,
+            mode=args.mode,
+        )
+    what = printable(args.memory_id) if answer.kind is None else f"{answer.kind} {printable(args.memory_id)}"
+    if answer.returned:
+        print(f"{what} came back: rank {answer.rank} of {answer.limit}, score {answer.scores.score:.3f}")
+    else:
+        ranked = f" (ranked {answer.rank})" if answer.rank is not None else ""
+        print(f"{what} did not come back in the first {answer.limit}{ranked}:")
+        for cause in answer.causes:
+            print(f"  {cause.cause}: {printable(cause.detail)}")
+    if answer.missing_words and answer.returned:
+        print(f"  it lacks the query's {', '.join(printable(w) for w in answer.missing_words)}")
+    return 0 if answer.returned else 1
+
+
 def cmd_mcp(args: argparse.Namespace) -> int:
     """Serve one tenant to an MCP client on stdio until it leaves. stdout is the protocol's, so
     every word for a person goes to stderr."""
