@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # the store's models are imported after the first frame, when
         KeyValueEntry,
         MemoryDiff,
         MemorySnapshot,
+        RecallExplanation,
         RecallHit,
         ScratchpadEntry,
         SessionInfo,
@@ -239,6 +240,14 @@ class BlockHistoryLoaded(Carrier):
 
     title: str
     history: BlockHistory
+
+
+class WhyNotLoaded(Carrier):
+    """Where a memory stands for the search as typed (``MemoryStore.explain``), loaded by the
+    tenant views; the main screen shows it."""
+
+    title: str
+    explanation: RecallExplanation
 
 
 class TimelineLoaded(Carrier):

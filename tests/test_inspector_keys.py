@@ -29,6 +29,7 @@ FOCUS = {
     "TenantList": "tenant",
     "CheckpointsTable": "checkpoints",
     "BlocksTable": "in the blocks",
+    "WhyNotTable": "in the episodes or facts",
     "ResultsTable": "search results",
     "QueryInput": "search",
     "SearchView": "search",

@@ -197,6 +197,28 @@ class TestDialogs:
 
         assert snap_compare(app, terminal_size=size, run_before=run_before)
 
+    @SIZES
+    def test_why_not(self, snap_compare, demo, size):
+        """A superseded fact picked in the facts' history, asked why the search for it misses it."""
+        app = app_for(demo)
+
+        async def run_before(pilot):
+            await open_tenant(pilot, app, "alice")
+            app.query_one("#query").value = "where does alice live"
+            app.main_screen.action_show_view("facts")
+            app.query_one("#facts-history").value = True
+            facts = app.query_one("#facts-table", RecordTable)
+            await wait_for(pilot, lambda: any(f.valid_until is not None for f in facts.records.values()), what="the facts' history")
+            await settle(pilot, app)
+            facts.focus()
+            facts.move_cursor(row=next(i for i, f in enumerate(facts.records.values()) if f.valid_until is not None))
+            await pilot.press("w")
+            await wait_for(pilot, lambda: showing(app, DiffScreen), what="the why-not panel")
+            await settle(pilot, app)
+            still(app)
+
+        assert snap_compare(app, terminal_size=size, run_before=run_before)
+
     def test_restore(self, snap_compare, demo):
         app = app_for(demo)
 

@@ -23,6 +23,7 @@ Browse what an agent remembers, search it, export it, erase it.
 | `a` | in the tenant list: the audit log of every tenant, erased ones included |
 | `e` | export the selected tenant to a file |
 | `f` | forget: erase the tenant, a session, or what is older than a date |
+| `w` | in the episodes or facts: where the memory under the cursor ranks for the search typed in the Search tab, and why it is not among the results |
 | `h` | in the blocks: the history of the block under the cursor, its versions newest first as changes |
 | `T` | the tenant's timeline: its changes, newest first; `enter` shows every view as of one (or type a moment), `d` what one changed, `m` then `d` the whole tenant between two, `escape` or `q` closes it |
 | `[` `]` | every view as of one change earlier / later (`[` from now undoes the latest change) |

@@ -348,6 +348,13 @@ class MainScreen(Screen[None]):
 
         self.app.push_screen(DiffScreen(m.title, block_history(m.history)))
 
+    @on(messages.WhyNotLoaded)
+    def _why_not_loaded(self, m: messages.WhyNotLoaded) -> None:
+        from ..widgets.detail import why_not
+        from .dialogs import DiffScreen
+
+        self.app.push_screen(DiffScreen(m.title, why_not(m.explanation)))
+
     @on(messages.RestoreAsked)
     def _restore_asked(self, m: messages.RestoreAsked) -> None:
         from .dialogs import ConfirmScreen

@@ -165,6 +165,38 @@ def hit(h) -> Group:
     return Group(Text("why it came back", style="bold underline"), why, Text(""), body)
 
 
+def why_not(answer) -> Group:
+    """Where a memory stands for a search (store.models.RecallExplanation), in words first."""
+    if answer.returned:
+        head = Text(f"came back: rank {answer.rank} of the {answer.limit} the search shows", style="bold green")
+    elif answer.rank is not None:
+        head = Text(f"not among the {answer.limit} the search shows: it ranks {answer.rank}", style="bold yellow")
+    else:
+        head = Text(f"not among the {answer.limit} the search shows", style="bold yellow")
+    parts: list[Any] = [head, Text("")]
+    for cause in answer.causes:
+        parts.append(Text.assemble((f"{cause.cause.replace('_', ' ')}: ", "bold"), cause.detail))
+    if answer.missing_words and not any(c.cause == "words_missing" for c in answer.causes):
+        parts.append(Text(f"it holds no form of the query's {', '.join(repr(w) for w in answer.missing_words)}"))
+    if answer.scores is not None or answer.cut is not None:
+        table = Table("", "this memory", "last shown", expand=False)
+        mine, cut = answer.scores, answer.cut
+        for label, field, digits in (
+            ("score", "score", 3),
+            ("vector (cosine)", "vector", 2),
+            ("coverage", "coverage", 2),
+            ("keyword", "keyword", 2),
+        ):
+            table.add_row(
+                label,
+                "-" if mine is None else score(getattr(mine, field), digits),
+                "-" if cut is None else score(getattr(cut, field), digits),
+            )
+        table.add_row("keyword rank", "-" if mine is None else rank(mine.keyword_rank), "-" if cut is None else rank(cut.keyword_rank))
+        parts += [Text(""), table]
+    return Group(*parts)
+
+
 def diff(d) -> Group:
     table = Table("", "key", "before", "after", expand=True)
     for key, value in d.added_keys.items():

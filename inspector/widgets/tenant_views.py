@@ -40,6 +40,7 @@ from .views import (
     FactsView,
     SearchView,
     SessionsView,
+    WhyNotTable,
     session_rows,
 )
 
@@ -279,6 +280,43 @@ class TenantViews(Column):
             lambda: store.block_history(block.name, user_id=user),
             lambda history: messages.BlockHistoryLoaded(f"block {block.name}: its versions, newest first", history),
             group="history",
+            exclusive=True,
+        )
+
+    @on(WhyNotTable.WhyNotWanted)
+    def _why_not_wanted(self, m: WhyNotTable.WhyNotWanted) -> None:
+        from ..searching import SEARCH_LIMIT
+
+        store, user, memory = self.host.store, self.user_id, m.memory
+        if store is None or user is NO_TENANT:
+            return
+        if self.as_of is not None:
+            self.app.notify("why-not explains a search of now: press n to come back to now first", severity="warning")
+            return
+        try:
+            search = self.query_one(SearchView).as_typed()
+        except ValueError:
+            self.app.notify("the search's dates look like 2026-03-01", severity="warning")
+            return
+        if not search.query.strip():
+            self.app.notify("type a search first (/): w then says where this memory ranks for it, and why", severity="warning")
+            return
+        what = f"episode {memory.id[:12]}" if hasattr(memory, "occurred_at") else f"fact {memory.subject} {memory.predicate}"
+        call_store(
+            self,
+            "why not",
+            lambda: store.explain(
+                search.query,
+                memory.id,
+                user_id=user,
+                limit=SEARCH_LIMIT,
+                session_id=search.session_id,
+                time_range=None if search.since is None and search.until is None else (search.since, search.until),
+                kind=search.kind,
+                mode=search.mode,
+            ),
+            lambda answer: messages.WhyNotLoaded(f"{what} for “{search.query}”", answer),
+            group="why-not",
             exclusive=True,
         )
 

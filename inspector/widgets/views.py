@@ -169,6 +169,21 @@ class BlocksTable(RecordTable):
             self.post_message(self.HistoryWanted(block))
 
 
+class WhyNotTable(RecordTable):
+    """Episodes and facts: ``w`` asks where the memory under the cursor ranks for the search as
+    typed in the Search tab, and why it is not among the results."""
+
+    BINDINGS = [Binding("w", "why_not", "Why not?")]
+
+    class WhyNotWanted(Carrier):
+        memory: Any
+
+    def action_why_not(self) -> None:
+        memory = self.selected()
+        if memory is not None:
+            self.post_message(self.WhyNotWanted(memory))
+
+
 class QueryInput(Input):
     """The search box. Its size never depends on its text (width 100%), so a keystroke needs no
     layout pass; Input asks for one whenever its text's width changes, a reflow of the whole
@@ -251,24 +266,29 @@ class SearchView(Column):
         """Down or Enter in a field: on to the results (they are already up to date)."""
         self.query_one("#results", ResultsTable).focus()
 
-    def request(self) -> None:
-        try:
-            since = parse_day(self.query_one("#search-since", Input).value)
-            until = parse_day(self.query_one("#search-until", Input).value, end=True)
-        except ValueError:
-            self.query_one("#search-status", Label).update("dates look like 2026-03-01")
-            return
+    def as_typed(self) -> Changed:
+        """The search as the fields say now (its number not yet taken); a date that does not
+        parse raises ValueError."""
+        since = parse_day(self.query_one("#search-since", Input).value)
+        until = parse_day(self.query_one("#search-until", Input).value, end=True)
         session = self.query_one("#search-session", Select).value
-        self.seq += 1
-        request = self.Changed(
+        return self.Changed(
             self.query_one("#query", Input).value,
             str(self.query_one("#search-kind", Select).value),
             None if session is Select.NULL else str(session),
             since,
             until,
             self.mode,
-            self.seq,
         )
+
+    def request(self) -> None:
+        try:
+            request = self.as_typed()
+        except ValueError:
+            self.query_one("#search-status", Label).update("dates look like 2026-03-01")
+            return
+        self.seq += 1
+        request.seq = self.seq
         # Handed over directly: as a message it waited ~7 ms in the App's queue behind the
         # redraw of every keystroke, before the search could even start.
         self.search.request(request)
@@ -371,7 +391,7 @@ class EpisodesView(Column):
             yield Input(placeholder="since YYYY-MM-DD", id="episodes-since", classes="date", compact=True)
             yield Input(placeholder="until YYYY-MM-DD", id="episodes-until", classes="date", compact=True)
         yield Label("", id="episodes-status")
-        yield RecordTable(
+        yield WhyNotTable(
             "when", "session", "input", "output", id="episodes-table", render=lambda e: (f"episode {e.id[:12]}", detail.episode(e))
         )
 
@@ -436,7 +456,7 @@ class FactsView(Column):
         yield Label("", id="facts-status")
         # The status first, in words: at 80 columns the last columns are off-screen, and a
         # dimmer grey alone (gone with NO_COLOR) was all that told a superseded fact apart.
-        yield RecordTable(
+        yield WhyNotTable(
             "status",
             "subject",
             "predicate",
