@@ -7,7 +7,7 @@ id, so a client can reach no other tenant. It offers
   same names, argument shapes and answers, so a client configured for it switches by changing
   the command; its knowledge graph is kept as :mod:`store.compat.knowledge_graph` keeps it, and
   ``search_nodes`` adds hybrid matches to the reference's substring ones;
-- memlens's own: ``remember`` and ``recall`` (episodes), ``add_fact``, ``end_fact`` and
+- memlens's own: ``remember``, ``recall`` and ``explain`` (why a memory did not come back), ``add_fact``, ``end_fact`` and
   ``facts``, ``get_block`` and ``update_block``, and ``forget_preview``, which counts what an
   erasure of the tenant would take and erases nothing: erasing stays a person's act, in the
   inspector or with ``memlens forget``.
@@ -178,6 +178,22 @@ TOOLS: dict[str, tuple[str, dict[str, Any], dict[str, Any] | None, bool]] = {
         None,
         True,
     ),
+    "explain": (
+        "Why a memory (an episode's or fact's id) did or did not come back from a recall with these arguments: "
+        "its rank, its scores against the last hit returned, the query words it lacks, and each filter that left it out",
+        _schema(
+            {
+                "query": _TEXT,
+                "memory_id": _TEXT,
+                "limit": {"type": "integer", "minimum": 1, "maximum": 50},
+                "kind": {"type": "string", "enum": ["episodic", "facts", "all"]},
+                "session_id": _TEXT,
+            },
+            ["query", "memory_id"],
+        ),
+        None,
+        True,
+    ),
     "add_fact": (
         "Record a fact (subject, predicate, object); it supersedes the open fact of the same subject and predicate, "
         "which stays in the history",
@@ -286,6 +302,17 @@ class ToolHandlers:
                 for h in hits
             ]
         }
+
+    def tool_explain(self, a: dict[str, Any]) -> dict[str, Any]:
+        answer = self.store.explain(
+            a["query"],
+            a["memory_id"],
+            user_id=self.user_id,
+            limit=a.get("limit", 5),
+            kind=a.get("kind", "episodic"),
+            session_id=a.get("session_id"),
+        )
+        return dict(answer.model_dump(mode="json"))
 
     def tool_add_fact(self, a: dict[str, Any]) -> dict[str, Any]:
         return {"fact": self.store.add_fact(a["subject"], a["predicate"], a["object"], user_id=self.user_id).model_dump(mode="json")}

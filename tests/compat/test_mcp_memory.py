@@ -327,6 +327,11 @@ async def test_memlens_own_tools_over_the_protocol_and_a_preview_that_erases_not
             await session.call_tool("update_block", {"name": "persona", "content": "likes brevity"})
             hits = (await session.call_tool("recall", {"query": "Lisbon", "kind": "all"})).structuredContent["hits"]
             assert {h["kind"] for h in hits} >= {"episode", "fact"}
+            episode_id = next(h["id"] for h in hits if h["kind"] == "episode")
+            why = (
+                await session.call_tool("explain", {"query": "Lisbon", "memory_id": episode_id, "session_id": "elsewhere"})
+            ).structuredContent
+            assert why["returned"] is False and [c["cause"] for c in why["causes"]] == ["session"]
             preview = (await session.call_tool("forget_preview", {})).structuredContent
             assert preview["erased"] is False and preview["would_erase"]["episodes"] == 1
             ended = await session.call_tool("end_fact", {"id": fact["fact"]["id"]})
