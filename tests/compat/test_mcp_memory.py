@@ -199,6 +199,30 @@ async def test_a_client_of_one_tenant_reaches_no_other(tmp_path):
         assert store.tenant_names() == ["alice"]  # bob's calls wrote nothing, not even a tenant
 
 
+@pytest.mark.model
+def test_search_adds_what_is_close_in_meaning_and_leaves_out_what_is_not(tmp_path):
+    with MemoryStore.open(tmp_path / "meaning.db") as store:
+        graph = KnowledgeGraph(store, user_id="u")
+        graph.create_entities(
+            [
+                entity("Tom", "person", "owns two cats", "works as a nurse"),
+                entity("Acme", "company", "makes anvils"),
+                entity("Lisbon", "city", "capital of Portugal"),
+                entity("Rex", "dog", "barks at the mailman"),
+                entity("Quarterly report", "document", "due in March"),
+                entity("Maria", "person", "is allergic to peanuts"),
+            ]
+        )
+        for query, wanted in {
+            "blacksmith tools": ["Acme"],  # no word in common: meaning alone
+            "deadline": ["Quarterly report"],
+            "food allergy": ["Maria"],
+            "Portuguese city": ["Lisbon"],
+        }.items():
+            assert [e["name"] for e in graph.search_nodes(query)["entities"]] == wanted, query
+        assert {"Rex", "Tom"} <= {e["name"] for e in graph.search_nodes("pets")["entities"]}
+
+
 # --- in one process, with the fast fake embedder -----------------------------------------------
 
 
