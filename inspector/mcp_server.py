@@ -12,6 +12,9 @@ id, so a client can reach no other tenant. It offers
   erasure of the tenant would take and erases nothing: erasing stays a person's act, in the
   inspector or with ``memlens forget``.
 
+The graph is also the resource ``memory://knowledge-graph``, as the reference serves it (to read;
+the reference's change notifications to subscribers are not offered).
+
 A tool's failure (bad input, an unknown entity, a busy store) is answered as an error result
 with the store's message; the server goes on.
 """
@@ -34,6 +37,9 @@ GRAPH_TOOLS = (
     "search_nodes",
     "open_nodes",
 )
+
+GRAPH_RESOURCE = "memory://knowledge-graph"
+"""The whole graph as a resource, at the reference server's address (read; not subscribable)."""
 
 # The reference server's tools whose text is one field of their structured answer.
 ANSWERED_BY = {
@@ -345,6 +351,8 @@ def build_server(handlers: ToolHandlers):
     import anyio
     from mcp import types
     from mcp.server.lowlevel import Server
+    from mcp.server.lowlevel.helper_types import ReadResourceContents
+    from pydantic import AnyUrl
 
     from store.errors import MemlensError
 
@@ -362,6 +370,25 @@ def build_server(handlers: ToolHandlers):
             )
             for name, (description, schema, output, read_only) in TOOLS.items()
         ]
+
+    @server.list_resources()
+    async def list_resources() -> list[types.Resource]:
+        return [
+            types.Resource(
+                name="knowledge-graph",
+                title="Knowledge Graph",
+                uri=AnyUrl(GRAPH_RESOURCE),
+                description="The full knowledge graph with all entities and relations",
+                mimeType="application/json",
+            )
+        ]
+
+    @server.read_resource()
+    async def read_resource(uri: AnyUrl) -> list[ReadResourceContents]:
+        if str(uri) != GRAPH_RESOURCE:
+            raise ValueError(f"Unknown resource: {uri}")
+        graph = await anyio.to_thread.run_sync(handlers.graph.read_graph)
+        return [ReadResourceContents(json.dumps(graph, indent=2, ensure_ascii=False), "application/json")]
 
     @server.call_tool()
     async def call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:

@@ -27,10 +27,10 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .. import SessionMemory
 from ..errors import ImportValidationError, InvalidInputError, SourceChangedError, UnrecognizedSourceError
@@ -39,6 +39,8 @@ from ..views import StoreView
 from .loomflow_sqlite import EXPORT_FORMAT, EXPORT_VERSION, LoomflowSource, source_stamp
 
 __all__ = ["GRAPH_SESSION", "KnowledgeGraph", "read_mcp_memory"]
+
+T = TypeVar("T")
 
 GRAPH_SESSION = "mcp-memory"
 """The session of a tenant that holds its knowledge graph."""
@@ -113,6 +115,16 @@ def search_text(entity: Mapping[str, Any]) -> str:
     return "\n".join([entity["name"], entity["entityType"], *entity["observations"]])
 
 
+def _unseen(items: list[T], key: Callable[[T], str], known: set[str]) -> list[T]:
+    """``items`` whose key is neither in ``known`` nor an earlier item's, in order."""
+    out = []
+    for item in items:
+        if key(item) not in known:
+            known.add(key(item))
+            out.append(item)
+    return out
+
+
 def _graph(entities: list[dict[str, Any]], relations: list[dict[str, str]]) -> dict[str, Any]:
     return {"entities": entities, "relations": relations}
 
@@ -155,13 +167,8 @@ class KnowledgeGraph:
     def create_entities(self, entities: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """Add the entities whose names the graph does not hold; returns those added."""
         wanted = [_entity(e, f"entities[{i}]") for i, e in enumerate(_objects(entities, "entities"))]
-        known = {e["name"] for e in self._split()[0]}
-        added = []
-        for entity in wanted:
-            # A name given twice in one call is made once (the reference makes two nodes of one name).
-            if entity["name"] not in known:
-                known.add(entity["name"])
-                added.append(entity)
+        # A name given twice in one call is made once (the reference makes two nodes of one name).
+        added = _unseen(wanted, lambda e: e["name"], {e["name"] for e in self._split()[0]})
         for entity in added:
             self._put_entity(entity)
         return added
@@ -170,12 +177,7 @@ class KnowledgeGraph:
         """Add the relations the graph does not hold (its endpoints need not exist, as in the
         reference); returns those added."""
         wanted = [_relation(r, f"relations[{i}]") for i, r in enumerate(_objects(relations, "relations"))]
-        known = {relation_key(r) for r in self._split()[1]}
-        added = []
-        for relation in wanted:  # one given twice in one call is made once, as a name is
-            if relation_key(relation) not in known:
-                known.add(relation_key(relation))
-                added.append(relation)
+        added = _unseen(wanted, relation_key, {relation_key(r) for r in self._split()[1]})  # made once, as a name is
         for relation in added:
             self._session.set(relation_key(relation), relation)
         return added

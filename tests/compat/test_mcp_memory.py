@@ -364,4 +364,9 @@ async def test_memlens_own_tools_over_the_protocol_and_a_preview_that_erases_not
             assert unknown.isError and "nope" in unknown.content[0].text
             assert (await session.call_tool("get_block", {"name": "persona"})).structuredContent["block"]["content"] == "likes brevity"
             assert (await session.call_tool("no_such_tool", {})).isError
+            await session.call_tool("create_entities", {"entities": [entity("ivy", "person", "moved to Lisbon")]})
+            (resource,) = (await session.list_resources()).resources
+            assert str(resource.uri) == "memory://knowledge-graph" and resource.mimeType == "application/json"
+            (contents,) = (await session.read_resource(resource.uri)).contents
+            assert json.loads(contents.text) == KnowledgeGraph(store, user_id="ivy").read_graph() != {"entities": [], "relations": []}
         assert store.tenant_names() == ["ivy"] and len(store.episodes(user_id="ivy").items) == 1
