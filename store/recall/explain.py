@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import UnknownEpisodeError
 from ..models import AuditEntry, Episode, Fact, RecallExplanation, RecallHit, ScoreBreakdown, WhyNot
+from ..tiers.episodes import embed_text
+from ..tiers.facts import fact_text
 from .fusion import Query, fold
-from .query import WORD_PATTERN
+from .query import query_terms
 
 if TYPE_CHECKING:
     from .hits import Mode
@@ -80,7 +82,8 @@ def explain(
             detail += f" (the tenant's audit log records {erasures} erasure{'s' if erasures != 1 else ''}; receipts hold no content)"
         return answer(causes=[WhyNot(cause="not_held", detail=detail)])
     memory_kind = "episode" if isinstance(memory, Episode) else "fact"
-    missing = _missing_words(query, _text(memory))
+    words = Query.of(query)
+    missing = _missing_words(query, words, _text(memory))
     filtered = _filtered(store, memory, user_id, session_id, time_range, kind)
     if filtered:
         return answer(kind=memory_kind, missing_words=missing, causes=filtered)
@@ -101,7 +104,7 @@ def explain(
             )
         ]
     if missing:
-        held = len(Query.of(query).words) - len(missing)
+        held = len(words.words) - len(missing)
         causes.append(
             WhyNot(
                 cause="words_missing",
@@ -124,16 +127,16 @@ def _find(store: Reader, memory_id: str, user_id: str | None) -> Episode | Fact 
 
 
 def _text(memory: Episode | Fact) -> str:
+    """The text the memory is searched by (its tier's own rule)."""
     if isinstance(memory, Episode):
-        return f"{memory.input}\n{memory.output}"
-    return f"{memory.subject} {memory.predicate} {memory.object}"
+        return embed_text(memory.input, memory.output)
+    return fact_text(memory.subject, memory.predicate, memory.object)
 
 
-def _missing_words(query: str, text: str) -> list[str]:
-    held = {fold(w) for w in WORD_PATTERN.findall(text)}
-    wanted = Query.of(query).words
-    originals = {fold(w.lower()): w.lower() for w in WORD_PATTERN.findall(query)}
-    return [originals.get(w, w) for w in wanted if w not in held]
+def _missing_words(query: str, words: Query, text: str) -> list[str]:
+    """The query's words ``text`` holds in no form, as the query spells them."""
+    spelled = {fold(w): w for w in query_terms(query)}
+    return [spelled.get(w, w) for w in words.missing(text)]
 
 
 def _filtered(

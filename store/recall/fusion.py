@@ -112,6 +112,12 @@ def fold(word: str) -> str:
     return w
 
 
+def _held(text: str) -> set[str]:
+    # Each distinct word folded once: a memory repeats its words. (Not lower-cased before the
+    # split: "İ" lower-cases to two code points, which the word pattern would split.)
+    return set(map(fold, set(_WORD.findall(text))))
+
+
 @dataclass(frozen=True)
 class Query:
     """What fusion needs from the query, worked out once per search."""
@@ -130,10 +136,13 @@ class Query:
     def coverage(self, text: str) -> float:
         if not self.words:
             return 0.0
-        # Each distinct word folded once: a memory repeats its words. (Not lower-cased before
-        # the split: "İ" lower-cases to two code points, which the word pattern would split.)
-        held = set(map(fold, set(_WORD.findall(text))))
+        held = _held(text)
         return sum(w in held for w in self.words) / len(self.words)
+
+    def missing(self, text: str) -> list[str]:
+        """The query's (folded) words ``text`` holds in no form: what coverage counts against it."""
+        held = _held(text)
+        return [w for w in self.words if w not in held]
 
     def exact(self, text: str) -> str | None:
         if self.pattern is None:
