@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 GRAPH_TOOLS = (
@@ -231,14 +230,6 @@ TOOLS: dict[str, tuple[str, dict[str, Any], dict[str, Any] | None, bool]] = {
 }
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json")
-    raise TypeError(f"{type(value).__name__} is not JSON")
-
-
 class ToolHandlers:
     """What each tool does, on one tenant of one store; each returns the structured answer."""
 
@@ -318,7 +309,7 @@ class ToolHandlers:
             kind=a.get("kind", "episodic"),
             session_id=a.get("session_id"),
         )
-        return dict(answer.model_dump(mode="json"))
+        return answer.model_dump(mode="json")
 
     def tool_add_fact(self, a: dict[str, Any]) -> dict[str, Any]:
         return {"fact": self.store.add_fact(a["subject"], a["predicate"], a["object"], user_id=self.user_id).model_dump(mode="json")}
@@ -402,7 +393,7 @@ def build_server(handlers: ToolHandlers):
         # The reference's text is the answer's one field where it has one ("Entities deleted
         # successfully", the list of entities made), else the whole of it.
         inner = result[ANSWERED_BY[name]] if name in ANSWERED_BY else result
-        text = inner if isinstance(inner, str) else json.dumps(inner, indent=2, ensure_ascii=False, default=_jsonable)
+        text = inner if isinstance(inner, str) else json.dumps(inner, indent=2, ensure_ascii=False)
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structuredContent=result)
 
     return server
