@@ -83,6 +83,14 @@ def _objects(value: Any, field: str) -> list[Mapping[str, Any]]:
     return items
 
 
+def _per_entity(value: Any, field: str, texts: str) -> list[tuple[str, list[str]]]:
+    """``[{"entityName": ..., texts: [...]}, ...]`` checked, as (name, texts) pairs."""
+    return [
+        (_text(item.get("entityName"), f"{field}[{i}].entityName"), _texts(item.get(texts), f"{field}[{i}].{texts}"))
+        for i, item in enumerate(_objects(value, field))
+    ]
+
+
 def _entity(item: Mapping[str, Any], field: str) -> dict[str, Any]:
     name = _text(item.get("name"), f"{field}.name")
     if not name or len(name) > MAX_NAME:
@@ -186,10 +194,7 @@ class KnowledgeGraph:
         """Add each entity's new observations; an entity the graph does not hold raises
         :class:`~store.errors.InvalidInputError` (``Entity with name X not found``, the reference's
         words) and nothing is written."""
-        asked = [
-            (_text(o.get("entityName"), f"observations[{i}].entityName"), _texts(o.get("contents"), f"observations[{i}].contents"))
-            for i, o in enumerate(_objects(observations, "observations"))
-        ]
+        asked = _per_entity(observations, "observations", "contents")
         entities = {e["name"]: e for e in self._split()[0]}
         results = []
         for name, contents in asked:
@@ -213,10 +218,7 @@ class KnowledgeGraph:
 
     def delete_observations(self, deletions: Iterable[Mapping[str, Any]]) -> None:
         """Remove the given observations from their entities (absent ones are no error)."""
-        asked = [
-            (_text(d.get("entityName"), f"deletions[{i}].entityName"), _texts(d.get("observations"), f"deletions[{i}].observations"))
-            for i, d in enumerate(_objects(deletions, "deletions"))
-        ]
+        asked = _per_entity(deletions, "deletions", "observations")
         entities = {e["name"]: e for e in self._split()[0]}
         changed = []
         for name, gone in asked:
