@@ -56,6 +56,7 @@ BENCHMARKS = (
         quick=("--episodes", "2000", "--facts", "200", "--versions", "50", "--calls", "10", "--rounds", "1"),
         minutes=10,
     ),
+    Benchmark("trace", "trace_bench.py", quick=("--episodes", "2000", "--rounds", "1"), minutes=12),
     Benchmark("forget", "forget_bench.py", ("--quick",), quick=("--quick", "--keyword"), minutes=15),
     Benchmark("load", "load_run.py", ("--seconds", "20"), quick=("--seconds", "3", "--backend", "sqlite"), minutes=3, postgres=True),
     Benchmark("demo", "demo_bench.py", quick=("--runs", "1"), minutes=2),

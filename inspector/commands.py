@@ -36,6 +36,9 @@ def system_commands(app: Commands) -> Iterable[SystemCommand]:
         "time: diff with now", "What changed in the whole tenant from the moment shown to now (D)", app.action_diff_with_now
     )
     yield SystemCommand("time: back to now", "Show the tenant as it is now, live (n)", app.action_to_now)
+    yield SystemCommand(
+        "recalls: what the agent retrieved…", "The tenant's kept recalls, newest first, to look at and replay (R)", app.action_recalls
+    )
     for name in ("search", "blocks", "episodes", "facts", "sessions", "audit"):
         yield SystemCommand(f"view: {name}", f"Show the {name} view", lambda name=name: app.action_show_view(name))
     yield SystemCommand(

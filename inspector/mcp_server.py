@@ -284,7 +284,12 @@ class ToolHandlers:
 
     def tool_recall(self, a: dict[str, Any]) -> dict[str, Any]:
         hits = self.store.recall(
-            a["query"], user_id=self.user_id, limit=a.get("limit", 5), kind=a.get("kind", "episodic"), session_id=a.get("session_id")
+            a["query"],
+            user_id=self.user_id,
+            limit=a.get("limit", 5),
+            kind=a.get("kind", "episodic"),
+            session_id=a.get("session_id"),
+            label="mcp",
         )
         return {
             "hits": [

@@ -38,6 +38,8 @@ if TYPE_CHECKING:  # the store's models are imported after the first frame, when
         MemorySnapshot,
         RecallExplanation,
         RecallHit,
+        RecallReplay,
+        RecallTrace,
         ScratchpadEntry,
         SessionInfo,
         TaskState,
@@ -248,6 +250,27 @@ class WhyNotLoaded(Carrier):
 
     title: str
     explanation: RecallExplanation
+
+
+class TracesLoaded(Carrier):
+    """The tenant's kept recalls, newest first (``MemoryStore.recall_traces``), for the recalls screen."""
+
+    traces: list[RecallTrace]
+
+
+class ReplayLoaded(Carrier):
+    """A kept recall made again and compared (``MemoryStore.replay``); the main screen shows it."""
+
+    title: str
+    replay: RecallReplay
+
+
+class RecallsBeforeLoaded(Carrier):
+    """What the agent had just retrieved before an episode; the main screen shows it."""
+
+    title: str
+    traces: list[RecallTrace]
+    scope: str
 
 
 class TimelineLoaded(Carrier):

@@ -29,8 +29,10 @@ def open_for_inspection(path: Path | str, embedder: Any) -> tuple[Any, str | Non
         # The view says why it is read-only (its keys that write say this).
         view: Any = store.open(path, embedder=None)
         return view, view.read_only_reason
+    # A person searching is not the agent recalling: the inspector never traces (MEMLENS_TRACE
+    # is for the agent's process), so its searches as you type leave no trace.
     try:
-        return MemoryStore.open(path, embedder=embedder, create=False), None
+        return MemoryStore.open(path, embedder=embedder, create=False, trace=False), None
     except ReadOnlyStoreError as error:
         reason = error.reason or f"opening it for writing failed: {error}"
     return MemoryStore.open(path, embedder=embedder, read_only=True), reason

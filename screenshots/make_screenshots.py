@@ -112,6 +112,16 @@ async def shoot(store_path: Path) -> None:
         await wait(pilot, lambda: isinstance(app.screen, DiffScreen) and idle(app))
         await save("why-not")
         await pilot.press("escape")
+        # The recalls alice's agent made (tracing on), and one replayed now beside what it returned.
+        await pilot.press("R")
+        await wait(pilot, lambda: app.screen.query("#recalls-table") and app.screen.query_one("#recalls-table").row_count == 3)
+        app.screen.query_one("#recalls-table", RecordTable).move_cursor(row=1)
+        await pilot.pause(0.3)
+        await save("recalls")
+        await pilot.press("r")
+        await wait(pilot, lambda: isinstance(app.screen, DiffScreen) and idle(app))
+        await save("replay")
+        await pilot.press("escape", "escape")
         app.main_screen.action_show_view("sessions")
         sessions = app.query_one("#sessions-table", RecordTable)
         sessions.focus()
@@ -172,7 +182,30 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "memlens-demo.db"
         build_demo_store(path, vector_cache=cache_dir() / "demo").close()
+        trace_recalls(path)
         asyncio.run(shoot(path))
+
+
+def trace_recalls(path: Path) -> None:
+    """Three recalls alice's agent made with tracing on, a few minutes apart."""
+    import sqlite3
+    from datetime import timedelta
+
+    from store import MemoryStore
+
+    with MemoryStore.open(path, trace=True) as store:
+        for minutes, query, session, label in (
+            (50, "where does alice live", None, "planner"),
+            (30, "lisbon trip bookings", "trip-lisbon", "planner"),
+            (10, "running plan", None, "coach"),
+        ):
+            set_clock(lambda m=minutes: DEMO_NOW - timedelta(minutes=m))
+            store.recall(query, user_id="alice", session_id=session, label=label, kind="all")
+    set_clock(lambda: DEMO_NOW)
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE recall_traces SET took_ms = 6.4")  # the one part a run cannot repeat
+    conn.commit()
+    conn.close()
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ classes, and kept in step by a test), so every signature is visible to a type ch
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from .memory import MemoryStore
 from .tenancy import UNSET
 from .tiers.blocks import DEFAULT_VERSIONS_KEPT
 from .tiers.sessions import SessionMemory
+from .tiers.traces import DEFAULT_KEPT, DEFAULT_TTL
 from .validation import DEFAULT_MAX_CONTENT_BYTES
 
 
@@ -45,6 +47,9 @@ class AsyncMemoryStore(AsyncMemoryStoreMethods):
         embedder: Any = "default",
         check_model: bool = True,
         block_versions_kept: int = DEFAULT_VERSIONS_KEPT,
+        trace: bool | None = None,
+        traces_kept: int = DEFAULT_KEPT,
+        trace_ttl: timedelta = DEFAULT_TTL,
     ) -> AsyncMemoryStore:
         """:meth:`MemoryStore.open`, in a worker thread."""
         sync = await asyncio.to_thread(
@@ -57,6 +62,9 @@ class AsyncMemoryStore(AsyncMemoryStoreMethods):
             embedder=embedder,
             check_model=check_model,
             block_versions_kept=block_versions_kept,
+            trace=trace,
+            traces_kept=traces_kept,
+            trace_ttl=trace_ttl,
         )
         return cls(sync)
 

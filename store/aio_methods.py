@@ -34,6 +34,8 @@ from .models import (
     Profile,
     RecallExplanation,
     RecallHit,
+    RecallReplay,
+    RecallTrace,
     ScratchpadEntry,
     SessionInfo,
     SessionStats,
@@ -224,7 +226,7 @@ class AsyncMemoryStoreMethods:
         return await asyncio.to_thread(self._sync.sessions, user_id=user_id)
 
     async def purge_expired(self) -> int:
-        """Delete every expired key-value entry of every tenant (reads already hide them), then scrub their bytes from the storage as a forget does (left pending if a reader is in the way). (:meth:`MemoryStore.purge_expired`, run in a worker thread.)"""
+        """Delete every expired key-value entry and every recall trace past ``trace_ttl`` of every tenant (reads already hide both), then scrub their bytes from the storage as a forget does (left pending if a reader is in the way). Returns how many went. (:meth:`MemoryStore.purge_expired`, run in a worker thread.)"""
         return await asyncio.to_thread(self._sync.purge_expired)
 
     async def recall(
@@ -238,6 +240,7 @@ class AsyncMemoryStoreMethods:
         kind: RecallScope = "episodic",
         mode: Mode = "hybrid",
         prefix: bool = False,
+        label: str | None = None,
     ) -> list[RecallHit]:
         """Search the tenant's memories; every hit carries its score breakdown. (:meth:`MemoryStore.recall`, run in a worker thread.)"""
         return await asyncio.to_thread(
@@ -250,6 +253,7 @@ class AsyncMemoryStoreMethods:
             kind=kind,
             mode=mode,
             prefix=prefix,
+            label=label,
         )
 
     async def search_keys(
@@ -260,9 +264,24 @@ class AsyncMemoryStoreMethods:
         among: Iterable[tuple[str, str]] | None = None,
         limit: int = 10,
         mode: Mode = "hybrid",
+        label: str | None = None,
     ) -> list[RecallHit]:
-        """Search the tenant's live session keys that were given a ``search_text`` (:meth:`SessionMemory.set <store.tiers.sessions.SessionMemory.set>`), best first, scored as :meth:`recall` scores blocks; each hit (kind ``key``) carries its ``entry`` and ``session_id``. ``among``: only these ``(session_id, key)`` pairs (None: every session). (:meth:`MemoryStore.search_keys`, run in a worker thread.)"""
-        return await asyncio.to_thread(self._sync.search_keys, query, user_id=user_id, among=among, limit=limit, mode=mode)
+        """Search the tenant's live session keys that were given a ``search_text`` (:meth:`SessionMemory.set <store.tiers.sessions.SessionMemory.set>`), best first, scored as :meth:`recall` scores blocks; each hit (kind ``key``) carries its ``entry`` and ``session_id``. ``among``: only these ``(session_id, key)`` pairs (None: every session). ``label``: as for :meth:`recall`. (:meth:`MemoryStore.search_keys`, run in a worker thread.)"""
+        return await asyncio.to_thread(self._sync.search_keys, query, user_id=user_id, among=among, limit=limit, mode=mode, label=label)
+
+    async def recall_traces(
+        self, *, user_id: str | None = UNSET, session_id: str | None = None, as_of: datetime | None = None, limit: int | None = 100
+    ) -> list[RecallTrace]:
+        """The recalls kept for the tenant (a store opened with ``trace=True``), newest first: those filtered to ``session_id`` if given, those made up to ``as_of`` if given (time travel), at most ``limit`` (None: all). A trace past the time to live is not returned. (:meth:`MemoryStore.recall_traces`, run in a worker thread.)"""
+        return await asyncio.to_thread(self._sync.recall_traces, user_id=user_id, session_id=session_id, as_of=as_of, limit=limit)
+
+    async def get_recall_trace(self, trace_id: str, *, user_id: str | None = UNSET) -> RecallTrace:
+        """One kept recall of the tenant; :class:`~store.errors.UnknownTraceError` if the tenant holds none of that id (never kept for it, another tenant's, past its time to live, or erased). (:meth:`MemoryStore.get_recall_trace`, run in a worker thread.)"""
+        return await asyncio.to_thread(self._sync.get_recall_trace, trace_id, user_id=user_id)
+
+    async def replay(self, trace_id: str, *, user_id: str | None = UNSET, then: bool = False) -> RecallReplay:
+        """Make the kept recall ``trace_id`` again, now or (``then=True``) as of the moment it was made, and compare: a row for every memory either returned, with its rank and score in each and its text as the tenant holds it now. As of its moment, a recall sees the episodes that had occurred by then and the facts believed then; what it cannot rebuild (blocks, notes and keys keep no such time) ``notes`` says. The replay is not traced. (:meth:`MemoryStore.replay`, run in a worker thread.)"""
+        return await asyncio.to_thread(self._sync.replay, trace_id, user_id=user_id, then=then)
 
     async def explain(
         self,
@@ -290,10 +309,19 @@ class AsyncMemoryStoreMethods:
         )
 
     async def recall_facts(
-        self, query: str, *, user_id: str | None = UNSET, limit: int = 5, valid_at: datetime | None = None, mode: Mode = "hybrid"
+        self,
+        query: str,
+        *,
+        user_id: str | None = UNSET,
+        limit: int = 5,
+        valid_at: datetime | None = None,
+        mode: Mode = "hybrid",
+        label: str | None = None,
     ) -> list[RecallHit]:
-        """Search the facts believed at ``valid_at`` (default: the current ones). (:meth:`MemoryStore.recall_facts`, run in a worker thread.)"""
-        return await asyncio.to_thread(self._sync.recall_facts, query, user_id=user_id, limit=limit, valid_at=valid_at, mode=mode)
+        """Search the facts believed at ``valid_at`` (default: the current ones). ``label``: as for :meth:`recall`. (:meth:`MemoryStore.recall_facts`, run in a worker thread.)"""
+        return await asyncio.to_thread(
+            self._sync.recall_facts, query, user_id=user_id, limit=limit, valid_at=valid_at, mode=mode, label=label
+        )
 
     async def warm_model(self) -> None:
         """Load the embedding model now (blocking); call it from a worker thread to warm in the background. (:meth:`MemoryStore.warm_model`, run in a worker thread.)"""

@@ -61,6 +61,10 @@ class UnknownFactError(NotFoundError):
     pass
 
 
+class UnknownTraceError(NotFoundError):
+    """No kept recall of that id for this tenant (:meth:`store.memory.MemoryStore.get_recall_trace`)."""
+
+
 class UnknownTenantError(NotFoundError):
     """No tenant of that name holds anything in this store. ``close_matches`` lists tenants whose
     names differ only slightly (``Alice`` for ``alice``), so a typo is caught, not acted on."""

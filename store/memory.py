@@ -6,6 +6,8 @@ the tier module (:mod:`store.tiers`) or the service it composes (:mod:`store.rec
 
 from __future__ import annotations
 
+import os
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
@@ -16,7 +18,7 @@ from . import schema, tenancy
 from .backend import Backend, open_backend
 from .consolidation import Consolidation
 from .embedding import Embedder
-from .errors import DuplicateIdError, InvalidInputError, ReadOnlyStoreError
+from .errors import DuplicateIdError, InvalidInputError, ReadOnlyStoreError, UnknownTraceError
 from .locations import foreign_scheme
 from .models import (
     Activity,
@@ -37,6 +39,8 @@ from .models import (
     Profile,
     RecallExplanation,
     RecallHit,
+    RecallReplay,
+    RecallTrace,
     SessionInfo,
     StoreStats,
     TenantSummary,
@@ -47,11 +51,12 @@ from .recall import indexing
 from .recall.explain import explain as explain_recall
 from .recall.hits import Mode
 from .recall.indexing import Indexer, recorded_model
+from .recall.replay import replay as replay_recall
 from .recall.service import RecallScope, RecallService
 from .rights.erasure import erasure_count, erasures_after
 from .rights.service import DataRights
 from .tenancy import UNSET, Tenant, named_tenants_exist, resolve
-from .tiers import blocks, episodes, facts, overview, sessions, snapshots, timeline
+from .tiers import blocks, episodes, facts, overview, sessions, snapshots, timeline, traces
 from .tiers.common import content_hash, ensure_session, ids_present, touch_tenant
 from .tiers.sessions import SessionMemory
 from .validation import (
@@ -62,9 +67,27 @@ from .validation import (
     check_name,
     check_optional_datetime,
     check_optional_name,
+    check_optional_text,
     check_text,
     utcnow,
 )
+
+TRACE_ENV = "MEMLENS_TRACE"
+"""The environment variable that turns the recall trace on for stores opened with ``trace=None``."""
+_ON, _OFF = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
+
+
+def _tracing(trace: bool | None, read_only: bool) -> bool:
+    """Whether a store opened with ``trace`` keeps its recalls: the switch, else the environment."""
+    if trace is not None:
+        check_flag(trace, "trace")
+        if trace and read_only:
+            raise InvalidInputError("a read-only store cannot keep recall traces: open it with read_only=False, or trace=False")
+        return trace
+    value = os.environ.get(TRACE_ENV, "").strip().lower()
+    if value not in _ON + _OFF:
+        raise InvalidInputError(f"{TRACE_ENV} must be one of {', '.join(repr(v) for v in _ON + _OFF[1:])}, not {value!r}")
+    return value in _ON and not read_only
 
 
 class MemoryStore:
@@ -82,8 +105,12 @@ class MemoryStore:
         max_content_bytes: int,
         scratchpad_limit: int,
         block_versions_kept: int = blocks.DEFAULT_VERSIONS_KEPT,
+        tracer: traces.Tracer | None = None,
+        trace_ttl: timedelta = traces.DEFAULT_TTL,
     ):
         self._db = db
+        self._tracer = tracer
+        self.trace_ttl = trace_ttl
         self._indexer = indexer
         self.max_content_bytes = max_content_bytes
         self.scratchpad_limit = scratchpad_limit
@@ -106,6 +133,9 @@ class MemoryStore:
         embedder: Any = "default",
         check_model: bool = True,
         block_versions_kept: int = blocks.DEFAULT_VERSIONS_KEPT,
+        trace: bool | None = None,
+        traces_kept: int = traces.DEFAULT_KEPT,
+        trace_ttl: timedelta = traces.DEFAULT_TTL,
     ) -> MemoryStore:
         """Open (or create) the memlens store at ``path_or_url``: a file path, an ``sqlite:///``
         URL or a ``postgresql://`` one. Another library's memory (``loomflow-sqlite:FILE``,
@@ -125,8 +155,18 @@ class MemoryStore:
 
         ``block_versions_kept``: how many earlier versions of each working block are kept
         (:meth:`block_history`, at least 1); older ones are dropped for good.
+
+        ``trace=True`` keeps every recall made through the store (:meth:`recall`,
+        :meth:`recall_facts`, :meth:`search_keys`, and so every compat module and the async
+        twin): :meth:`recall_traces`. None (the default) follows the ``MEMLENS_TRACE`` environment
+        variable (``1``/``true``/``yes``/``on``), off when it is unset; a read-only store never
+        traces. Each tenant keeps its newest ``traces_kept`` traces for at most ``trace_ttl``.
         """
         check_int(max_content_bytes, "max_content_bytes", minimum=1)
+        check_int(traces_kept, "traces_kept", minimum=1)
+        if not isinstance(trace_ttl, timedelta) or trace_ttl <= timedelta(0):
+            raise InvalidInputError("trace_ttl must be a positive timedelta")
+        tracing = _tracing(trace, read_only)
         check_int(block_versions_kept, "block_versions_kept", minimum=1)
         check_int(scratchpad_limit, "scratchpad_limit", minimum=1)
         check_flag(read_only, "read_only")
@@ -143,7 +183,13 @@ class MemoryStore:
                     indexing.check_model(conn, embedder, db.path)
             indexer = Indexer(embedder, db, erasure_count, erasures_after)
             store = cls(
-                db, indexer, max_content_bytes=max_content_bytes, scratchpad_limit=scratchpad_limit, block_versions_kept=block_versions_kept
+                db,
+                indexer,
+                max_content_bytes=max_content_bytes,
+                scratchpad_limit=scratchpad_limit,
+                block_versions_kept=block_versions_kept,
+                tracer=traces.Tracer(db, kept=traces_kept, ttl=trace_ttl) if tracing else None,
+                trace_ttl=trace_ttl,
             )
             # An erasure whose process died (or met a reader) before its bytes were scrubbed is
             # finished here, and expired key-value entries leave the file.
@@ -167,8 +213,15 @@ class MemoryStore:
         return self._db.data_version()
 
     def close(self) -> None:
+        if self._tracer is not None:
+            self._tracer.close()  # the traces handed over are written before the store goes
         self._indexer.cache.close()
         self._db.close()
+
+    def _traces_written(self) -> None:
+        """Wait for the traces this process handed over, so a read, export or erasure sees them."""
+        if self._tracer is not None:
+            self._tracer.flush()
 
     def __enter__(self) -> MemoryStore:
         return self
@@ -215,11 +268,15 @@ class MemoryStore:
         missing from a session unchanged since; episodes carry no time of writing, so one written
         later with an earlier ``occurred_at`` (an import, a backfill) counts as present; a block
         whose version at ``as_of`` the history cap dropped is left out. ``gaps`` lists, in words,
-        the sessions not shown as they were."""
+        the sessions not shown as they were. ``recent_recalls``: the latest recalls kept by then
+        (a store opened with ``trace=True``), newest first."""
         tenant = self._tenant(user_id)
         as_of = check_datetime(as_of, "as_of")
+        self._traces_written()
         with self._db.read() as conn:
-            return snapshots.memory_at(conn, tenant, as_of)
+            snapshot = snapshots.memory_at(conn, tenant, as_of)
+            recalls = traces.read(conn, tenant, since=utcnow() - self.trace_ttl, until=as_of, limit=snapshots.RECENT_RECALLS)
+        return snapshot.model_copy(update={"recent_recalls": recalls})
 
     def memory_diff(self, *, user_id: str | None = UNSET, a: datetime, b: datetime) -> MemoryDiff:
         """What changed in the tenant's memory from moment ``a`` to moment ``b``: the two
@@ -579,9 +636,11 @@ class MemoryStore:
             return sessions.session_infos(conn, tenant)
 
     def purge_expired(self) -> int:
-        """Delete every expired key-value entry of every tenant (reads already hide them), then
-        scrub their bytes from the storage as a forget does (left pending if a reader is in the way)."""
-        return self._rights.purge_expired()
+        """Delete every expired key-value entry and every recall trace past ``trace_ttl`` of
+        every tenant (reads already hide both), then scrub their bytes from the storage as a
+        forget does (left pending if a reader is in the way). Returns how many went."""
+        self._traces_written()
+        return self._rights.purge_expired(traces_before=utcnow() - self.trace_ttl)
 
     # --- recall (forwarded to the recall service) ---------------------------------------
 
@@ -596,6 +655,7 @@ class MemoryStore:
         kind: RecallScope = "episodic",
         mode: Mode = "hybrid",
         prefix: bool = False,
+        label: str | None = None,
     ) -> list[RecallHit]:
         """Search the tenant's memories; every hit carries its score breakdown.
 
@@ -604,11 +664,19 @@ class MemoryStore:
         candidates, ordered by cosine plus query-word coverage and any exact identifier: see
         the recall docs), ``"keyword"`` or ``"vector"``; without an embedder
         hybrid is keyword-only. ``prefix=True`` treats the last word as a prefix, for
-        search as you type. An empty query returns the most recent episodes.
+        search as you type. An empty query returns the most recent episodes. ``label``: what the
+        recall trace records as its caller (with tracing on, :meth:`recall_traces`).
         """
-        return self._recall.recall(
-            query, self._tenant(user_id), limit=limit, session_id=session_id, time_range=time_range, kind=kind, mode=mode, prefix=prefix
+        tenant, label = self._tenant(user_id), check_optional_text(label, "label", limit=200)
+        started = time.perf_counter()
+        found = self._recall.recall(
+            query, tenant, limit=limit, session_id=session_id, time_range=time_range, kind=kind, mode=mode, prefix=prefix
         )
+        if self._tracer is not None:
+            since, until = time_range or (None, None)
+            arguments = {"kind": kind, "mode": mode, "limit": limit, "prefix": prefix, "since": since, "until": until}
+            self._trace(tenant, "recall", query, found, started, session_id=session_id, label=label, arguments=arguments)
+        return found
 
     def search_keys(
         self,
@@ -618,12 +686,75 @@ class MemoryStore:
         among: Iterable[tuple[str, str]] | None = None,
         limit: int = 10,
         mode: Mode = "hybrid",
+        label: str | None = None,
     ) -> list[RecallHit]:
         """Search the tenant's live session keys that were given a ``search_text``
         (:meth:`SessionMemory.set <store.tiers.sessions.SessionMemory.set>`), best first, scored
         as :meth:`recall` scores blocks; each hit (kind ``key``) carries its ``entry`` and
-        ``session_id``. ``among``: only these ``(session_id, key)`` pairs (None: every session)."""
-        return self._recall.search_keys(query, self._tenant(user_id), among=among, limit=limit, mode=mode)
+        ``session_id``. ``among``: only these ``(session_id, key)`` pairs (None: every session).
+        ``label``: as for :meth:`recall`."""
+        tenant, label = self._tenant(user_id), check_optional_text(label, "label", limit=200)
+        started = time.perf_counter()
+        if among is not None and self._tracer is not None:
+            among = list(among)
+        found = self._recall.search_keys(query, tenant, among=among, limit=limit, mode=mode)
+        if self._tracer is not None:
+            arguments = {"mode": mode, "limit": limit, "among": None if among is None else len(among)}  # type: ignore[arg-type]
+            self._trace(tenant, "search_keys", query, found, started, session_id=None, label=label, arguments=arguments)
+        return found
+
+    def _trace(self, tenant: Tenant, call: traces.Call, query: str, found: list[RecallHit], started: float, **fields: Any) -> None:
+        assert self._tracer is not None
+        took_ms = (time.perf_counter() - started) * 1000
+        self._tracer.keep(tenant, call, query, found, at=utcnow(), took_ms=took_ms, **fields)
+
+    def recall_traces(
+        self,
+        *,
+        user_id: str | None = UNSET,
+        session_id: str | None = None,
+        as_of: datetime | None = None,
+        limit: int | None = 100,
+    ) -> list[RecallTrace]:
+        """The recalls kept for the tenant (a store opened with ``trace=True``), newest first:
+        those filtered to ``session_id`` if given, those made up to ``as_of`` if given (time
+        travel), at most ``limit`` (None: all). A trace past the time to live is not returned."""
+        tenant = self._tenant(user_id)
+        check_optional_name(session_id, "session_id")
+        as_of = check_optional_datetime(as_of, "as_of")
+        if limit is not None:
+            check_int(limit, "limit", minimum=1)
+        self._traces_written()
+        with self._db.read() as conn:
+            since = utcnow() - self.trace_ttl
+            return traces.read(conn, tenant, since=since, until=as_of, session_id=session_id, limit=limit)
+
+    def get_recall_trace(self, trace_id: str, *, user_id: str | None = UNSET) -> RecallTrace:
+        """One kept recall of the tenant; :class:`~store.errors.UnknownTraceError` if the tenant
+        holds none of that id (never kept for it, another tenant's, past its time to live, or erased)."""
+        tenant = self._tenant(user_id)
+        check_name(trace_id, "trace_id")
+        self._traces_written()
+        with self._db.read() as conn:
+            found = traces.read_one(conn, tenant, trace_id, since=utcnow() - self.trace_ttl)
+        if found is None:
+            raise UnknownTraceError(f"no recall trace {trace_id!r} for this user")
+        return found
+
+    def replay(self, trace_id: str, *, user_id: str | None = UNSET, then: bool = False) -> RecallReplay:
+        """Make the kept recall ``trace_id`` again, now or (``then=True``) as of the moment it was
+        made, and compare: a row for every memory either returned, with its rank and score in
+        each and its text as the tenant holds it now. As of its moment, a recall sees the
+        episodes that had occurred by then and the facts believed then; what it cannot rebuild
+        (blocks, notes and keys keep no such time) ``notes`` says. The replay is not traced."""
+        check_flag(then, "then")
+        trace = self.get_recall_trace(trace_id, user_id=user_id)
+        return replay_recall(_Untraced(self, self._recall), trace, then=then)
+
+    @property
+    def tracing(self) -> bool:
+        """Whether this store keeps the recalls made through it (``open(trace=...)``)."""
+        return self._tracer is not None
 
     def explain(
         self,
@@ -643,7 +774,7 @@ class MemoryStore:
         or time range; a fact superseded or ended; ranked below the cut; not ranked at all; not
         held by the tenant). See :class:`~store.models.RecallExplanation`."""
         return explain_recall(
-            self,
+            _Untraced(self, self._recall),
             query,
             check_name(memory_id, "memory_id"),
             user_id=self._tenant(user_id).user_id,
@@ -655,10 +786,23 @@ class MemoryStore:
         )
 
     def recall_facts(
-        self, query: str, *, user_id: str | None = UNSET, limit: int = 5, valid_at: datetime | None = None, mode: Mode = "hybrid"
+        self,
+        query: str,
+        *,
+        user_id: str | None = UNSET,
+        limit: int = 5,
+        valid_at: datetime | None = None,
+        mode: Mode = "hybrid",
+        label: str | None = None,
     ) -> list[RecallHit]:
-        """Search the facts believed at ``valid_at`` (default: the current ones)."""
-        return self._recall.recall_facts(query, self._tenant(user_id), limit=limit, valid_at=valid_at, mode=mode)
+        """Search the facts believed at ``valid_at`` (default: the current ones). ``label``: as for :meth:`recall`."""
+        tenant, label = self._tenant(user_id), check_optional_text(label, "label", limit=200)
+        started = time.perf_counter()
+        found = self._recall.recall_facts(query, tenant, limit=limit, valid_at=valid_at, mode=mode)
+        if self._tracer is not None:
+            arguments = {"mode": mode, "limit": limit, "valid_at": valid_at}
+            self._trace(tenant, "recall_facts", query, found, started, session_id=None, label=label, arguments=arguments)
+        return found
 
     @property
     def embedder(self) -> Embedder | None:
@@ -718,6 +862,7 @@ class MemoryStore:
         """Everything the store holds for one tenant, grouped by section, with a manifest
         (format version, counts and sha256 per section, when, from which store). A tenant the
         store does not hold raises UnknownTenantError unless ``missing_ok``."""
+        self._traces_written()
         return self._rights.export(user_id=user_id, include_embeddings=include_embeddings, actor=actor, missing_ok=missing_ok)
 
     def export_to(
@@ -742,6 +887,7 @@ class MemoryStore:
         half file (see :mod:`store.export_file`). Each exported tenant gets an audit entry.
         Returns the manifest.
         """
+        self._traces_written()
         return self._rights.export_to(
             target,
             user_ids=user_ids,
@@ -839,6 +985,7 @@ class MemoryStore:
         """
         if user_id is UNSET:  # an erasure names its target: no anonymous bucket by default
             raise InvalidInputError("forget needs user_id: name the tenant to erase, or pass user_id=None for the anonymous bucket")
+        self._traces_written()
         return self._rights.forget(
             self._tenant(user_id),
             session_id=session_id,
@@ -938,3 +1085,24 @@ class MemoryStore:
 
     def _files(self) -> list[Path]:
         return self._db.files()
+
+
+class _Untraced:
+    """A store's read API whose recalls are not traced, for :meth:`MemoryStore.explain` and
+    :meth:`MemoryStore.replay`: a person asking why, or what now, is not the agent recalling."""
+
+    def __init__(self, store: MemoryStore, service: RecallService):
+        self.get_episode = store.get_episode
+        self.get_block = store.get_block
+        self.facts = store.facts
+        self.audit_log = store.audit_log
+        self._service = service
+
+    def recall(self, query: str, *, user_id: str | None, **arguments: Any) -> list[RecallHit]:
+        return self._service.recall(query, Tenant.of(user_id), **arguments)
+
+    def recall_facts(self, query: str, *, user_id: str | None, **arguments: Any) -> list[RecallHit]:
+        return self._service.recall_facts(query, Tenant.of(user_id), **arguments)
+
+    def search_keys(self, query: str, *, user_id: str | None, **arguments: Any) -> list[RecallHit]:
+        return self._service.search_keys(query, Tenant.of(user_id), **arguments)

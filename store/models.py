@@ -284,7 +284,63 @@ class RecallHit(_Model):
     matched_terms: list[str] = Field(default_factory=list)
 
 
-WhyNotCause = Literal["not_held", "kind", "session", "time", "superseded", "ended", "ranked_below", "beyond_depth", "words_missing"]
+class TracedHit(_Model):
+    """One hit of a traced recall: what it was and how it scored, never what it said."""
+
+    kind: RecallKind
+    id: str
+    scores: ScoreBreakdown
+
+
+class RecallTrace(_Model):
+    """One recall an agent made through a store opened with tracing on
+    (:meth:`store.memory.MemoryStore.recall_traces`): when, the ``call`` (``recall``,
+    ``recall_facts`` or ``search_keys``), the query, the session it was filtered to, its other
+    ``arguments`` (kind, mode, limit, time range, ...), each hit's kind, id and scores in the order
+    they came back, how long it took and the ``label`` its caller gave."""
+
+    id: str
+    user_id: str | None
+    at: datetime
+    call: Literal["recall", "recall_facts", "search_keys"]
+    query: str
+    session_id: str | None
+    label: str | None
+    arguments: dict[str, Any]
+    hits: list[TracedHit]
+    took_ms: float
+
+
+class ReplayedHit(_Model):
+    """One memory in a replay's comparison (:class:`RecallReplay`): its rank and score when the
+    recall was made (None: not returned then) and in the replay (None: not returned now), and
+    whether the tenant still ``held`` it, with its ``text`` as held now (None when not held; and
+    ``held`` None for a note or a key the replay did not return, which are not looked up)."""
+
+    kind: RecallKind
+    id: str
+    text: str | None
+    held: bool | None
+    traced_rank: int | None = None
+    traced_score: float | None = None
+    replayed_rank: int | None = None
+    replayed_score: float | None = None
+
+
+class RecallReplay(_Model):
+    """A kept recall made again (:meth:`store.memory.MemoryStore.replay`): now (``as_of`` None)
+    or as of its own moment, with the replay's ``hits`` and a row for every memory either
+    returned (the replay's in its order, then those only the recall returned). ``notes`` says,
+    in words, what of the original moment the replay could not rebuild."""
+
+    trace: RecallTrace
+    as_of: datetime | None
+    hits: list[RecallHit]
+    rows: list[ReplayedHit]
+    notes: list[str]
+
+
+WhyNotCause = Literal["not_held", "kind", "session", "time", "superseded", "expired", "ranked_below", "beyond_depth", "words_missing"]
 
 
 class WhyNot(_Model):
@@ -292,8 +348,8 @@ class WhyNot(_Model):
 
     ``not_held``: the tenant holds no memory of that id (never stored for it, another tenant's,
     or erased). ``kind``, ``session``, ``time``: the recall's ``kind``, ``session_id`` or
-    ``time_range`` left it out. ``superseded``, ``ended``: a fact no longer believed (recall
-    searches current facts). ``ranked_below``: it was ranked, below the last hit returned.
+    ``time_range`` left it out. ``superseded``, ``expired``: a fact no longer believed, replaced by
+    another or ended with none in its place (recall searches current facts). ``ranked_below``: it was ranked, below the last hit returned.
     ``beyond_depth``: not among the first results the search ranked at all. ``words_missing``:
     query words it holds in no form (what keyword search and the hybrid's coverage look for)."""
 
@@ -442,6 +498,7 @@ class MemorySnapshot(_Model):
     recent_episodes: list[Episode]
     sessions: list[SessionSnapshot]
     gaps: list[str]
+    recent_recalls: list[RecallTrace] = Field(default_factory=list)
 
 
 class Change(_Model):

@@ -263,6 +263,27 @@ class CheckpointRow(Base):
     __table_args__ = (UniqueConstraint("user_id", "id"), Index(None, "session_pk", "created_at"), Index(None, "user_id"))
 
 
+class RecallTraceRow(Base):
+    """One recall an agent made through a store opened with tracing on
+    (:mod:`store.tiers.traces`): what was asked (``call``, ``query``, its ``session_id`` filter and
+    the other ``arguments`` as JSON), what came back (``hits``: JSON, each hit's kind, id and
+    scores, never its text), how long it took and the caller's ``label``."""
+
+    __tablename__ = "recall_traces"
+    pk: Mapped[int] = mapped_column(Int64, primary_key=True)
+    id: Mapped[str] = mapped_column(String)
+    user_id: Mapped[str] = mapped_column(String)
+    at: Mapped[datetime] = mapped_column(UtcMicros)
+    call: Mapped[str] = mapped_column(String)
+    query: Mapped[str] = mapped_column(Text)
+    session_id: Mapped[str | None] = mapped_column(String, nullable=True)
+    label: Mapped[str | None] = mapped_column(Text, nullable=True)
+    arguments: Mapped[str] = mapped_column(Text)
+    hits: Mapped[str] = mapped_column(Text)
+    took_ms: Mapped[float] = mapped_column(Double)
+    __table_args__ = (UniqueConstraint("user_id", "id"), Index(None, "user_id", "at", "pk"), Index(None, "user_id", "session_id", "at"))
+
+
 class VectorRow(Base):
     """One embedding per searchable item; ``kind`` names the table ``item_pk`` points into."""
 
@@ -313,3 +334,4 @@ scratch_t = _table(ScratchpadRow)
 checkpoints_t = _table(CheckpointRow)
 vectors_t = _table(VectorRow)
 audit_t = _table(AuditRow)
+traces_t = _table(RecallTraceRow)

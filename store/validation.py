@@ -39,6 +39,10 @@ def check_name(value: Any, field: str) -> str:
     return check_text(value, field, limit=512, allow_empty=False)
 
 
+def check_optional_text(value: Any, field: str, *, limit: int) -> str | None:
+    return None if value is None else check_text(value, field, limit=limit)
+
+
 def check_optional_name(value: Any, field: str) -> str | None:
     return None if value is None else check_name(value, field)
 

@@ -85,6 +85,7 @@ class StoreView(Protocol):
         kind: RecallScope = ...,
         mode: Mode = ...,
         prefix: bool = ...,
+        label: str | None = ...,
     ) -> list[RecallHit]: ...
 
     def explain(
@@ -110,6 +111,7 @@ class StoreView(Protocol):
         among: Iterable[tuple[str, str]] | None = ...,
         limit: int = ...,
         mode: Mode = ...,
+        label: str | None = ...,
     ) -> list[RecallHit]: ...
 
     def episodes(

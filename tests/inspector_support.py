@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from store import MemoryStore
 from store.demo import DEMO_NOW, build_demo_store
 from store.embedding import FakeEmbedder
 from store.validation import set_clock
@@ -219,3 +220,23 @@ async def go_to(pilot, app, typed: str) -> None:
     await pilot.press("enter")
     await wait_for(pilot, lambda: app.as_of is not None and not showing(app, TimelineScreen), what=f"the views as of {typed}")
     await settle(pilot, app)
+
+
+def add_traced_recalls(path: Path) -> None:
+    """Three recalls alice's agent made with tracing on, at fixed times and latencies (for the
+    Recalls tab's snapshots); the clock is left frozen."""
+    import sqlite3
+
+    with MemoryStore.open(path, embedder=FakeEmbedder(), trace=True) as s:
+        for minutes, query, session, label in (
+            (50, "where does alice live", None, "planner"),
+            (30, "lisbon trip bookings", "trip-lisbon", "planner"),
+            (10, "running plan", None, "coach"),
+        ):
+            set_clock(lambda m=minutes: FROZEN - timedelta(minutes=m))
+            s.recall(query, user_id="alice", session_id=session, label=label, kind="all")
+    set_clock(frozen_clock)
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE recall_traces SET took_ms = 4.2")  # the one part a run cannot repeat
+    conn.commit()
+    conn.close()

@@ -58,7 +58,7 @@ def test_filters_are_named_session_time_and_kind(store, clock):
     assert store.explain("dentist", episode.id, user_id="u", session_id="monday", kind="all").returned
 
 
-def test_a_superseded_fact_names_what_replaced_it_and_an_ended_one_when_it_ended(store, clock):
+def test_a_superseded_fact_names_what_replaced_it_and_an_expired_one_when_it_expired(store, clock):
     old = store.add_fact("ana", "lives_in", "Porto", user_id="u")
     clock[0] += timedelta(days=1)
     new = store.add_fact("ana", "lives_in", "Lisbon", user_id="u")
@@ -67,7 +67,7 @@ def test_a_superseded_fact_names_what_replaced_it_and_an_ended_one_when_it_ended
     assert answer.missing_words == []  # "live" is held: the fact is searched as "ana lives in Porto"
     clock[0] += timedelta(days=1)
     store.end_fact(new.id, user_id="u")
-    assert causes(store.explain("ana", new.id, user_id="u", kind="facts")) == ["ended"]
+    assert causes(store.explain("ana", new.id, user_id="u", kind="facts")) == ["expired"]
 
 
 def test_a_memory_the_tenant_does_not_hold_says_so_without_saying_whose_it_is(store):

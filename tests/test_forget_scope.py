@@ -154,6 +154,7 @@ tenant_st = st.fixed_dictionaries(
         "checkpoints": st.lists(st.tuples(st.sampled_from(SESSIONS), st.integers(0, 5)), max_size=2),
         "keys": st.lists(st.sampled_from(SESSIONS), max_size=2),
         "block": st.booleans(),
+        "recalls": st.lists(st.tuples(st.sampled_from([None, *SESSIONS]), st.integers(0, 5)), max_size=3),
     }
 )
 store_st = st.fixed_dictionaries({t or "": tenant_st for t in TENANTS})
@@ -172,6 +173,8 @@ def build(s: MemoryStore, spec: dict, clock: list) -> list[str]:
             events.append((d, 1, ("note", session)))
         for session, d in tenant["checkpoints"]:
             events.append((d + 0.5, 2, ("checkpoint", session)))
+        for session, d in tenant.get("recalls", []):
+            events.append((d + 0.25, 3, ("recall", session)))
         ids = []
         for d, _, action in sorted(events, key=lambda e: (e[0], e[1])):
             clock[0] = day(d)
@@ -182,6 +185,8 @@ def build(s: MemoryStore, spec: dict, clock: list) -> list[str]:
                 ids.append(e.id)
             elif action[0] == "note":
                 s.session(action[1], user_id=user).append_scratchpad(f"{word} note")
+            elif action[0] == "recall":  # traced: the query is the tenant's, in the session it was filtered to
+                s.recall(f"{word} asked", user_id=user, session_id=action[1])
             else:
                 secrets.append(s.session(action[1], user_id=user).create_checkpoint(f"{word} checkpoint"))
         secrets += ids
@@ -218,6 +223,7 @@ SECTIONS = [
     "task_states",
     "scratchpad",
     "checkpoints",
+    "recall_traces",
 ]
 COUNT_OF = {"scratchpad": "scratchpad_entries"}  # receipt names differ from export section names
 
@@ -278,7 +284,10 @@ def expected_after(before: dict, session, until) -> tuple[dict, dict[str, int]]:
             and (c["created_at"] < b or any(n["created_at"] < bm for n in c["snapshot"]["scratchpad"]))
         ]
     out["checkpoints"] = [c for c in before["checkpoints"] if c not in checkpoints]
+    recalls = [r for r in before["recall_traces"] if in_scope(r, "at")]
+    out["recall_traces"] = [r for r in before["recall_traces"] if r not in recalls]
     counts = {
+        "recall_traces": len(recalls),
         "episodes": len(erased_eps),
         "facts": erased_facts,
         "scratchpad_entries": len(notes),
@@ -314,7 +323,7 @@ def test_forget_erases_exactly_its_scope(spec, scope):
     try:
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "m.db"
-            with MemoryStore.open(path, embedder=FakeEmbedder(dim=96)) as s:
+            with MemoryStore.open(path, embedder=FakeEmbedder(dim=96), trace=True) as s:
                 secrets = build(s, spec, clock)
                 exports = {t: s.export(user_id=t, include_embeddings=True, missing_ok=True) for t in TENANTS}
                 known = {t.user_id for t in s.tenants()}
@@ -322,6 +331,7 @@ def test_forget_erases_exactly_its_scope(spec, scope):
                     session is None
                     or any(e["session_id"] == session for e in exports[user]["episodes"])
                     or any(r["session_id"] == session for r in exports[user]["sessions"])
+                    or any(r["session_id"] == session for r in exports[user]["recall_traces"])
                 )
                 blobs_before = vector_blobs(path)
                 files_before = dump(path)
@@ -351,14 +361,14 @@ def test_forget_erases_exactly_its_scope(spec, scope):
                     assert user not in {t.user_id for t in s.tenants()}
                 remaining = json.dumps([after[t] for t in TENANTS])
                 erased = [w for w in secrets if w not in remaining]
-                for word in erased[:3]:
-                    assert s.recall(word, user_id=user, mode="keyword", kind="all") == []
                 # Scanned while the store is open: closing would checkpoint the WAL and hide a
                 # scrub that did not happen.
                 raw = file_bytes(path)
                 assert [w for w in erased if w.encode() in raw] == []  # nothing inside it remains
                 gone = blobs_before - vector_blobs(path)
                 assert [b for b in gone if b in raw] == []
+                for word in erased[:3]:  # after the scan: these recalls are traced
+                    assert s.recall(word, user_id=user, mode="keyword", kind="all") == []
     finally:
         set_clock(None)
 

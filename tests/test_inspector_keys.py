@@ -12,7 +12,7 @@ import pytest
 from textual.binding import Binding
 
 from inspector import app
-from inspector.screens import dialogs, help_screen, main, timeline
+from inspector.screens import dialogs, help_screen, main, recalls, timeline
 from inspector.widgets import results, tenant_list, views
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,6 +30,9 @@ FOCUS = {
     "CheckpointsTable": "checkpoints",
     "BlocksTable": "in the blocks",
     "WhyNotTable": "in the episodes or facts",
+    "EpisodesTable": "in the episodes",
+    "TracesTable": "in the recalls",
+    "RecallsScreen": "dialog",
     "ResultsTable": "search results",
     "QueryInput": "search",
     "SearchView": "search",
@@ -46,7 +49,7 @@ FOCUS = {
 def bindings() -> dict[str, set[str]]:
     """Class name -> the keys it binds, for every class of the inspector's UI modules with BINDINGS."""
     found: dict[str, set[str]] = {}
-    for module in (app, main, views, results, tenant_list, dialogs, help_screen, timeline):
+    for module in (app, main, views, results, tenant_list, dialogs, help_screen, timeline, recalls):
         for cls in vars(module).values():
             if isinstance(cls, type) and "BINDINGS" in vars(cls) and cls.__module__ == module.__name__:
                 for binding in cls.BINDINGS:

@@ -17,7 +17,18 @@ from store.embedding import FakeEmbedder
 from store.tiers.common import set_id_source
 from store.validation import set_clock
 
-from .inspector_support import counting_ids, frozen_clock, go_to, make_demo, open_session, open_tenant, settle, showing, wait_for
+from .inspector_support import (
+    add_traced_recalls,
+    counting_ids,
+    frozen_clock,
+    go_to,
+    make_demo,
+    open_session,
+    open_tenant,
+    settle,
+    showing,
+    wait_for,
+)
 
 SMALL, LARGE = (80, 24), (200, 55)
 SIZES = pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "200x55"])
@@ -214,6 +225,42 @@ class TestDialogs:
             facts.move_cursor(row=next(i for i, f in enumerate(facts.records.values()) if f.valid_until is not None))
             await pilot.press("w")
             await wait_for(pilot, lambda: showing(app, DiffScreen), what="the why-not panel")
+            await settle(pilot, app)
+            still(app)
+
+        assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+    @SIZES
+    def test_recalls(self, snap_compare, demo, size):
+        """The recalls alice's agent made, the middle one under the cursor and shown below the list."""
+        add_traced_recalls(demo)
+        app = app_for(demo)
+
+        async def run_before(pilot):
+            await open_tenant(pilot, app, "alice")
+            await pilot.press("R")
+            await wait_for(pilot, lambda: app.screen.query("#recalls-table"), what="the recalls screen")
+            recalls = app.screen.query_one("#recalls-table", RecordTable)
+            await wait_for(pilot, lambda: recalls.row_count == 3, what="the recalls")
+            recalls.move_cursor(row=1)
+            await settle(pilot, app)
+            still(app)
+
+        assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+    @SIZES
+    def test_replay(self, snap_compare, demo, size):
+        add_traced_recalls(demo)
+        app = app_for(demo)
+
+        async def run_before(pilot):
+            await open_tenant(pilot, app, "alice")
+            await pilot.press("R")
+            await wait_for(pilot, lambda: app.screen.query("#recalls-table"), what="the recalls screen")
+            recalls = app.screen.query_one("#recalls-table", RecordTable)
+            await wait_for(pilot, lambda: recalls.row_count == 3, what="the recalls")
+            await pilot.press("r")
+            await wait_for(pilot, lambda: showing(app, DiffScreen), what="the replay")
             await settle(pilot, app)
             still(app)
 

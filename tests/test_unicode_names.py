@@ -53,6 +53,7 @@ def write_as_before_version_6(url: str, monkeypatch) -> None:
         conn.execute(text("UPDATE memlens_meta SET value = '5' WHERE key = 'schema_version'"))
         conn.execute(text("DROP TABLE block_versions"))  # made by version 8
         conn.execute(text("DROP TABLE fact_changes"))
+        conn.execute(text("DROP TABLE recall_traces"))  # made by version 10
         on_table = "" if url.startswith("sqlite") else " ON kv_entries"
         conn.execute(text(f"DROP TRIGGER kv_entries_vectors_ad{on_table}"))  # made by version 9
         for column in ("created_at", "ttl_seconds", "search_text"):

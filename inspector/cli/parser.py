@@ -227,6 +227,9 @@ def mcp_arguments(mcp: argparse.ArgumentParser) -> None:
     mcp.add_argument("--db", type=location, required=True, help="the store: a file, or a postgresql:// URL")
     _tenant_options(mcp, required=True)
     mcp.add_argument("--create", action="store_true", help="create the store if it does not exist")
+    mcp.add_argument(
+        "--trace", action="store_true", help="keep every recall the client makes (without it: as MEMLENS_TRACE says; see the tracing docs)"
+    )
 
 
 def import_arguments(imp: argparse.ArgumentParser) -> None:

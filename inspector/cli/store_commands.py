@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..locations import foreign_scheme, is_server_url, shown, shown_url
 from ..printable import printable, tenant_label
@@ -293,9 +294,14 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     if importlib.util.find_spec("mcp") is None:
         raise CommandLineError("memlens mcp needs the MCP SDK: pip install 'memlens[mcp]'")
     user = _user(args)
-    opened = MemoryStore.open(args.db) if args.create else open_existing(args.db, hint=" (pass --create to start a new store)")
+    traced: dict[str, Any] = {"trace": True} if args.trace else {}  # without --trace: as MEMLENS_TRACE says
+    if args.create:
+        opened = MemoryStore.open(args.db, **traced)
+    else:
+        opened = open_existing(args.db, hint=" (pass --create to start a new store)", **traced)
     with opened as store:
-        print(f"memlens mcp: serving {tenant_label(user)} of {shown(args.db)} on stdio", file=sys.stderr)
+        tracing = ", every recall traced" if getattr(store, "tracing", False) else ""
+        print(f"memlens mcp: serving {tenant_label(user)} of {shown(args.db)} on stdio{tracing}", file=sys.stderr)
         serve_stdio(store, user)
     return 0
 

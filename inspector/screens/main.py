@@ -58,6 +58,7 @@ class MainScreen(Screen[None]):
         # Off the footer, which is full at 80 columns; the help, the palette and the banner shown
         # in the past name them.
         Binding("T", "timeline", "Timeline", show=False),
+        Binding("R", "recalls", "Recalls", show=False),
         Binding("left_square_bracket", "step_back", "Earlier", show=False),
         Binding("right_square_bracket", "step_forward", "Later", show=False),
         Binding("D", "diff_with_now", "Diff with now", show=False),
@@ -89,7 +90,9 @@ class MainScreen(Screen[None]):
             return "the views show a past moment, read-only: press n for now"
         if action in ("export", "forget", "restore") and self.host.opening:
             return "the store is still opening"  # the tenant names show before the store has opened
-        if action in ("export", "forget", "timeline", "step_back", "step_forward", "diff_with_now") and (
+        if action == "recalls" and self.host.store is not None and not hasattr(self.host.store, "recall_traces"):
+            return "another library's memory, shown where it lives, keeps no recalls"
+        if action in ("export", "forget", "timeline", "recalls", "step_back", "step_forward", "diff_with_now") and (
             self.host.store is None or self.host.user_id is NO_TENANT
         ):
             return "no tenant selected: pick one in the tenant list"
@@ -260,6 +263,13 @@ class MainScreen(Screen[None]):
 
         self.app.push_screen(TimelineScreen(user, self.host.as_of, lambda: store.timeline(user_id=user, limit=1000)), chosen)
 
+    def action_recalls(self) -> None:
+        if not self.allowed("recalls"):
+            return
+        from .recalls import RecallsScreen
+
+        self.app.push_screen(RecallsScreen(self.host.user_id, self.host.as_of, self.open_store()))
+
     def action_step_back(self) -> None:
         self._step(back=True)
 
@@ -347,6 +357,20 @@ class MainScreen(Screen[None]):
         from .dialogs import DiffScreen
 
         self.app.push_screen(DiffScreen(m.title, block_history(m.history)))
+
+    @on(messages.ReplayLoaded)
+    def _replay_loaded(self, m: messages.ReplayLoaded) -> None:
+        from ..widgets.detail import replay
+        from .dialogs import DiffScreen
+
+        self.app.push_screen(DiffScreen(m.title, replay(m.replay)))
+
+    @on(messages.RecallsBeforeLoaded)
+    def _recalls_before_loaded(self, m: messages.RecallsBeforeLoaded) -> None:
+        from ..widgets.detail import recalls
+        from .dialogs import DiffScreen
+
+        self.app.push_screen(DiffScreen(m.title, recalls(m.traces, m.scope)))
 
     @on(messages.WhyNotLoaded)
     def _why_not_loaded(self, m: messages.WhyNotLoaded) -> None:

@@ -165,6 +165,77 @@ def hit(h) -> Group:
     return Group(Text("why it came back", style="bold underline"), why, Text(""), body)
 
 
+def _arguments(trace) -> str:
+    """The recall's arguments that narrowed it, in words (``limit``, a mode other than hybrid, ...)."""
+    a = trace.arguments
+    parts = [f"{trace.call}", f"limit {a.get('limit', '-')}"]
+    for name in ("kind", "mode"):
+        if a.get(name) not in (None, "hybrid"):
+            parts.append(f"{name} {a[name]}")
+    if trace.session_id:
+        parts.append(f"session {trace.session_id}")
+    for name in ("since", "until", "valid_at"):
+        if a.get(name):
+            parts.append(f"{name.replace('_', ' ')} {a[name][:16].replace('T', ' ')}")
+    if a.get("prefix"):
+        parts.append("prefix")
+    return " · ".join(parts)
+
+
+def recall_trace(t) -> Group:
+    """A kept recall: what was asked and what came back, by kind, id and score (a trace keeps no text)."""
+    head = _fields(
+        ("when", t.at.strftime("%Y-%m-%d %H:%M:%S")),
+        ("caller", t.label or "-"),
+        ("query", t.query or "(empty: the latest episodes)"),
+        ("asked", _arguments(t)),
+        ("took", f"{t.took_ms:.1f} ms"),
+    )
+    table = Table("#", "kind", "id", "score", expand=False, box=None)
+    for i, h in enumerate(t.hits, 1):
+        table.add_row(str(i), h.kind, Text(h.id[:24]), score(h.scores.score))
+    came = Text(f"\n{count(len(t.hits), 'hits')} came back" + (":" if t.hits else ""), style="bold")
+    keys = Text("\nr replays it now and compares · R as of its own moment", style="dim")
+    return Group(head, came, table, keys) if t.hits else Group(head, came, keys)
+
+
+def replay(r) -> Group:
+    """A replay beside the recall it repeats: every memory either returned, with its two ranks."""
+    moment = "now" if r.as_of is None else f"as of {r.as_of.strftime('%Y-%m-%d %H:%M:%S')}"
+    same = all(row.traced_rank == row.replayed_rank for row in r.rows)
+    head = Text(
+        f"“{r.trace.query}” made again {moment}: " + ("the same memories in the same order" if same else "the results differ"),
+        style="bold green" if same else "bold yellow",
+    )
+    table = Table("returned", "replayed", "kind", "memory", expand=True)
+    for row in r.rows:
+        if row.held is False:
+            text = Text("(no longer held: erased, or superseded and gone)", style="dim italic")
+        else:
+            text = Text(one_line(row.text or "(not looked up)", 70))
+        mark = (
+            ""
+            if row.traced_rank == row.replayed_rank
+            else ("+" if row.traced_rank is None else ("-" if row.replayed_rank is None else "~"))
+        )
+        table.add_row(Text(f"{mark}{rank(row.traced_rank)}"), rank(row.replayed_rank), row.kind, text)
+    parts: list[Any] = [head, Text(""), table]
+    parts += [Text(f"\n{note}", style="italic") for note in r.notes]
+    return Group(*parts)
+
+
+def recalls(traces: list[Any], scope: str) -> Group:
+    """Recalls an agent made, newest first: each one's query and what came back."""
+    if not traces:
+        return Group(Text(f"no recall kept {scope}", style="dim"))
+    parts: list[Any] = [Text(f"{count(len(traces), 'recalls')} {scope}, newest first", style="bold")]
+    for t in traces:
+        parts.append(Text(f"\n{t.at.strftime('%Y-%m-%d %H:%M:%S')}  {t.label or '-'}  “{one_line(t.query, 60)}”", style="bold"))
+        ids = ", ".join(f"{h.kind} {h.id[:12]}" for h in t.hits) or "nothing came back"
+        parts.append(Text(f"  {_arguments(t)} · {t.took_ms:.1f} ms\n  {ids}"))
+    return Group(*parts)
+
+
 def why_not(answer) -> Group:
     """Where a memory stands for a search (store.models.RecallExplanation), in words first."""
     if answer.returned:

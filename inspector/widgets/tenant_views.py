@@ -36,6 +36,7 @@ from .views import (
     BlocksTable,
     BlocksView,
     CheckpointsTable,
+    EpisodesTable,
     EpisodesView,
     FactsView,
     SearchView,
@@ -317,6 +318,32 @@ class TenantViews(Column):
             ),
             lambda answer: messages.WhyNotLoaded(f"{what} for “{search.query}”", answer),
             group="why-not",
+            exclusive=True,
+        )
+
+    @on(EpisodesTable.RecallsBeforeWanted)
+    def _recalls_before_wanted(self, m: EpisodesTable.RecallsBeforeWanted) -> None:
+        store, user, episode = self.host.store, self.user_id, m.episode
+        traces = getattr(store, "recall_traces", None)
+        if traces is None or user is NO_TENANT:
+            self.app.notify("this memory keeps no recall traces", severity="warning")
+            return
+
+        def call() -> tuple[list[Any], str]:
+            # The recalls filtered to the episode's session; an agent that recalls across sessions
+            # filters to none, so then the tenant's recalls just before the episode.
+            if episode.session_id is not None:
+                found = traces(user_id=user, session_id=episode.session_id, as_of=episode.occurred_at, limit=5)
+                if found:
+                    return found, f"in session {episode.session_id} up to this episode"
+            return traces(user_id=user, as_of=episode.occurred_at, limit=5), "up to this episode"
+
+        call_store(
+            self,
+            "recalls",
+            call,
+            lambda parts: messages.RecallsBeforeLoaded(f"what the agent had just retrieved: episode {episode.id[:12]}", *parts),
+            group="recalls-before",
             exclusive=True,
         )
 

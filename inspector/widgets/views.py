@@ -184,6 +184,21 @@ class WhyNotTable(RecordTable):
             self.post_message(self.WhyNotWanted(memory))
 
 
+class EpisodesTable(WhyNotTable):
+    """The episodes: ``w`` as every memory table, and ``p`` for what the agent had just retrieved
+    before the episode under the cursor (the recalls kept in its session up to it)."""
+
+    BINDINGS = [Binding("p", "recalls_before", "Recalls before")]
+
+    class RecallsBeforeWanted(Carrier):
+        episode: Any
+
+    def action_recalls_before(self) -> None:
+        episode = self.selected()
+        if episode is not None:
+            self.post_message(self.RecallsBeforeWanted(episode))
+
+
 class QueryInput(Input):
     """The search box. Its size never depends on its text (width 100%), so a keystroke needs no
     layout pass; Input asks for one whenever its text's width changes, a reflow of the whole
@@ -391,7 +406,7 @@ class EpisodesView(Column):
             yield Input(placeholder="since YYYY-MM-DD", id="episodes-since", classes="date", compact=True)
             yield Input(placeholder="until YYYY-MM-DD", id="episodes-until", classes="date", compact=True)
         yield Label("", id="episodes-status")
-        yield WhyNotTable(
+        yield EpisodesTable(
             "when", "session", "input", "output", id="episodes-table", render=lambda e: (f"episode {e.id[:12]}", detail.episode(e))
         )
 

@@ -266,7 +266,7 @@ class KnowledgeGraph:
             by_key = {entity_key(e["name"]): e for e in entities}
             held = {e["name"] for e in found}
             among = [(GRAPH_SESSION, key) for key, e in by_key.items() if e["name"] not in held]
-            hits = self._store.search_keys(query, user_id=self.user_id, among=among, limit=semantic)
+            hits = self._store.search_keys(query, user_id=self.user_id, among=among, limit=semantic, label="mcp-memory")
             found += [
                 by_key[h.entry.key]
                 for h in hits

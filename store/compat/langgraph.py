@@ -236,7 +236,9 @@ class MemlensStore(BaseStore):
         scored: list[tuple[float, tuple[str, ...], Any]] = []
         for user in dict.fromkeys(user for user, _, e in candidates if e.search_text is not None):
             among = [(SESSION_PREFIX + ".".join(ns), e.key) for u, ns, e in candidates if u == user and e.search_text is not None]
-            hits = self.memory_store.search_keys(query, user_id=user, among=among, limit=min(max(wanted, 1), 10_000), mode=self.mode)
+            hits = self.memory_store.search_keys(
+                query, user_id=user, among=among, limit=min(max(wanted, 1), 10_000), mode=self.mode, label="langgraph"
+            )
             for hit in hits:
                 namespace, entry = by_place[(hit.session_id or "", hit.id)]
                 scored.append((hit.scores.score, namespace, entry))

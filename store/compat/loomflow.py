@@ -333,13 +333,15 @@ class LoomflowMemory:
         if limit <= 0:
             return []
         if not query.strip():
-            recent = await self._run(lambda: self.store.recall("", user_id=user_id, limit=limit, time_range=time_range))
+            recent = await self._run(lambda: self.store.recall("", user_id=user_id, limit=limit, time_range=time_range, label="loomflow"))
             return [EpisodeMatch(episode=_to_episode(_episode_of(h)), score=1.0) for h in recent]
-        hits = await self._run(lambda: self.store.recall(query, user_id=user_id, limit=limit, time_range=time_range, mode=_mode(alpha)))
+        hits = await self._run(
+            lambda: self.store.recall(query, user_id=user_id, limit=limit, time_range=time_range, mode=_mode(alpha), label="loomflow")
+        )
         # loomflow counts a hit as signal only on a keyword match or a positive cosine.
         hits = [h for h in hits if h.scores.keyword is not None or (h.scores.vector or 0.0) > 0.0]
         if not hits:
-            recent = await self._run(lambda: self.store.recall("", user_id=user_id, limit=limit, time_range=time_range))
+            recent = await self._run(lambda: self.store.recall("", user_id=user_id, limit=limit, time_range=time_range, label="loomflow"))
             return [EpisodeMatch(episode=_to_episode(_episode_of(h)), score=0.0) for h in recent]
         return [
             EpisodeMatch(
@@ -363,7 +365,9 @@ class LoomflowMemory:
     async def recall_facts(self, query: str, *, limit: int = 5, valid_at: datetime | None = None, user_id: str | None = None) -> list[Fact]:
         if not self._own_facts:
             return list(await self.facts.recall_text(query, limit=limit, valid_at=valid_at, user_id=user_id))
-        hits = await self._run(lambda: self.store.recall_facts(query, user_id=user_id, limit=limit, valid_at=_utc(valid_at)))
+        hits = await self._run(
+            lambda: self.store.recall_facts(query, user_id=user_id, limit=limit, valid_at=_utc(valid_at), label="loomflow")
+        )
         return [_to_fact(_fact_of(h)) for h in hits]
 
     def _append_fact(self, fact: Fact) -> StoredFact:

@@ -297,7 +297,7 @@ class MemlensMemory:
         limit = min(_MOST_HITS, max(top_k * 4, 20))
         versions: dict[str, list[Fact]] | None = None  # read once, when the first hit needs its first version
         while True:
-            hits = store.recall_facts(query, user_id=user, limit=limit)
+            hits = store.recall_facts(query, user_id=user, limit=limit, label="mem0")
             kept = []
             for hit in hits:
                 fact = hit.fact

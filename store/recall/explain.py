@@ -186,8 +186,9 @@ def _filtered(
         else:
             causes.append(
                 WhyNot(
-                    cause="ended",
-                    detail=f"no longer believed since {memory.valid_until.isoformat()}; recall searches the facts believed now",
+                    cause="expired",
+                    detail=f"expired at {memory.valid_until.isoformat()}: no longer believed, and no fact replaced it; "
+                    "recall searches the facts believed now",
                 )
             )
     return causes

@@ -18,8 +18,9 @@ from ..backend import Backend
 from ..errors import InvalidInputError, MemlensError, StoreBusyError, StoreFullError, UnknownSessionError
 from ..models import AuditEntry, ForgetReceipt, ImportReport, MigrationReport, PendingScrub
 from ..recall.indexing import Indexer
-from ..schema import audit_t, episodes_t, sessions_t, tenants_t
-from ..tenancy import UNSET, Tenant, all_tenants, require_history, require_tenant
+from ..schema import audit_t, episodes_t, sessions_t, tenants_t, traces_t
+from ..tenancy import UNSET, Tenant, all_tenants, require_history, require_tenant, tenants_having
+from ..tiers import traces
 from ..tiers.erasing import Scope
 from ..tiers.importing import KEPT, UNCHANGED, WRITTEN
 from ..tiers.registry import ERASE_ORDER, SECTION_OF, SECTIONS
@@ -389,14 +390,19 @@ class DataRights:
                 purged += erasure.purge_tenant_expired_kv(conn, tenant, utcnow())
         return purged
 
-    def purge_expired(self) -> int:
-        """Delete every expired key-value entry of every tenant, then scrub their bytes as after
-        an erasure (a reader in the way leaves the scrub pending, finished later); see
+    def purge_expired(self, *, traces_before: datetime) -> int:
+        """Delete every expired key-value entry and every recall trace made before
+        ``traces_before`` of every tenant, then scrub their bytes as after an erasure (a reader
+        in the way leaves the scrub pending, finished later); see
         :meth:`store.memory.MemoryStore.purge_expired`."""
         with self._scrub_lock:
             with self._db.read() as conn:
                 expiring = erasure.tenants_with_expired_kv(conn, utcnow())
+                old_traces = tenants_having(conn, traces_t, traces_t.c.at < traces_before)
             purged = self._purge_expired(expiring)
+            for tenant in old_traces:
+                with self._db.write(tenant, inserting=False) as conn:
+                    purged += traces.trim_expired(conn, tenant, traces_before)
             if purged:
                 try:
                     self._scrub_locked(budget=1.0)
@@ -443,9 +449,9 @@ class DataRights:
         if session_id is None:
             return
         known = conn.execute(tenant.select(sessions_t, sessions_t.c.pk).where(sessions_t.c.session_id == session_id)).first()
-        known = (
-            known or conn.execute(tenant.select(episodes_t, episodes_t.c.pk).where(episodes_t.c.session_id == session_id).limit(1)).first()
-        )
+        # A session is known by its own row, its episodes, or the recalls an agent filtered to it.
+        for table in (episodes_t, traces_t):
+            known = known or conn.execute(tenant.select(table, table.c.pk).where(table.c.session_id == session_id).limit(1)).first()
         if not known:
             raise UnknownSessionError(f"no session {session_id!r} for this user; nothing was erased")
 

@@ -29,9 +29,10 @@ from ..schema import (
     scratch_t,
     sessions_t,
     task_t,
+    traces_t,
 )
 from ..tenancy import Tenant
-from . import blocks, checkpoints, episodes, facts, notes, session_keys, sessions, task_states
+from . import blocks, checkpoints, episodes, facts, notes, session_keys, sessions, task_states, traces
 from .erasing import Erasing, Selector
 from .importing import Importing
 from .record_fields import Record
@@ -124,6 +125,10 @@ TIERS: tuple[Tier, ...] = (
         records=checkpoints.records, erased=checkpoints.erased, record_model=checkpoints.CheckpointRecord, write=checkpoints.write,
         label="checkpoints",
     ),
+    Tier(
+        "recall_traces", traces_t, traces_t.c.pk, "recall_traces", "recall_trace",
+        records=traces.records, erased=traces.erased, record_model=traces.RecallTraceRecord, write=traces.write,
+    ),
 )  # fmt: skip
 # The audit log is exported (a section of its own) but is no tier: forget never erases it, and
 # the data-rights service writes its records.
@@ -140,6 +145,7 @@ ERASE_ORDER = tuple(
         "task_states",
         "scratchpad_entries",
         "checkpoints",
+        "recall_traces",
         "fact_changes",
         "facts",
         "episodes",

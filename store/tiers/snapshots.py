@@ -42,6 +42,7 @@ from ..tenancy import Tenant
 from . import blocks, episodes, facts, sessions
 
 RECENT_EPISODES = 20
+RECENT_RECALLS = 20
 
 
 def memory_at(conn: Connection, tenant: Tenant, at: datetime) -> MemorySnapshot:

@@ -200,6 +200,24 @@ async def test_a_client_of_one_tenant_reaches_no_other(tmp_path):
 
 
 @pytest.mark.model
+async def test_with_trace_every_recall_the_client_makes_is_kept_under_its_tenant(tmp_path):
+    db = tmp_path / "traced.db"
+    async with client([*memlens_command(db, "alice"), "--trace"]) as alice:
+        await alice.call_tool("create_entities", {"entities": [entity("porto", "city", "alice moved to Porto")]})
+        await alice.call_tool("recall", {"query": "where did I move"})
+        await alice.call_tool("search_nodes", {"query": "city by the sea"})
+    async with client(memlens_command(db, "bob")) as bob:  # without --trace nor MEMLENS_TRACE: not kept
+        await bob.call_tool("recall", {"query": "anything"})
+    with MemoryStore.open(db, check_model=False, embedder=None) as store:
+        kept = store.recall_traces(user_id="alice")
+        assert [(t.call, t.query, t.label) for t in kept] == [
+            ("search_keys", "city by the sea", "mcp-memory"),
+            ("recall", "where did I move", "mcp"),
+        ]
+        assert store.recall_traces(user_id="bob") == []
+
+
+@pytest.mark.model
 def test_search_adds_what_is_close_in_meaning_and_leaves_out_what_is_not(tmp_path):
     with MemoryStore.open(tmp_path / "meaning.db") as store:
         graph = KnowledgeGraph(store, user_id="u")

@@ -16,6 +16,7 @@ PARTITIONED = (
     "task_states",
     "scratchpad",
     "checkpoints",
+    "recall_traces",
     "vectors",
 )
 

@@ -387,6 +387,34 @@ def _m009_key_times(conn: Connection) -> None:
         conn.exec_driver_sql(statement)
 
 
+# Version 10: the recall trace (store.tiers.traces): each recall an agent made through a store
+# opened with tracing on, what it asked and what came back.
+_TRACES_DDL = """
+CREATE TABLE recall_traces (
+    pk INTEGER NOT NULL,
+    id VARCHAR NOT NULL,
+    user_id VARCHAR NOT NULL,
+    at INTEGER NOT NULL,
+    call VARCHAR NOT NULL,
+    "query" TEXT NOT NULL,
+    session_id VARCHAR,
+    label TEXT,
+    arguments TEXT NOT NULL,
+    hits TEXT NOT NULL,
+    took_ms DOUBLE NOT NULL,
+    CONSTRAINT pk_recall_traces PRIMARY KEY (pk),
+    CONSTRAINT uq_recall_traces_user_id_id UNIQUE (user_id, id)
+);
+CREATE INDEX ix_recall_traces_user_id_at_pk ON recall_traces (user_id, at, pk);
+CREATE INDEX ix_recall_traces_user_id_session_id_at ON recall_traces (user_id, session_id, at);
+"""
+
+
+def _m010_recall_traces(conn: Connection) -> None:
+    for statement in split_statements(_TRACES_DDL):
+        conn.exec_driver_sql(statement)
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _m001_core,
     _m002_search,
@@ -397,6 +425,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _m007_nothing_on_sqlite,
     _m008_history,
     _m009_key_times,
+    _m010_recall_traces,
 ]
 CURRENT_VERSION = len(MIGRATIONS)
 
