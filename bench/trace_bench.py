@@ -2,21 +2,26 @@
 tracing off (the baseline) and on, measured in the same run, in alternating rounds so machine
 noise falls on both alike.
 
-    python bench/trace_bench.py                      # 100,000 episodes (vectors cached by recall_bench)
+    python bench/trace_bench.py                      # one tenant of 100,000 episodes (vectors cached by recall_bench)
     python bench/trace_bench.py --episodes 10000     # quicker
+    python bench/trace_bench.py --tenants 2000       # the same episodes over 2,000 small tenants, each recall in another
 
-The store is built once per size and cached in bench/.cache/trace/. Each round runs every query
-once untraced and once traced (each recall's trace is handed to the writer thread and written
-beside the next recalls, as in use). The traced store's traces are trimmed to the default 1,000
-per tenant as it goes, so later rounds pay the trimming too. Prints one table; the ratio is the
-traced p95 over the untraced p95 of the same run.
+The store is built once per size and cached in bench/.cache/trace/. Each round runs the queries
+in a fresh process on a copy of the store with tracing off, and in another on a second copy with
+it on (which goes first alternates), each after a warming pass; the traced copy keeps its traces
+from round to round, so the writer trims them to the default 1,000 per tenant as in use. Prints
+one table; the ratios are the traced p50 and p95 over the untraced ones of the same run.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -35,8 +40,12 @@ HERE = Path(__file__).resolve().parent
 QUERIES = 200
 
 
-def built(n: int, embedder) -> Path:
-    path = HERE / ".cache" / "trace" / f"episodes-{n}.db"
+def tenant_of(i: int, tenants: int) -> str:
+    return "bench" if tenants == 1 else f"bench-{i % tenants}"
+
+
+def built(n: int, tenants: int, embedder) -> Path:
+    path = HERE / ".cache" / "trace" / (f"episodes-{n}.db" if tenants == 1 else f"episodes-{n}-tenants-{tenants}.db")
     if path.exists():
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -44,37 +53,67 @@ def built(n: int, embedder) -> Path:
     for leftover in partial.parent.glob(partial.name + "*"):
         leftover.unlink()
     texts = memories(n)
-    print(f"building a store of {n:,} episodes in {path} (once)", file=sys.stderr, flush=True)
+    print(f"building a store of {n:,} episodes over {tenants:,} tenants in {path} (once)", file=sys.stderr, flush=True)
     with MemoryStore.open(partial, embedder=embedder, trace=False) as store:
-        for start in range(0, n, 10_000):
-            store.remember_many([{"input": t} for t in texts[start : start + 10_000]], user_id="bench")
+        for t in range(tenants):
+            mine = texts[t::tenants]
+            for start in range(0, len(mine), 10_000):
+                store.remember_many([{"input": text} for text in mine[start : start + 10_000]], user_id=tenant_of(t, tenants))
     partial.rename(path)
     return path
+
+
+def measure(path: Path, tracing: bool, embedder, asked: list[tuple[str, str]], passes: int) -> tuple[list[float], int]:
+    """In a process of its own: each query's recall ``passes`` times, after one warming pass."""
+    with MemoryStore.open(path, embedder=embedder, trace=tracing) as store:
+        for q, user in asked:  # warm: every tenant's vectors in memory, the model, the writer thread
+            store.recall(q, user_id=user, limit=10)
+        times = []
+        for _ in range(passes):
+            for q, user in asked:
+                start = time.perf_counter()
+                store.recall(q, user_id=user, limit=10)
+                times.append(time.perf_counter() - start)
+        kept = sum(len(store.recall_traces(user_id=user, limit=None)) for user in {u for _, u in asked}) if tracing else 0
+    return times, kept
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=100_000)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--passes", type=int, default=2, help="passes over the queries in each round's process")
+    parser.add_argument("--tenants", type=int, default=1, help="spread the episodes over this many tenants")
+    parser.add_argument("--child", choices=["off", "on"], help=argparse.SUPPRESS)
+    parser.add_argument("--path", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     real = LocalModelEmbedder()
     texts, query_texts = memories(args.episodes), queries(QUERIES)
     cache = cache_dir() / "bench"
     vectors = embeddings(texts, real, cache)  # 100,000: the vectors recall_bench caches
     embedder = PrecomputedEmbedder(real, texts + query_texts, np.vstack([vectors, embeddings(query_texts, real, cache)]))
-    path = built(args.episodes, embedder)
+    asked = [(q, tenant_of(i, args.tenants)) for i, q in enumerate(query_texts)]
+    if args.child:
+        found, kept = measure(args.path, args.child == "on", embedder, asked, args.passes)
+        print(json.dumps({"times": found, "kept": kept}))
+        return
+    path = built(args.episodes, args.tenants, embedder)
+    # Each on its own copy, measured in a process of its own: the traced store's writes (and its
+    # writer thread) must not touch the baseline's caches or share its interpreter.
+    workdir = Path(tempfile.mkdtemp(prefix="trace-bench-"))
+    copies = {False: workdir / "off.db", True: workdir / "on.db"}
+    for copy in copies.values():
+        shutil.copyfile(path, copy)
     times: dict[bool, list[float]] = {False: [], True: []}
-    with MemoryStore.open(path, embedder=embedder, trace=False) as plain, MemoryStore.open(path, embedder=embedder, trace=True) as traced:
-        for q in query_texts[:20]:  # warm both: the vectors in memory, the model, the writer thread
-            plain.recall(q, user_id="bench", limit=10)
-            traced.recall(q, user_id="bench", limit=10)
-        for _ in range(args.rounds):
-            for tracing, store in ((False, plain), (True, traced)):
-                for q in query_texts:
-                    start = time.perf_counter()
-                    store.recall(q, user_id="bench", limit=10)
-                    times[tracing].append(time.perf_counter() - start)
-        kept = len(traced.recall_traces(user_id="bench", limit=None))
+    kept = 0
+    for round_ in range(args.rounds):
+        for tracing in (False, True) if round_ % 2 == 0 else (True, False):  # neither always goes first
+            command = [sys.executable, __file__, "--episodes", str(args.episodes), "--tenants", str(args.tenants)]
+            command += ["--passes", str(args.passes), "--child", "on" if tracing else "off", "--path", str(copies[tracing])]
+            done = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout.splitlines()[-1])
+            times[tracing] += done["times"]
+            kept = max(kept, done["kept"])
+    shutil.rmtree(workdir)
     base50, base95 = pct(times[False], 50), pct(times[False], 95)
     rows = []
     for tracing in (False, True):
@@ -83,7 +122,8 @@ def main() -> None:
         rows.append([name, f"{p50 * 1000:.2f} ms", f"{p95 * 1000:.2f} ms", f"{p50 / base50:.3f}x", f"{p95 / base95:.3f}x"])
     load = os.getloadavg()[0]
     table(
-        f"Hybrid recall at {args.episodes:,} episodes, {len(times[False]):,} recalls each, load {load:.1f} ({kept:,} traces kept)",
+        f"Hybrid recall at {args.episodes:,} episodes over {args.tenants:,} tenants, {len(times[False]):,} recalls each, load {load:.1f} "
+        f"({kept:,} traces kept)",
         ["store", "p50", "p95", "p50 ratio", "p95 ratio"],
         rows,
     )

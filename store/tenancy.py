@@ -184,6 +184,15 @@ def count_by_tenant(conn: Connection, table: Table, keys: list[str] | None = Non
     return {key: count for batch in batches for key, count in conn.execute(batch)}
 
 
+def latest_by_tenant(conn: Connection, table: Table, column: Any, tenants: Iterable[Tenant], *conditions: Any) -> dict[Tenant, Any]:
+    """The largest ``column`` of each of ``tenants``' rows of ``table`` meeting ``conditions``, for
+    the tenants that have one: one statement for many tenants (when each was last erased)."""
+    by_key = {t.key: t for t in tenants}
+    stmt = select(table.c.user_id, func.max(column)).where(*conditions).group_by(table.c.user_id)
+    batches = [stmt.where(table.c.user_id.in_(batch)) for batch in key_batches(list(by_key))]
+    return {by_key[key]: latest for batch in batches for key, latest in conn.execute(batch) if latest is not None}
+
+
 def tenants_having(conn: Connection, table: Table, *conditions: Any) -> list[Tenant]:
     """The tenants, in key order, with a row of ``table`` meeting ``conditions``: for store-wide
     maintenance that then works tenant by tenant (purging expired keys)."""

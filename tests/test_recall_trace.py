@@ -210,3 +210,32 @@ def test_a_replay_compares_then_with_now_and_shows_an_erased_memory_as_gone(db_p
         assert s.recall_traces(user_id="alice") == [trace]  # replaying is no agent's recall
         with pytest.raises(UnknownTraceError):
             s.replay(trace.id, user_id="bob")
+
+
+def test_a_trace_waiting_to_be_written_never_outlives_an_erasure_by_another_process(db_path, monkeypatch):
+    from store.tiers import traces
+
+    monkeypatch.setattr(traces, "WRITE_EVERY", 30.0)  # the trace waits in the agent's process
+    word = token()
+    agent = traced(db_path)
+    try:
+        agent.remember("hello", "hi", user_id="alice")
+        agent.recall(f"{word} where", user_id="alice")
+        with MemoryStore.open(db_path, embedder=None) as dpo:  # another process: it cannot see the pending trace
+            assert dpo.forget(user_id="alice").counts["recall_traces"] == 0
+        agent.recall("after the erasure", user_id="alice")  # a new recall is new data
+        assert [t.query for t in agent.recall_traces(user_id="alice")] == ["after the erasure"]
+    finally:
+        agent.close()
+    assert word.encode() not in file_bytes(Path(db_path))
+
+
+def test_a_recall_lists_a_new_tenant_but_is_no_activity_of_a_known_one(db_path, clock):
+    with traced(db_path) as s:
+        s.remember("hello", "hi", user_id="alice")
+        clock[0] = T0 + timedelta(hours=1)
+        s.recall("hello", user_id="alice")
+        s.recall("anyone?", user_id="bob")
+        s.recall_traces(user_id="alice")  # written now
+        active = {t.user_id: t.last_activity for t in s.tenants()}
+        assert active == {"alice": T0, "bob": T0 + timedelta(hours=1)}

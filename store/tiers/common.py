@@ -49,6 +49,12 @@ def touch_tenant(conn: Connection, tenant: Tenant, now: datetime) -> None:
     sql(conn).upsert(conn, tenants_t, tenant.stamp({"created_at": now, "last_activity": now}), tenant.key_columns(), {"last_activity": now})
 
 
+def register_tenant(conn: Connection, tenant: Tenant, at: datetime) -> None:
+    """List the tenant (created and last active at ``at``) if it is not listed yet; a tenant
+    already listed is left as it is: what registers it here is no write to its memory."""
+    sql(conn).upsert(conn, tenants_t, tenant.stamp({"created_at": at, "last_activity": at}), tenant.key_columns(), None)
+
+
 def ensure_session(conn: Connection, tenant: Tenant, session_id: str, now: datetime, *, touch: bool = True) -> int:
     """The session's row key, creating the session if this is its first write; ``touch``
     moves its updated_at on (imports keep the time they carry)."""
