@@ -100,3 +100,31 @@ async def test_a_store_without_traces_says_how_to_keep_them(tmp_path):
         await pilot.press("R")
         await wait_for(pilot, lambda: "no recalls kept" in screen_text(app), what="the hint")
         assert "MEMLENS_TRACE=1" in screen_text(app)
+
+
+async def test_s_types_a_recall_into_the_search_so_w_says_why_it_missed_a_memory(tmp_path):
+    demo = make_demo(tmp_path / "demo.db")
+    add_traced_recalls(demo)
+    app = app_for(demo)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await open_tenant(pilot, app, "alice")
+        await pilot.press("R")
+        await wait_for(pilot, lambda: showing(app, RecallsScreen), what="the recalls")
+        recalls = app.screen.query_one("#recalls-table", RecordTable)
+        await wait_for(pilot, lambda: len(recalls.records) == 3, what="the recalls")
+        recalls.move_cursor(row=1)  # "lisbon trip bookings", kind all, session trip-lisbon
+        await pilot.press("s")
+        await wait_for(pilot, lambda: not showing(app, RecallsScreen), what="the search")
+        await settle(pilot, app)
+        assert app.query_one("#query").value == "lisbon trip bookings"
+        assert (app.query_one("#search-kind").value, app.query_one("#search-session").value) == ("all", "trip-lisbon")
+        app.main_screen.action_show_view("episodes")
+        episodes = app.query_one("#episodes-table", RecordTable)
+        await wait_for(pilot, lambda: len(episodes.records) > 0, what="the episodes")
+        other = next(e for e in episodes.records.values() if e.session_id not in (None, "trip-lisbon"))
+        episodes.focus()
+        episodes.move_cursor(row=list(episodes.records.values()).index(other))
+        await pilot.press("w")
+        await wait_for(pilot, lambda: showing(app, DiffScreen), what="why not")
+        await settle(pilot, app)
+        assert "session: it belongs to session" in screen_text(app)

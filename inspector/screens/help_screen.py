@@ -27,6 +27,7 @@ Browse what an agent remembers, search it, export it, erase it.
 | `p` | in the episodes: what the agent had just retrieved before the episode under the cursor (the recalls kept in its session up to it) |
 | `R` | the tenant's recalls: what its agent retrieved, newest first (a store opened with tracing on), up to the moment shown |
 | `r`, `R` | in the recalls: the recall under the cursor made again now (`R`: as of its own moment), beside what it returned then |
+| `s` | in the recalls dialog: the recall under the cursor typed into the Search tab (query, kind, session, dates, mode), where `w` on a memory says why that recall did not bring it back |
 | `h` | in the blocks: the history of the block under the cursor, its versions newest first as changes |
 | `T` | the tenant's timeline: its changes, newest first; `enter` shows every view as of one (or type a moment), `d` what one changed, `m` then `d` the whole tenant between two, `escape` or `q` closes it |
 | `[` `]` | every view as of one change earlier / later (`[` from now undoes the latest change) |

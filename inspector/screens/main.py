@@ -268,7 +268,14 @@ class MainScreen(Screen[None]):
             return
         from .recalls import RecallsScreen
 
-        self.app.push_screen(RecallsScreen(self.host.user_id, self.host.as_of, self.open_store()))
+        user = self.host.user_id
+
+        def chosen(trace: Any) -> None:
+            views = self.host.tenant_views()
+            if trace is not None and user == self.host.user_id and views is not None:
+                views.search_as(trace)
+
+        self.app.push_screen(RecallsScreen(user, self.host.as_of, self.open_store()), chosen)
 
     def action_step_back(self) -> None:
         self._step(back=True)

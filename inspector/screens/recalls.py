@@ -44,10 +44,12 @@ class TracesTable(RecordTable):
             self.post_message(self.ReplayWanted(trace, then))
 
 
-class RecallsScreen(ModalScreen[None]):
-    """The tenant's kept recalls up to the moment shown; ``escape`` or ``q`` closes it."""
+class RecallsScreen(ModalScreen[Any]):
+    """The tenant's kept recalls up to the moment shown; ``escape`` or ``q`` closes it, ``s`` closes
+    it with the recall under the cursor, to be typed into the Search tab (where ``w`` on a memory
+    then says why that recall did not bring it back)."""
 
-    BINDINGS = [("escape", "close", "Close"), Binding("q", "close", "Close", show=False)]
+    BINDINGS = [("escape", "close", "Close"), Binding("q", "close", "Close", show=False), Binding("s", "search_it", "Search it")]
 
     def __init__(self, user_id: Any, shown: datetime | None, store: Any):
         super().__init__()
@@ -111,6 +113,15 @@ class RecallsScreen(ModalScreen[None]):
     def _replayed(self, m: messages.ReplayLoaded) -> None:
         self.app.push_screen(DiffScreen(m.title, detail.replay(m.replay)))
 
+    def action_search_it(self) -> None:
+        trace = self.query_one(TracesTable).selected()
+        if trace is None:
+            return
+        if trace.call == "search_keys":
+            self.app.notify("a key search: the Search tab searches memories, not keys", severity="warning")
+            return
+        self.dismiss(trace)
+
     @on(Button.Pressed, "#close")
     def action_close(self) -> None:
         self.dismiss(None)
@@ -119,4 +130,4 @@ class RecallsScreen(ModalScreen[None]):
 def headline(kept: int) -> str:
     if not kept:
         return "no recalls kept: the agent's store keeps them with MEMLENS_TRACE=1 (docs: the recall trace)"
-    return f"{count(kept, 'recalls')}, newest first · r replays one now · R as of its moment"
+    return f"{count(kept, 'recalls')}, newest first · r replay now · R as of then · s search it"

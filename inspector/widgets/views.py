@@ -281,6 +281,20 @@ class SearchView(Column):
         """Down or Enter in a field: on to the results (they are already up to date)."""
         self.query_one("#results", ResultsTable).focus()
 
+    def search_as(self, trace: Any, sessions: list[str]) -> None:
+        """The fields as a kept recall had them (``recall_facts``: kind facts); a session the
+        tenant no longer has is left out, and the status line says so."""
+        a = trace.arguments
+        kind = "facts" if trace.call == "recall_facts" else a.get("kind", "episodic")
+        self.query_one("#search-kind", Select).value = kind
+        session = self.query_one("#search-session", Select)
+        session.value = trace.session_id if trace.session_id in sessions else Select.NULL
+        for field, name in (("#search-since", "since"), ("#search-until", "until")):
+            self.query_one(field, Input).value = a.get(name) or ""
+        if a.get("mode") in self.MODES:
+            self.set_reactive(SearchView.mode, a["mode"])
+        self.query_one("#query", Input).value = trace.query
+
     def as_typed(self) -> Changed:
         """The search as the fields say now (its number not yet taken); a date that does not
         parse raises ValueError."""
