@@ -240,3 +240,14 @@ def add_traced_recalls(path: Path) -> None:
     conn.execute("UPDATE recall_traces SET took_ms = 4.2")  # the one part a run cannot repeat
     conn.commit()
     conn.close()
+
+
+async def open_recalls(pilot, app, rows: int = 3):
+    """Press R for the selected tenant's recalls and wait until ``rows`` of them are listed."""
+    from inspector.widgets.views import RecordTable
+
+    await pilot.press("R")
+    await wait_for(pilot, lambda: bool(app.screen.query("#recalls-table")), what="the recalls dialog")
+    recalls = app.screen.query_one("#recalls-table", RecordTable)
+    await wait_for(pilot, lambda: recalls.row_count == rows, what=f"{rows} recalls")
+    return recalls

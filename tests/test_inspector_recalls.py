@@ -15,6 +15,7 @@ from .inspector_support import (  # noqa: F401
     app_for,
     frozen,
     make_demo,
+    open_recalls,
     open_tenant,
     screen_text,
     settle,
@@ -29,10 +30,7 @@ async def test_the_recalls_tab_lists_what_the_agent_retrieved_and_replays_it(tmp
     app = app_for(demo)
     async with app.run_test(size=(120, 36)) as pilot:
         await open_tenant(pilot, app, "alice")
-        await pilot.press("R")
-        await wait_for(pilot, lambda: showing(app, RecallsScreen), what="the recalls")
-        recalls = app.screen.query_one("#recalls-table", RecordTable)
-        await wait_for(pilot, lambda: len(recalls.records) == 3, what="the recalls")
+        recalls = await open_recalls(pilot, app)
         await settle(pilot, app)
         assert [t.query for t in recalls.records.values()] == ["running plan", "lisbon trip bookings", "where does alice live"]
         assert "3 recalls, newest first" in screen_text(app)
@@ -108,10 +106,7 @@ async def test_s_types_a_recall_into_the_search_so_w_says_why_it_missed_a_memory
     app = app_for(demo)
     async with app.run_test(size=(120, 36)) as pilot:
         await open_tenant(pilot, app, "alice")
-        await pilot.press("R")
-        await wait_for(pilot, lambda: showing(app, RecallsScreen), what="the recalls")
-        recalls = app.screen.query_one("#recalls-table", RecordTable)
-        await wait_for(pilot, lambda: len(recalls.records) == 3, what="the recalls")
+        recalls = await open_recalls(pilot, app)
         recalls.move_cursor(row=1)  # "lisbon trip bookings", kind all, session trip-lisbon
         await pilot.press("s")
         await wait_for(pilot, lambda: not showing(app, RecallsScreen), what="the search")

@@ -23,6 +23,7 @@ from .inspector_support import (
     frozen_clock,
     go_to,
     make_demo,
+    open_recalls,
     open_session,
     open_tenant,
     settle,
@@ -238,10 +239,7 @@ class TestDialogs:
 
         async def run_before(pilot):
             await open_tenant(pilot, app, "alice")
-            await pilot.press("R")
-            await wait_for(pilot, lambda: app.screen.query("#recalls-table"), what="the recalls screen")
-            recalls = app.screen.query_one("#recalls-table", RecordTable)
-            await wait_for(pilot, lambda: recalls.row_count == 3, what="the recalls")
+            recalls = await open_recalls(pilot, app)
             recalls.move_cursor(row=1)
             await settle(pilot, app)
             still(app)
@@ -255,10 +253,7 @@ class TestDialogs:
 
         async def run_before(pilot):
             await open_tenant(pilot, app, "alice")
-            await pilot.press("R")
-            await wait_for(pilot, lambda: app.screen.query("#recalls-table"), what="the recalls screen")
-            recalls = app.screen.query_one("#recalls-table", RecordTable)
-            await wait_for(pilot, lambda: recalls.row_count == 3, what="the recalls")
+            await open_recalls(pilot, app)
             await pilot.press("r")
             await wait_for(pilot, lambda: showing(app, DiffScreen), what="the replay")
             await settle(pilot, app)
