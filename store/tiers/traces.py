@@ -56,7 +56,7 @@ burst of recalls pays that check once in hundreds."""
 class Tracer:
     """Keeps the recalls made through one store, off the recall's path: a recall hands its trace
     over and returns; one writer thread writes what has gathered at most :data:`WRITE_EVERY`
-    seconds later, a transaction per tenant, and trims the tenant to its bounds. :meth:`flush`
+    seconds later, in one transaction, and trims each tenant in it to its bounds. :meth:`flush`
     writes at once and waits (the store flushes before it reads traces, exports or erases). A
     crash loses only traces not yet written, and leaves nothing behind. A trace of a tenant
     erased (by any process) after the recall was made is dropped, never written after the
@@ -151,6 +151,7 @@ class Tracer:
         by_tenant: dict[Tenant, list[dict[str, Any]]] = {}
         for tenant, row in batch:
             by_tenant.setdefault(tenant, []).append(tenant.stamp(row))
+        too_late = 0
         try:
             with self._db.write(*by_tenant) as conn:
                 erased = latest_by_tenant(conn, audit_t, audit_t.c.at, by_tenant, audit_t.c.action == "forget", audit_t.c.origin == "local")
@@ -158,7 +159,7 @@ class Tracer:
                 for tenant, mine in by_tenant.items():
                     # A recall made before the tenant's latest erasure (by any process) is not written after it.
                     kept = [row for row in mine if tenant not in erased or row["at"] > erased[tenant]]
-                    self.dropped += len(mine) - len(kept)
+                    too_late += len(mine) - len(kept)
                     if kept:
                         written[tenant] = kept
                         # A tenant whose query is held is listed, so it can be erased; a recall is
@@ -171,6 +172,8 @@ class Tracer:
         except Exception as exc:  # whatever the store refused, the recalls it traces have returned
             self.dropped += len(batch)
             self.last_error = exc
+        else:
+            self.dropped += too_late
 
 
 def _iso(value: Any) -> str:
