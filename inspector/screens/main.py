@@ -274,6 +274,7 @@ class MainScreen(Screen[None]):
             views = self.host.tenant_views()
             if trace is not None and user == self.host.user_id and views is not None:
                 views.search_as(trace)
+                self.action_show_view("search")
 
         self.app.push_screen(RecallsScreen(user, self.host.as_of, self.open_store()), chosen)
 

@@ -322,10 +322,9 @@ class TenantViews(Column):
         )
 
     def search_as(self, trace: Any) -> None:
-        """The Search tab set to a kept recall (its query, kind, session, dates and mode), so
-        ``w`` on a memory says why that recall did not bring it back."""
+        """The Search tab's fields set to a kept recall (its query, kind, session, dates and mode),
+        so ``w`` on a memory says why that recall did not bring it back."""
         self.query_one(SearchView).search_as(trace, self.session_names)
-        self.host.main_screen.action_show_view("search")
 
     @on(EpisodesTable.RecallsBeforeWanted)
     def _recalls_before_wanted(self, m: EpisodesTable.RecallsBeforeWanted) -> None:
