@@ -44,15 +44,12 @@ def loads(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
-def touch_tenant(conn: Connection, tenant: Tenant, now: datetime) -> None:
-    """Record activity: creates the tenant row on first write, moves last_activity on."""
-    sql(conn).upsert(conn, tenants_t, tenant.stamp({"created_at": now, "last_activity": now}), tenant.key_columns(), {"last_activity": now})
-
-
-def register_tenant(conn: Connection, tenant: Tenant, at: datetime) -> None:
-    """List the tenant (created and last active at ``at``) if it is not listed yet; a tenant
-    already listed is left as it is: what registers it here is no write to its memory."""
-    sql(conn).upsert(conn, tenants_t, tenant.stamp({"created_at": at, "last_activity": at}), tenant.key_columns(), None)
+def touch_tenant(conn: Connection, tenant: Tenant, now: datetime, *, activity: bool = True) -> None:
+    """Record activity: creates the tenant row on first write, moves last_activity on. Without
+    ``activity`` (what is written is no write to the tenant's memory: a recall's trace), only
+    the first write creates the row, and a listed tenant is left as it is."""
+    values = tenant.stamp({"created_at": now, "last_activity": now})
+    sql(conn).upsert(conn, tenants_t, values, tenant.key_columns(), {"last_activity": now} if activity else None)
 
 
 def ensure_session(conn: Connection, tenant: Tenant, session_id: str, now: datetime, *, touch: bool = True) -> int:

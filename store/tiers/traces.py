@@ -25,7 +25,7 @@ from ..backend import Backend
 from ..models import RecallHit, RecallTrace, TracedHit
 from ..schema import audit_t, traces_t
 from ..tenancy import Tenant, latest_by_tenant
-from .common import new_id, register_tenant
+from .common import new_id, touch_tenant
 from .erasing import Erasing
 from .importing import UNCHANGED, WRITTEN, Importing
 from .record_fields import JsonObject, Name, OptionalName, OptionalText, Record, Text, Time
@@ -164,7 +164,7 @@ class Tracer:
                         written[tenant] = kept
                         # A tenant whose query is held is listed, so it can be erased; a recall is
                         # no write to its memory, so it does not move the tenant's last activity.
-                        register_tenant(conn, tenant, min(row["at"] for row in kept))
+                        touch_tenant(conn, tenant, min(row["at"] for row in kept), activity=False)
                 if written:
                     conn.execute(traces_t.insert(), [row for rows in written.values() for row in rows])
                 for tenant, rows in written.items():
