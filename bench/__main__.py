@@ -60,6 +60,12 @@ def why_not(benchmark: Benchmark) -> str | None:
         return "needs the embedded PostgreSQL: pip install -e '.[test]'"
     if benchmark.pg_vectors:
         return pg_vector_ops_failure()
+    if benchmark.public_data:
+        from .public_data import missing_sources
+
+        missing = missing_sources()
+        if missing:
+            return "needs clones of " + ", ".join(missing) + " (bench/public_data.py says where)"
     return None
 
 

@@ -20,6 +20,7 @@ class Benchmark:
     minutes: float = 1.0  # at full size, with the vector cache built
     postgres: bool = False  # needs the embedded PostgreSQL of the test extra
     pg_vectors: bool = False  # and its pgvector's distance functions, which die on some CPUs
+    public_data: bool = False  # needs clones of the public sets' repositories (bench/public_data.py)
 
     def command(self, quick: bool = False) -> str:
         return " ".join(["python", f"bench/{self.script}", *(self.quick if quick else self.arguments)])
@@ -35,6 +36,9 @@ BENCHMARKS = (
     Benchmark("ann", "ann_bench.py", quick=("--sizes", "3000", "--no-chroma"), minutes=15),
     Benchmark("inspector", "inspector_bench.py", ("--runs", "7"), quick=("--runs", "1", "--names-only"), minutes=25),
     Benchmark("recall-quality", "recall_quality.py", minutes=2),
+    # The first full run embeds LongMemEval's 57,000 turns with the real model (about 40 minutes), once.
+    Benchmark("public-recall", "public_recall.py", ("--per-class", "20"), quick=("--sets", "cisi"), minutes=5, public_data=True),
+    Benchmark("fusion-fit", "fusion_fit.py", ("--per-class", "20"), quick=("--sets", "cisi,hard"), minutes=5, public_data=True),
     Benchmark("rare-words", "keyword_rare_words.py", quick=("--episodes", "3000"), minutes=5),
     Benchmark(
         "keyword-tenants",

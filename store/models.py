@@ -248,11 +248,14 @@ class ScoreBreakdown(_Model):
     ``vector`` is cosine similarity (-1..1), in hybrid mode also for a memory outside the vector
     list (``vector_rank`` None); ``keyword`` is BM25 with higher meaning better; ``fused`` is
     reciprocal rank fusion, the sum of 1/(60 + rank) over the lists it is in. ``score`` is what
-    hits are ordered by, across tiers too: in hybrid mode ``3 if exact else 0`` + ``vector`` +
-    ``coverage ** 4``; in vector mode ``vector``; in keyword mode ``fused``. ``coverage`` (hybrid
-    only) is the share of the query's words the memory holds; ``exact`` (hybrid only) is the
-    identifier of the query (a ticket or order number, an e-mail address, a version, a URL) the
-    memory holds verbatim, which put it first.
+    hits are ordered by, across tiers too: in hybrid mode ``vector`` + ``coverage ** 4`` +
+    ``0.06 * keyword_standout`` + ``0.1 * vector_standout``, plus a bonus above all of those if
+    ``exact``; in vector mode ``vector``; in keyword mode ``fused``. The rest are hybrid only:
+    ``coverage`` is the share of the query's words the memory holds; ``keyword_standout`` how
+    far its BM25 stands above the keyword list's mean, in standard deviations (0 at or below it,
+    or outside the list); ``vector_standout`` the same for its cosine among all candidates,
+    signed; ``exact`` the identifier of the query (a ticket or order number, an e-mail address,
+    a version, a URL) the memory holds verbatim, which put it first.
     """
 
     vector: float | None = None
@@ -263,6 +266,8 @@ class ScoreBreakdown(_Model):
     score: float = 0.0
     coverage: float | None = None
     exact: str | None = None
+    keyword_standout: float | None = None
+    vector_standout: float | None = None
 
 
 RecallKind = Literal["episode", "fact", "block", "scratchpad", "key"]

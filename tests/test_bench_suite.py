@@ -12,7 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 # Modules the benchmarks share or a person runs by hand to compare commits, not benchmarks of the page.
-HELPERS = {"__main__.py", "suite.py", "corpus.py", "terminal.py", "hybrid_stages.py", "recall_ab.py"}
+HELPERS = {"__main__.py", "suite.py", "corpus.py", "terminal.py", "hybrid_stages.py", "recall_ab.py", "public_data.py"}
 
 
 def declared() -> dict[str, tuple[str, ...]]:

@@ -63,7 +63,60 @@ def test_the_exact_channel_puts_the_exact_identifier_first_whatever_the_other_ch
     ranked = fusion.order([near, exact], texts, query, "hybrid")
     assert [c.pk for c in ranked] == [1, 2]
     assert ranked[0].exact == "OPS-4471" and ranked[1].exact is None
-    assert ranked[0].score == pytest.approx(fusion.EXACT_BONUS + 0.05 + ranked[0].coverage ** 4)
+    assert ranked[0].score == pytest.approx(hybrid_score(ranked[0]))
+    assert ranked[0].score > fusion.EXACT_BONUS - 1.0 - fusion.VECTOR_WEIGHT * fusion.STANDOUT_CAP
+
+
+def hybrid_score(c) -> float:
+    """The hybrid score from a candidate's (or a hit's score breakdown's) channels, as documented."""
+    return (
+        (fusion.EXACT_BONUS if c.exact else 0.0)
+        + (c.vector or 0.0)
+        + fusion.COVERAGE_WEIGHT * c.coverage**fusion.COVERAGE_POWER
+        + fusion.KEYWORD_WEIGHT * c.keyword_standout
+        + fusion.VECTOR_WEIGHT * c.vector_standout
+    )
+
+
+def test_standouts_are_standard_deviations_from_the_mean_capped_and_zero_where_nothing_stands_out():
+    assert fusion.standouts([1.0, 3.0], signed=True) == [-1.0, 1.0]
+    assert fusion.standouts([1.0, 3.0], signed=False) == [0.0, 1.0]
+    assert fusion.standouts([1.0, None, 3.0], signed=False) == [0.0, 0.0, 1.0]  # None: not in that list
+    assert fusion.standouts([2.0, 2.0, 2.0], signed=True) == [0.0, 0.0, 0.0]
+    assert fusion.standouts([5.0], signed=True) == [0.0]
+    far = fusion.standouts([0.0] * 500 + [1.0], signed=True)
+    assert far[-1] == fusion.STANDOUT_CAP and far[0] > -1.0
+
+
+def test_the_exact_bonus_is_wider_than_every_other_channel_together():
+    best = 1.0 + fusion.COVERAGE_WEIGHT + (fusion.KEYWORD_WEIGHT + fusion.VECTOR_WEIGHT) * fusion.STANDOUT_CAP
+    worst = -1.0 - fusion.VECTOR_WEIGHT * fusion.STANDOUT_CAP
+    assert fusion.EXACT_BONUS + worst >= best
+
+
+def test_a_memory_whose_rare_word_makes_it_stand_out_in_the_keyword_list_beats_a_slightly_closer_one():
+    """A conversation: every turn holds the speaker's name and the question's common words; the
+    turn holding its one rare word is the keyword list's clear first, a little below another
+    turn by cosine. Coverage (half the words against a quarter) adds 0.06 of a score; the
+    keyword standout decides."""
+    query = fusion.Query.of("When did Caroline go to the pottery class?")
+    texts = {pk: f"Caroline: we went to the gym {pk}" for pk in range(2, 12)}
+    texts[1] = "Caroline: pottery was fun"
+    rare = Ranked(pk=1, vector=0.50, vector_rank=3, keyword=9.0, keyword_rank=1)
+    closer = Ranked(pk=2, vector=0.53, vector_rank=1, keyword=3.1, keyword_rank=2)
+    rest = [Ranked(pk=pk, vector=0.30, vector_rank=pk + 2, keyword=3.0, keyword_rank=pk + 1) for pk in range(3, 12)]
+    ranked = fusion.order([closer, rare, *rest], texts, query, "hybrid")
+    assert ranked[0].pk == 1 and ranked[0].keyword_standout > 2.5
+    assert all(c.score == pytest.approx(hybrid_score(c)) for c in ranked)
+
+
+def test_a_flat_keyword_list_adds_nothing_and_the_cosine_decides():
+    query = fusion.Query.of("pottery class on Sunday")
+    texts = {1: "pottery", 2: "pottery"}
+    a = Ranked(pk=1, vector=0.40, vector_rank=2, keyword=2.0, keyword_rank=1)
+    b = Ranked(pk=2, vector=0.45, vector_rank=1, keyword=2.0, keyword_rank=2)
+    ranked = fusion.order([a, b], texts, query, "hybrid")
+    assert [c.pk for c in ranked] == [2, 1] and [c.keyword_standout for c in ranked] == [0.0, 0.0]
 
 
 def test_coverage_counts_query_words_in_any_light_form_and_only_full_matches_weigh():
@@ -114,7 +167,7 @@ def test_recall_puts_the_exact_ticket_first_above_near_misses_and_says_why(ticke
     assert hits[0].scores.exact == "OPS-4471" and all(h.scores.exact is None for h in hits[1:])
     for h in hits:
         s = h.scores
-        assert s.score == pytest.approx((fusion.EXACT_BONUS if s.exact else 0) + s.vector + s.coverage**fusion.COVERAGE_POWER)
+        assert s.score == pytest.approx(hybrid_score(s))
     assert [h.scores.score for h in hits] == sorted((h.scores.score for h in hits), reverse=True)
 
 

@@ -152,6 +152,7 @@ def hit(h) -> Group:
         ("vector", f"{score(s.vector)} ({rank(s.vector_rank)})"),
         ("keyword", f"{score(s.keyword)} ({rank(s.keyword_rank)})"),
         ("coverage", score(s.coverage)),
+        ("standout", f"keyword {score(s.keyword_standout)}, vector {score(s.vector_standout)}"),
         ("exact id", s.exact or "-"),
         ("rank fusion", score(s.fused, 4)),
         ("matched", ", ".join(h.matched_terms) or "-"),
@@ -257,6 +258,8 @@ def why_not(answer) -> Group:
             ("vector (cosine)", "vector", 2),
             ("coverage", "coverage", 2),
             ("keyword", "keyword", 2),
+            ("keyword standout", "keyword_standout", 2),
+            ("vector standout", "vector_standout", 2),
         ):
             table.add_row(
                 label,

@@ -204,6 +204,8 @@ def _below(rank: int, limit: int, hit: RecallHit, cut: ScoreBreakdown | None, mo
         channels.append(f"cosine {mine.vector:.3f} against {cut.vector:.3f}")
     if mode == "hybrid" and mine.coverage is not None and cut.coverage is not None:
         channels.append(f"query words held {mine.coverage:.0%} against {cut.coverage:.0%}")
+    if mode == "hybrid" and mine.keyword_standout is not None and cut.keyword_standout is not None:
+        channels.append(f"keyword standout {mine.keyword_standout:.2f} against {cut.keyword_standout:.2f}")
     if cut.exact and not mine.exact:
         channels.append(f"the last one returned holds the identifier {cut.exact!r} verbatim")
     if mode == "keyword":

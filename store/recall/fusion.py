@@ -1,4 +1,4 @@
-"""Hybrid ordering: one score per candidate, comparable across tiers, from three channels.
+"""Hybrid ordering: one score per candidate, comparable across tiers, from five channels.
 
 Reciprocal rank fusion (``ranking.fuse``) scores a memory by its ranks alone, so a distractor that
 shares a few of a paraphrase's words beats the right answer the vector side ranked first, a near-
@@ -9,21 +9,33 @@ of the time against 0.976 for keywords alone.
 
 The hybrid score of a candidate (from either list, or the exact channel) is instead
 
-    exact bonus  +  cosine(query, memory)  +  COVERAGE_WEIGHT * coverage ** COVERAGE_POWER
+    exact bonus  +  cosine  +  COVERAGE_WEIGHT * coverage ** COVERAGE_POWER
+                 +  KEYWORD_WEIGHT * keyword standout  +  VECTOR_WEIGHT * vector standout
 
 - **exact**: the memory holds an identifier-like token of the query (digits, ``@``, a URL; see
   :func:`identifiers`) verbatim, with word boundaries. It puts that memory first: BM25 sees the
   same word pieces in a near miss (``ops``, ``4471`` / ``4741``), the model sees almost the same text.
 - **cosine**: computed for every candidate, keyword-only ones included (one dot product each),
   so a keyword hit is judged by its meaning too; the same model makes it comparable across tiers.
-- **coverage**: the share of the query's words the memory holds (after light suffix folding), a
-  lexical signal that, unlike BM25, does not depend on the tier's corpus statistics. Raised to the
-  fourth power it only counts when most of the query is there: a paraphrase's distractors share one
-  or two of its words (coverage 0.2-0.5, adding 0.002-0.06), a question built from common words
-  matches its answer on nearly all of them (0.75-1.0, adding 0.3-1.0).
+- **coverage**: the share of the query's words the memory holds (after light suffix folding).
+  Raised to the fourth power it only counts when most of the query is there: a paraphrase's
+  distractors share one or two of its words (coverage 0.2-0.5, adding 0.002-0.06), a question
+  built from common words matches its answer on nearly all of them (0.75-1.0, adding 0.3-1.0).
+- **keyword standout**: how far the memory's BM25 stands above the keyword list's mean, in
+  standard deviations (0 at or below it, or outside the list). BM25 weighs each query word by
+  how rare it is among the tenant's memories, which coverage does not: in a conversation every
+  turn holds "did", "when" and the speaker's name, and the one rare word that finds the answer
+  is what the keyword side ranks by. Measured as a standout, not a raw score, it is comparable
+  across queries and tiers, and a list where nothing stands out adds nothing.
+- **vector standout**: the same for the cosine, over all candidates, and signed (below the mean
+  it takes away): a memory the model puts clearly above the rest gains on one that only ties
+  it, wherever the query's cosines lie.
 
-The weight and power were chosen on the even-numbered half of the hard set's queries and checked
-on the odd half, which they were not fitted to (see docs/store/recall.md, "Recall quality").
+The coverage weight and power were chosen on the project's hard set; the two standout weights
+by cross-validation across public sets (a long-conversation memory benchmark and two
+short-document collections) and the hard set, each fitted leaving one set out: the same
+weights came out of three of the four fits (bench/fusion_fit.py; docs/store/recall.md, "Recall
+quality").
 """
 
 from __future__ import annotations
@@ -42,8 +54,18 @@ from .ranking import Ranked
 # 1.0 / 3 two (weight too high for partial matches), 0.6 / 5 lost a common-words question.
 COVERAGE_WEIGHT = 1.0
 COVERAGE_POWER = 4
-# Above anything the other channels add (cosine <= 1, coverage term <= COVERAGE_WEIGHT).
-EXACT_BONUS = 1.0 + COVERAGE_WEIGHT + 1.0
+# Cross-validated over four sets (bench/fusion_fit.py): 0.06 / 0.1 in three fits of four (the
+# fit without the hard set chose 0.15 / 0.15, which costs that set's paraphrases). Larger keyword
+# weights lift the conversational set's temporal questions further and sink the hard set's
+# paraphrases, whose distractors are built to share their words.
+KEYWORD_WEIGHT = 0.06
+VECTOR_WEIGHT = 0.1
+# A standout is counted up to this many standard deviations: the bound keeps EXACT_BONUS above
+# everything else, however many candidates a deep recall fuses.
+STANDOUT_CAP = 8.0
+# Wider than everything the other channels can add together (a cosine spans 2, the coverage term
+# COVERAGE_WEIGHT, the keyword standout 0 to its cap, the vector standout minus to plus its cap).
+EXACT_BONUS = 2.0 + COVERAGE_WEIGHT + (KEYWORD_WEIGHT + 2 * VECTOR_WEIGHT) * STANDOUT_CAP
 
 _WORD = re.compile(r"\w+")
 _STRIP = "?!,;:()[]{}<>\"'`"
@@ -112,7 +134,8 @@ def fold(word: str) -> str:
     return w
 
 
-def _held(text: str) -> set[str]:
+def held_words(text: str) -> set[str]:
+    """The text's words as coverage sees them: each distinct word, folded."""
     # Each distinct word folded once: a memory repeats its words. (Not lower-cased before the
     # split: "İ" lower-cases to two code points, which the word pattern would split.)
     return set(map(fold, set(_WORD.findall(text))))
@@ -136,12 +159,12 @@ class Query:
     def coverage(self, text: str) -> float:
         if not self.words:
             return 0.0
-        held = _held(text)
+        held = held_words(text)
         return sum(w in held for w in self.words) / len(self.words)
 
     def missing(self, text: str) -> list[str]:
         """The query's (folded) words ``text`` holds in no form: what coverage counts against it."""
-        held = _held(text)
+        held = held_words(text)
         return [w for w in self.words if w not in held]
 
     def exact(self, text: str) -> str | None:
@@ -159,7 +182,7 @@ def order(candidates: list[Ranked], texts: dict[int, str], query: Query, mode: M
 
     ``candidates`` come best first by reciprocal rank (``ranking.fuse``), which breaks ties.
     Vector mode scores by cosine and keyword mode keeps the reciprocal-rank score: each is one
-    half, measured as such. Hybrid adds the exact and coverage channels to the cosine
+    half, measured as such. Hybrid adds the exact, coverage and standout channels to the cosine
     (``Ranked.vector``, filled in for keyword-only candidates by the caller; None counts 0).
     """
     if mode == "vector":
@@ -170,12 +193,36 @@ def order(candidates: list[Ranked], texts: dict[int, str], query: Query, mode: M
         for c in candidates:
             c.score = c.fused
         return candidates
-    for c in candidates:
+    keyword = standouts([c.keyword for c in candidates], signed=False)
+    vector = standouts([c.vector or 0.0 for c in candidates], signed=True)
+    for c, keyword_standout, vector_standout in zip(candidates, keyword, vector, strict=True):
         text = texts.get(c.pk, "")
         c.coverage = query.coverage(text)
         c.exact = query.exact(text)
-        c.score = (EXACT_BONUS if c.exact else 0.0) + (c.vector or 0.0) + COVERAGE_WEIGHT * c.coverage**COVERAGE_POWER
+        c.keyword_standout, c.vector_standout = keyword_standout, vector_standout
+        c.score = (
+            (EXACT_BONUS if c.exact else 0.0)
+            + (c.vector or 0.0)
+            + COVERAGE_WEIGHT * c.coverage**COVERAGE_POWER
+            + KEYWORD_WEIGHT * keyword_standout
+            + VECTOR_WEIGHT * vector_standout
+        )
     return sorted(candidates, key=lambda c: -c.score)
+
+
+def standouts(scores: list[float | None], *, signed: bool) -> list[float]:
+    """How far each score stands from the mean of the scores given, in standard deviations,
+    within plus or minus STANDOUT_CAP (not below 0 unless ``signed``). None (not in that list)
+    counts 0, and so does every score of a list of fewer than two or of equal scores."""
+    known = [s for s in scores if s is not None]
+    if len(known) < 2:
+        return [0.0] * len(scores)
+    mean = sum(known) / len(known)
+    spread = (sum((s - mean) ** 2 for s in known) / len(known)) ** 0.5
+    if spread <= 1e-9:
+        return [0.0] * len(scores)
+    floor = -STANDOUT_CAP if signed else 0.0
+    return [0.0 if s is None else min(STANDOUT_CAP, max(floor, (s - mean) / spread)) for s in scores]
 
 
 # How many of a tenant's newest memories holding an identifier's words in sequence the exact

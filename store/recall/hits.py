@@ -502,6 +502,8 @@ def _scores(c: Ranked) -> ScoreBreakdown:
         score=c.score,
         coverage=c.coverage,
         exact=c.exact,
+        keyword_standout=c.keyword_standout,
+        vector_standout=c.vector_standout,
     )
 
 

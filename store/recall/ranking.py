@@ -22,6 +22,8 @@ class Ranked:
     score: float = 0.0
     coverage: float | None = None
     exact: str | None = None
+    keyword_standout: float | None = None
+    vector_standout: float | None = None
 
     @property
     def fused(self) -> float:
