@@ -36,6 +36,10 @@ def test_a_memory_that_came_back_is_placed_and_one_ranked_below_is_compared_with
     assert causes(missed) == ["ranked_below", "words_missing"] and missed.missing_words == ["total"]
     assert missed.cut is not None and missed.scores is not None and missed.scores.score <= missed.cut.score
     assert f"ranked {missed.rank}, below the 3 returned" in missed.causes[0].detail
+    # Channel by channel, the keyword standout included (every hybrid candidate has one).
+    mine, cut = missed.scores.keyword_standout, missed.cut.keyword_standout
+    assert mine is not None and cut is not None and mine <= cut
+    assert f"keyword standout {mine:.2f} against {cut:.2f}" in missed.causes[0].detail
 
 
 def test_a_memory_without_the_query_words_is_not_ranked_by_keyword_search(store):
