@@ -26,7 +26,9 @@ The hybrid score of a candidate (from either list, or the exact channel) is inst
   how rare it is among the tenant's memories, which coverage does not: in a conversation every
   turn holds "did", "when" and the speaker's name, and the one rare word that finds the answer
   is what the keyword side ranks by. Measured as a standout, not a raw score, it is comparable
-  across queries and tiers, and a list where nothing stands out adds nothing.
+  across queries, and a list where nothing stands out adds nothing. (Each tier's standouts are
+  measured among its own candidates: a tier with many can give its best a larger standout than
+  a tier with four.)
 - **vector standout**: the same for the cosine, over all candidates, and signed (below the mean
   it takes away): a memory the model puts clearly above the rest gains on one that only ties
   it, wherever the query's cosines lie.
@@ -55,7 +57,7 @@ from .ranking import Ranked
 COVERAGE_WEIGHT = 1.0
 COVERAGE_POWER = 4
 # Cross-validated over four sets (bench/fusion_fit.py): 0.06 / 0.1 in three fits of four (the
-# fit without the hard set chose 0.15 / 0.15, which costs that set's paraphrases). Larger keyword
+# fit without the hard set chose 0.12 / 0.15, which costs that set's paraphrases). Larger keyword
 # weights lift the conversational set's temporal questions further and sink the hard set's
 # paraphrases, whose distractors are built to share their words.
 KEYWORD_WEIGHT = 0.06
