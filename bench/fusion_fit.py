@@ -28,9 +28,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from public_data import LOADERS, SOURCES_DIR, Memory, PublicSet, Question  # noqa: E402
-from public_recall import DEPTH, build_store, score, vectors  # noqa: E402
-from recall_ab import Lookup  # noqa: E402
+from public_data import LOADERS, SOURCES_DIR, Memory, PublicSet, Question, load  # noqa: E402
+from public_recall import DEPTH, open_set, score  # noqa: E402
 from recall_quality import DATA as HARD_DATA  # noqa: E402
 from recall_quality import load as load_hard  # noqa: E402
 
@@ -74,9 +73,6 @@ class Case:
         self.idf_coverage = np.array([sum(v for w, v in self.idf.items() if w in h) / total for h in held])
         self.exact = np.array([fusion.EXACT_BONUS if self.query.exact(x.text) else 0.0 for x in c])
         have = bm25 > 0
-        floor = bm25[have].min() if have.any() else 0.0
-        filled = np.where(have, bm25, floor)  # no BM25 score: as low as the keyword list's last
-        self.bm25_z_filled = _z(filled)
         # Over the keyword list only: a short list (a small tenant, a rare word) does not make its
         # few hits stand out against every vector-only candidate's missing score.
         listed = np.zeros_like(bm25)
@@ -85,7 +81,6 @@ class Case:
             listed[~have] = listed[have].min()
         self.bm25_z = listed
         self.cos_z = _z(self.cos)
-        self.kw_rrf = np.array([1.0 / x.kw_rank if x.kw_rank else 0.0 for x in c])
         self.kw_rank = np.array([x.kw_rank or 10**6 for x in c], dtype=float)
         self.vec_rank = np.array([x.vec_rank or 10**6 for x in c], dtype=float)
 
@@ -111,10 +106,7 @@ def hard_set() -> PublicSet:
 
 
 def collect(data: PublicSet) -> list[Case]:
-    texts = [m.text for m in data.memories]
-    memory_vectors = vectors(data.name, texts)
-    question_vectors = vectors(data.name + "-questions", [q.text for q in data.questions])
-    embedder = Lookup(texts + [q.text for q in data.questions], list(memory_vectors) + list(question_vectors))
+    store, memory_vectors, question_vectors = open_set(data)
     row = {(m.tenant, m.id): i for i, m in enumerate(data.memories)}
     df: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     size: dict[str, int] = defaultdict(int)
@@ -123,7 +115,6 @@ def collect(data: PublicSet) -> list[Case]:
         for w in fusion.held_words(m.text):
             df[m.tenant][w] += 1
     cases = []
-    store = build_store(data, embedder, rebuild=False)
     try:
         for q, qv in zip(data.questions, question_vectors, strict=True):
             found: dict[str, Candidate] = {}
@@ -228,12 +219,11 @@ def figures(cases: list[Case], f: Fusion) -> dict[tuple[str, str], dict[str, flo
 HALVES: dict[str, Fusion] = {"keyword": lambda c: -c.kw_rank, "vector": lambda c: -c.vec_rank}
 
 
-def objective(cases: list[Case], f: Fusion) -> float:
+def objective(cases: list[Case], f: Fusion, halves: list[dict]) -> float:
     """What a fit maximises: the mean over sets of (recall@10 + any@5 + MRR) / 3, less ten times
     how far any class of the hard set falls more than 0.02 under its better half at any@5 (the
-    recall-quality tests' own rule)."""
+    recall-quality tests' own rule). ``halves``: the two halves' figures on the same cases."""
     got = figures(cases, f)
-    halves = [figures(cases, h) for h in HALVES.values()]
     sets = {s for s, _ in got}
     mean = sum((got[(s, "all")]["R@10"] + got[(s, "all")]["any@5"] + got[(s, "all")]["MRR"]) / 3 for s in sets) / len(sets)
     hard = [k for k in got if k[0] == "hard" and k[1] != "all"]
@@ -292,23 +282,21 @@ def main() -> None:
     args = parser.parse_args()
     cases: list[Case] = []
     for name in args.sets.split(","):
-        if name == "hard":
-            data = hard_set()
-        else:
-            data = LOADERS[name](args.sources, args.per_class) if name == "longmemeval" else LOADERS[name](args.sources)
-        cases += collect(data)
+        cases += collect(hard_set() if name.strip() == "hard" else load(name, args.sources, args.per_class))
     sets = sorted({c.set for c in cases})
     report: dict[str, dict] = {name + " half": figures(cases, f) for name, f in HALVES.items()}
     report["before (cosine + coverage^4)"] = figures(cases, today)
+    folds = {left_out: [c for c in cases if c.set != left_out] for left_out in sets}
+    fold_halves = {left_out: [figures(fit, h) for h in HALVES.values()] for left_out, fit in folds.items()}
+    all_halves = [report[name + " half"] for name in HALVES]
     for family, (make, grid) in FAMILIES.items():
         held_out: dict = {}
         chosen = []
-        for left_out in sets:
-            fit = [c for c in cases if c.set != left_out]
-            params = max(grid, key=lambda p: objective(fit, make(*p)))
+        for left_out, fit in folds.items():
+            params = max(grid, key=lambda p: objective(fit, make(*p), fold_halves[left_out]))
             chosen.append(f"{left_out}: {params}")
             held_out.update(figures([c for c in cases if c.set == left_out], make(*params)))
-        best = max(grid, key=lambda p: objective(cases, make(*p)))
+        best = max(grid, key=lambda p: objective(cases, make(*p), all_halves))
         report[f"{family}, held out"] = held_out
         print(f"{family}: fitted leaving each set out -> {'; '.join(chosen)}; on all sets {best}")
     held_out = {}

@@ -220,3 +220,11 @@ def cranfield(sources: Path) -> PublicSet:
 
 
 LOADERS = {"longmemeval": longmemeval, "cisi": cisi, "cranfield": cranfield}
+
+
+def load(name: str, sources: Path, per_class: int) -> PublicSet:
+    """One public set by name; ``per_class`` is how many of each LongMemEval question type."""
+    name = name.strip()
+    if name not in LOADERS:
+        raise SystemExit(f"no public set named {name!r}: {', '.join(LOADERS)}")
+    return longmemeval(sources, per_class) if name == "longmemeval" else LOADERS[name](sources)

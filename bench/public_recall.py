@@ -38,7 +38,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from public_data import LOADERS, SOURCES_DIR, PublicSet  # noqa: E402
+from public_data import LOADERS, SOURCES_DIR, PublicSet, load  # noqa: E402
 from recall_ab import Lookup  # noqa: E402
 
 from store import MemoryStore  # noqa: E402
@@ -179,11 +179,17 @@ def score(ranked: list[str], relevant: frozenset[str]) -> dict[str, float]:
 METRICS = ("R@1", "R@5", "R@10", "any@5", "MRR")
 
 
-def run_set(data: PublicSet, rebuild: bool) -> list[dict]:
+def open_set(data: PublicSet, rebuild: bool = False) -> tuple[MemoryStore, np.ndarray, np.ndarray]:
+    """The set's store (built on first use, its vectors looked up, not computed) and the vectors
+    of its memories and of its questions, in their order."""
     memory_vectors = vectors(data.name, [m.text for m in data.memories])
     question_vectors = vectors(data.name + "-questions", [q.text for q in data.questions])
     embedder = Lookup([m.text for m in data.memories] + [q.text for q in data.questions], list(memory_vectors) + list(question_vectors))
-    store = build_store(data, embedder, rebuild)
+    return build_store(data, embedder, rebuild), memory_vectors, question_vectors
+
+
+def run_set(data: PublicSet, rebuild: bool) -> list[dict]:
+    store, memory_vectors, question_vectors = open_set(data, rebuild)
     baselines = Baselines(data, memory_vectors)
     answers: dict[str, Callable[..., list[str]]] = {
         "exact cosine": lambda q, v: baselines.cosine(q.tenant, v),
@@ -245,8 +251,7 @@ def main() -> None:
     args = parser.parse_args()
     rows: list[dict] = []
     for name in args.sets.split(","):
-        loader = LOADERS[name.strip()]
-        data = loader(args.sources, args.per_class) if name == "longmemeval" else loader(args.sources)
+        data = load(name, args.sources, args.per_class)
         print(
             f"{data.name}: {len(data.memories):,} memories, {len(data.questions)} questions; from github.com/{data.repository} ({data.licence})",
             flush=True,
