@@ -176,21 +176,26 @@ def key_batches(keys: list[str]) -> list[list[str]]:
     return [keys[start : start + KEYS_PER_STATEMENT] for start in range(0, len(keys), KEYS_PER_STATEMENT)]
 
 
+def _per_tenant(conn: Connection, table: Table, value: Any, keys: list[str] | None, *conditions: Any) -> dict[str, Any]:
+    """``value`` aggregated over each tenant's rows of ``table`` meeting ``conditions``, by tenant
+    key: of every tenant, or of ``keys`` (bound in batches, one statement each)."""
+    stmt = select(table.c.user_id, value).where(*conditions).group_by(table.c.user_id)
+    batches = [stmt] if keys is None else [stmt.where(table.c.user_id.in_(batch)) for batch in key_batches(keys)]
+    return {key: found for batch in batches for key, found in conn.execute(batch)}
+
+
 def count_by_tenant(conn: Connection, table: Table, keys: list[str] | None = None) -> dict[str, int]:
     """Rows per tenant key (of every tenant, or of ``keys``), for overviews that span tenants
     (they never return content)."""
-    stmt = select(table.c.user_id, func.count()).where(not_being_erased(table.c.user_id)).group_by(table.c.user_id)
-    batches = [stmt] if keys is None else [stmt.where(table.c.user_id.in_(batch)) for batch in key_batches(keys)]
-    return {key: count for batch in batches for key, count in conn.execute(batch)}
+    return _per_tenant(conn, table, func.count(), keys, not_being_erased(table.c.user_id))
 
 
 def latest_by_tenant(conn: Connection, table: Table, column: Any, tenants: Iterable[Tenant], *conditions: Any) -> dict[Tenant, Any]:
     """The largest ``column`` of each of ``tenants``' rows of ``table`` meeting ``conditions``, for
     the tenants that have one: one statement for many tenants (when each was last erased)."""
     by_key = {t.key: t for t in tenants}
-    stmt = select(table.c.user_id, func.max(column)).where(*conditions).group_by(table.c.user_id)
-    batches = [stmt.where(table.c.user_id.in_(batch)) for batch in key_batches(list(by_key))]
-    return {by_key[key]: latest for batch in batches for key, latest in conn.execute(batch) if latest is not None}
+    latest = _per_tenant(conn, table, func.max(column), list(by_key), *conditions)
+    return {by_key[key]: at for key, at in latest.items() if at is not None}
 
 
 def tenants_having(conn: Connection, table: Table, *conditions: Any) -> list[Tenant]:
