@@ -100,20 +100,21 @@ def main() -> None:
     path = built(args.episodes, args.tenants, embedder)
     # Each on its own copy, measured in a process of its own: the traced store's writes (and its
     # writer thread) must not touch the baseline's caches or share its interpreter.
-    workdir = Path(tempfile.mkdtemp(prefix="trace-bench-"))
-    copies = {False: workdir / "off.db", True: workdir / "on.db"}
-    for copy in copies.values():
-        shutil.copyfile(path, copy)
-    times: dict[bool, list[float]] = {False: [], True: []}
-    kept = 0
-    for round_ in range(args.rounds):
-        for tracing in (False, True) if round_ % 2 == 0 else (True, False):  # neither always goes first
-            command = [sys.executable, __file__, "--episodes", str(args.episodes), "--tenants", str(args.tenants)]
-            command += ["--passes", str(args.passes), "--child", "on" if tracing else "off", "--path", str(copies[tracing])]
-            done = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout.splitlines()[-1])
-            times[tracing] += done["times"]
-            kept = max(kept, done["kept"])
-    shutil.rmtree(workdir)
+    # The copies go with the folder, even when a round fails.
+    with tempfile.TemporaryDirectory(prefix="trace-bench-") as folder:
+        workdir = Path(folder)
+        copies = {False: workdir / "off.db", True: workdir / "on.db"}
+        for copy in copies.values():
+            shutil.copyfile(path, copy)
+        times: dict[bool, list[float]] = {False: [], True: []}
+        kept = 0
+        for round_ in range(args.rounds):
+            for tracing in (False, True) if round_ % 2 == 0 else (True, False):  # neither always goes first
+                command = [sys.executable, __file__, "--episodes", str(args.episodes), "--tenants", str(args.tenants)]
+                command += ["--passes", str(args.passes), "--child", "on" if tracing else "off", "--path", str(copies[tracing])]
+                done = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout.splitlines()[-1])
+                times[tracing] += done["times"]
+                kept = max(kept, done["kept"])
     base50, base95 = pct(times[False], 50), pct(times[False], 95)
     rows = []
     for tracing in (False, True):
