@@ -1036,8 +1036,7 @@ class MemoryStore:
             if isinstance(user_ids, (str, bytes)) or not isinstance(user_ids, Iterable):
                 raise InvalidInputError("user_ids must be a list of user ids (None is the anonymous bucket)")
             wanted = [self._tenant(user_id) for user_id in user_ids]
-        with self._db.read() as conn:
-            return overview.tenant_summaries(conn, wanted)
+        return overview.tenant_summaries_read(self._db.read, wanted, self._db.tenants_per_read)
 
     def tenant_names(self) -> list[str | None]:
         """Every tenant's user id (None: the anonymous bucket), in :meth:`tenants` order, without

@@ -152,6 +152,12 @@ class Backend(Protocol):
     after_write: Callable[[], None] | None
     """Called after every committed write transaction (the store retries pending scrubs there)."""
 
+    tenants_per_read: int | None
+    """How many tenants one read transaction may count when a read spans tenants (the tenant
+    list with its counts): None for no limit, every tenant in one snapshot. A server engine that
+    locks each tenant's storage a statement reads, until the transaction ends, sets a limit, and
+    a listing of more tenants reads them a group at a time."""
+
     def read(self) -> AbstractContextManager[Connection]:
         """A read transaction: one consistent snapshot for everything read inside."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import TypeVar
 
@@ -10,7 +11,7 @@ from sqlalchemy import Connection, func
 
 from ..models import Profile, TenantSummary, TierCounts
 from ..schema import tenants_t
-from ..tenancy import Tenant, count_by_tenant, key_batches, listed_tenants, user_id_of
+from ..tenancy import Tenant, all_tenants, count_by_tenant, key_batches, listed_tenants, user_id_of
 from . import blocks, facts
 from .registry import COUNTED
 
@@ -44,6 +45,26 @@ def tenant_summaries(conn: Connection, wanted: list[Tenant] | None = None) -> li
         )
         for row in rows
     ]
+    return _most_recent_first(summaries, lambda s: s.user_id, lambda s: s.last_activity)
+
+
+def tenant_summaries_read(
+    read: Callable[[], AbstractContextManager[Connection]], wanted: list[Tenant] | None, per_read: int | None
+) -> list[TenantSummary]:
+    """:func:`tenant_summaries` in read transactions of at most ``per_read`` tenants each (one
+    for all when None): the tenant list first, then its tenants' counts a group at a time. Each
+    group is a snapshot of its own, so a tenant made or erased meanwhile may be in or out."""
+    if per_read is None:
+        with read() as conn:
+            return tenant_summaries(conn, wanted)
+    if wanted is None:
+        with read() as conn:
+            wanted = all_tenants(conn, tenants_t)
+    wanted = list({t.key: t for t in wanted}.values())  # a tenant asked for twice is one summary
+    summaries: list[TenantSummary] = []
+    for start in range(0, len(wanted), per_read):
+        with read() as conn:
+            summaries.extend(tenant_summaries(conn, wanted[start : start + per_read]))
     return _most_recent_first(summaries, lambda s: s.user_id, lambda s: s.last_activity)
 
 

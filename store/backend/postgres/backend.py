@@ -85,6 +85,7 @@ class PostgresBackend:
     after_write: Callable[[], None] | None = None
     schema_version = ddl.CURRENT_VERSION
     out_of_reach = scrub.OUT_OF_REACH
+    tenants_per_read: int | None = tables.TENANTS_PER_READ
 
     def __init__(self, url: str | Path, *, read_only: bool = False, create: bool = True, vector_dim: int | None = None):
         self.url = parse(str(url))

@@ -257,6 +257,7 @@ class Database:
     schema_version = CURRENT_VERSION
     out_of_reach = "copies of the file made outside memlens (backups, snapshots, synced or copied files)"
     vector_index = None  # large tenants get an in-process approximate index (store.recall.approximate)
+    tenants_per_read: int | None = None  # a read locks nothing: one snapshot counts every tenant
 
     def __init__(self, path: str | Path, *, read_only: bool = False, create: bool = True):
         self.path = resolve_path(path)
