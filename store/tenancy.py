@@ -198,11 +198,24 @@ def latest_by_tenant(conn: Connection, table: Table, column: Any, tenants: Itera
     return {by_key[key]: at for key, at in latest.items() if at is not None}
 
 
-def tenants_having(conn: Connection, table: Table, *conditions: Any) -> list[Tenant]:
-    """The tenants, in key order, with a row of ``table`` meeting ``conditions``: for store-wide
-    maintenance that then works tenant by tenant (purging expired keys)."""
+def tenants_having(conn: Connection, table: Table, *conditions: Any, keys: list[str] | None = None) -> list[Tenant]:
+    """The tenants (of every tenant, or of ``keys``), in key order, with a row of ``table``
+    meeting ``conditions``: for store-wide maintenance that then works tenant by tenant
+    (purging expired keys)."""
     stmt = select(table.c.user_id).where(not_being_erased(table.c.user_id), *conditions).distinct()
+    if keys is not None:
+        stmt = stmt.where(table.c.user_id.in_(keys))
     return [Tenant(key) for key in sorted(conn.execute(stmt).scalars())]
+
+
+def tenant_groups(conn: Connection, tenants_table: Table, per_read: int | None) -> list[list[str] | None]:
+    """Every tenant's key in groups of ``per_read``, each for a read transaction of its own
+    (:attr:`store.backend.interface.Backend.tenants_per_read`); ``[None]``, every tenant at once,
+    when ``per_read`` is None."""
+    if per_read is None:
+        return [None]
+    keys = sorted(conn.execute(listed_tenants(tenants_table)).scalars())
+    return [keys[start : start + per_read] for start in range(0, len(keys), per_read)]
 
 
 def keys_and_tenants(conn: Connection, table: Table, key_column: Any, *conditions: Any) -> list[tuple[int, str]]:

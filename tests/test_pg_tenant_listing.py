@@ -6,6 +6,8 @@ tenants the store has, and what it returns is what one snapshot would have retur
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from sqlalchemy import Engine, event
 
@@ -77,3 +79,25 @@ def test_the_locks_a_listing_holds_do_not_grow_with_the_tenants(pg_store, monkey
     assert at_once_12 > 3 * grouped_12, (at_once_12, grouped_12)
     # In groups, twice the tenants hold no more at once (the listing of tenant rows adds none per tenant).
     assert grouped_12 == grouped_6, (grouped_6, grouped_12)
+
+
+def test_erasure_and_purging_hold_no_more_locks_for_more_tenants(pg_store, monkeypatch):
+    """A forget (its scrub looks for expired keys in every tenant) and a purge read every tenant's
+    keys and traces: in groups, like the listing."""
+    monkeypatch.setattr(PostgresBackend, "tenants_per_read", 3)
+
+    def most_locks(round: str) -> dict[str, int]:
+        pg_store.remember("to be erased", user_id=f"gone-{round}")
+        pg_store.session("s0", user_id="user-000").set(f"brief-{round}", "v", ttl=0.001)
+        time.sleep(0.01)
+        return {
+            "forget": _most_locks_held(pg_store, lambda: pg_store.forget(user_id=f"gone-{round}", actor="test")),
+            "purge": _most_locks_held(pg_store, pg_store.purge_expired),
+        }
+
+    _fill(pg_store, 0, 6)
+    with_6 = most_locks("6")
+    for i in range(6, 36):  # enough tenants that reading all their keys at once outgrows a forget's own locks
+        pg_store.session("s0", user_id=f"user-{i:03d}").set("k", "v")
+    assert most_locks("36") == with_6
+    assert pg_store.session("s0", user_id="user-000").get("brief-36") is None

@@ -260,10 +260,12 @@ def purge_tenant_expired_kv(conn: Connection, tenant: Tenant, now: datetime) -> 
     return purged
 
 
-def tenants_with_expired_kv(conn: Connection, now: datetime) -> list[Tenant]:
-    return tenants_having(conn, kv_t, kv_t.c.expires_at.is_not(None), kv_t.c.expires_at <= now)
+def tenants_with_expired_kv(conn: Connection, now: datetime, keys: list[str] | None = None) -> list[Tenant]:
+    return tenants_having(conn, kv_t, kv_t.c.expires_at.is_not(None), kv_t.c.expires_at <= now, keys=keys)
 
 
-def has_expired_kv(conn: Connection, now: datetime) -> bool:
-    stmt = select(kv_t.c.pk).where(kv_t.c.expires_at.is_not(None), kv_t.c.expires_at <= now).limit(1)
-    return conn.execute(stmt).first() is not None
+def has_expired_kv(conn: Connection, now: datetime, keys: list[str] | None = None) -> bool:
+    stmt = select(kv_t.c.pk).where(kv_t.c.expires_at.is_not(None), kv_t.c.expires_at <= now)
+    if keys is not None:
+        stmt = stmt.where(kv_t.c.user_id.in_(keys))
+    return conn.execute(stmt.limit(1)).first() is not None

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from sqlalchemy import Connection
 
@@ -19,13 +19,15 @@ from ..errors import InvalidInputError, MemlensError, StoreBusyError, StoreFullE
 from ..models import AuditEntry, ForgetReceipt, ImportReport, MigrationReport, PendingScrub
 from ..recall.indexing import Indexer
 from ..schema import audit_t, episodes_t, sessions_t, tenants_t, traces_t
-from ..tenancy import UNSET, Tenant, all_tenants, require_history, require_tenant, tenants_having
+from ..tenancy import UNSET, Tenant, all_tenants, require_history, require_tenant, tenant_groups, tenants_having
 from ..tiers import traces
 from ..tiers.erasing import Scope
 from ..tiers.importing import KEPT, UNCHANGED, WRITTEN
 from ..tiers.registry import ERASE_ORDER, SECTION_OF, SECTIONS
 from ..validation import check_flag, check_int, check_name, check_optional_datetime, utcnow
 from . import audit, erasure, export, export_file, import_check, import_write, migrate
+
+T = TypeVar("T")
 
 # Seconds between two after-write checks for a pending scrub (one small read each).
 SCRUB_RETRY_INTERVAL = 1.0
@@ -354,7 +356,7 @@ class DataRights:
         export_file.remove_leftover_exports(self._db)  # a killed export's partial file holds personal data too
         with self._db.read() as conn:
             pending, erasures = erasure.read_pending(conn), erasure.erasure_count(conn)
-            expiring = erasure.tenants_with_expired_kv(conn, utcnow())
+        expiring = self._across_tenants(lambda conn, keys: erasure.tenants_with_expired_kv(conn, utcnow(), keys))
         taken = [] if pending is None else pending["erasures"]
         if (rewrite or (pending is not None and pending["indexes"])) and not self._db.rewrite_keyword_indexes():
             return False, "agents wrote faster than the keyword indexes could be merged; the scrub stays pending"
@@ -381,6 +383,19 @@ class DataRights:
                 audit.mark_scrubbed(conn, taken, utcnow())
         return done, reason
 
+    def _across_tenants(self, find: Callable[[Connection, list[str] | None], list[T]]) -> list[T]:
+        """What ``find`` finds across every tenant's rows, in read transactions of the backend's
+        ``tenants_per_read`` tenants each (``find`` is given their keys; None: every tenant, in one
+        read). A PostgreSQL statement over every tenant locked each tenant's partitions at once,
+        which fails past about 1,500 tenants on default settings."""
+        with self._db.read() as conn:
+            groups = tenant_groups(conn, tenants_t, self._db.tenants_per_read)
+        found: list[T] = []
+        for keys in groups:
+            with self._db.read() as conn:
+                found.extend(find(conn, keys))
+        return found
+
     def _purge_expired(self, tenants: list[Tenant]) -> int:
         """Delete expired key-value entries tenant by tenant (each under its own writer lock,
         so no other tenant waits), recording for each that its bytes still need scrubbing."""
@@ -396,9 +411,8 @@ class DataRights:
         in the way leaves the scrub pending, finished later); see
         :meth:`store.memory.MemoryStore.purge_expired`."""
         with self._scrub_lock:
-            with self._db.read() as conn:
-                expiring = erasure.tenants_with_expired_kv(conn, utcnow())
-                old_traces = tenants_having(conn, traces_t, traces_t.c.at < traces_before)
+            expiring = self._across_tenants(lambda conn, keys: erasure.tenants_with_expired_kv(conn, utcnow(), keys))
+            old_traces = self._across_tenants(lambda conn, keys: tenants_having(conn, traces_t, traces_t.c.at < traces_before, keys=keys))
             purged = self._purge_expired(expiring)
             for tenant in old_traces:
                 with self._db.write(tenant, inserting=False) as conn:
@@ -416,11 +430,8 @@ class DataRights:
         if self.read_only:
             return
         with self._db.read() as conn:
-            needed = (
-                erasure.read_pending(conn) is not None
-                or bool(erasure.tenant_erasures_under_way(conn))
-                or erasure.has_expired_kv(conn, utcnow())
-            )
+            needed = erasure.read_pending(conn) is not None or bool(erasure.tenant_erasures_under_way(conn))
+        needed = needed or any(self._across_tenants(lambda conn, keys: [erasure.has_expired_kv(conn, utcnow(), keys)]))
         if needed:
             with contextlib.suppress(StoreBusyError):
                 self._scrub(budget=budget)
