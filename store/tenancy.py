@@ -21,7 +21,7 @@ import unicodedata
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import (
     BindParameter,
@@ -43,6 +43,8 @@ from sqlalchemy import (
 
 from .errors import InvalidInputError, IsolationWarning, UnknownTenantError, close_matches, did_you_mean
 from .schema import audit_t, meta_t, tenants_t
+
+T = TypeVar("T")
 
 ANONYMOUS_KEY = ""
 
@@ -206,6 +208,14 @@ def tenants_having(conn: Connection, table: Table, *conditions: Any, keys: list[
     if keys is not None:
         stmt = stmt.where(table.c.user_id.in_(keys))
     return [Tenant(key) for key in sorted(conn.execute(stmt).scalars())]
+
+
+def in_groups(tenants: list[T], per_read: int | None) -> list[list[T]]:
+    """``tenants`` in groups of ``per_read``, each for a read transaction of its own (one group
+    of all when None, or when there are none)."""
+    if per_read is None or not tenants:
+        return [tenants]
+    return [tenants[start : start + per_read] for start in range(0, len(tenants), per_read)]
 
 
 def tenant_groups(conn: Connection, tenants_table: Table, per_read: int | None) -> list[list[str] | None]:

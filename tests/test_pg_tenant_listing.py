@@ -6,6 +6,7 @@ tenants the store has, and what it returns is what one snapshot would have retur
 
 from __future__ import annotations
 
+import io
 import time
 
 import pytest
@@ -81,9 +82,9 @@ def test_the_locks_a_listing_holds_do_not_grow_with_the_tenants(pg_store, monkey
     assert grouped_12 == grouped_6, (grouped_6, grouped_12)
 
 
-def test_erasure_and_purging_hold_no_more_locks_for_more_tenants(pg_store, monkeypatch):
-    """A forget (its scrub looks for expired keys in every tenant) and a purge read every tenant's
-    keys and traces: in groups, like the listing."""
+def test_erasure_purging_and_exporting_hold_no_more_locks_for_more_tenants(pg_store, monkeypatch):
+    """A forget (its scrub looks for expired keys in every tenant), a purge and an export of
+    every tenant read every tenant's rows: in groups, like the listing."""
     monkeypatch.setattr(PostgresBackend, "tenants_per_read", 3)
 
     def most_locks(round: str) -> dict[str, int]:
@@ -93,6 +94,7 @@ def test_erasure_and_purging_hold_no_more_locks_for_more_tenants(pg_store, monke
         return {
             "forget": _most_locks_held(pg_store, lambda: pg_store.forget(user_id=f"gone-{round}", actor="test")),
             "purge": _most_locks_held(pg_store, pg_store.purge_expired),
+            "export": _most_locks_held(pg_store, lambda: pg_store.export_to(io.StringIO())),
         }
 
     _fill(pg_store, 0, 6)
@@ -101,3 +103,20 @@ def test_erasure_and_purging_hold_no_more_locks_for_more_tenants(pg_store, monke
         pg_store.session("s0", user_id=f"user-{i:03d}").set("k", "v")
     assert most_locks("36") == with_6
     assert pg_store.session("s0", user_id="user-000").get("brief-36") is None
+
+
+def test_an_export_of_every_tenant_read_in_groups_is_the_export_read_at_once(pg_store, monkeypatch):
+    _fill(pg_store, 0, 7)
+
+    def exported() -> tuple[list[str], list]:
+        """The records (but the audit entries: each export adds its own) and the tenants named."""
+        sink = io.StringIO()
+        manifest = pg_store.export_to(sink, include_embeddings=True)
+        lines = sink.getvalue().splitlines()[:-1]
+        return [line for line in lines if '"type":"audit"' not in line], manifest["tenants"]
+
+    at_once = exported()
+    monkeypatch.setattr(PostgresBackend, "tenants_per_read", 2)
+    assert exported() == at_once
+    assert len(at_once[0]) > 7 * 3
+    assert sum(1 for e in pg_store.audit_log(all_tenants=True) if e.action == "export") == 2 * 7

@@ -161,6 +161,11 @@ class Backend(Protocol):
     def read(self) -> AbstractContextManager[Connection]:
         """A read transaction: one consistent snapshot for everything read inside."""
 
+    def snapshot_reads(self) -> AbstractContextManager[Callable[[], AbstractContextManager[Connection]]]:
+        """Reads that all see one snapshot, each a transaction of its own: gives a function that
+        opens one. For a read of every tenant that a server must not hold locked at once (a
+        whole store's copy, :attr:`tenants_per_read` tenants a read); a file's are one transaction."""
+
     def write(self, *tenants: Tenant, inserting: bool = True, whole_store: bool | None = None) -> AbstractContextManager[Connection]:
         """A write transaction that serialises from its start with every other writer of the
         same tenants (so two writers never both read, then both write), commits on success and

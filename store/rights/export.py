@@ -17,7 +17,7 @@ from sqlalchemy import Connection, func, select
 
 from .. import schema
 from ..backend import Backend
-from ..tenancy import Tenant
+from ..tenancy import Tenant, in_groups
 from ..tiers.records import Reading, iso
 from ..tiers.registry import EXPORTED, SECTIONS
 from ..validation import utcnow
@@ -96,27 +96,36 @@ def write(
     tenant's own counts (what its audit entry records: the manifest's are the whole file's)."""
     digests = Digests()
     counts_of: dict[Tenant, dict[str, int]] = {}
-    with backend.read() as conn:
-        total = sum(count_records(conn, t) for t in tenants)
+    # One snapshot, read a group of tenants per transaction: a PostgreSQL store locks each
+    # tenant's partitions it reads until its transaction ends (Backend.tenants_per_read).
+    groups = in_groups(tenants, backend.tenants_per_read)
+    with backend.snapshot_reads() as read:
+        total = 0
+        for group in groups:
+            with read() as conn:
+                total += sum(count_records(conn, t) for t in group)
         done = 0
         if fmt == "json":
             sink.write('{"records":[\n')
         first = True
-        for tenant in tenants:
-            before = dict(digests.counts)
-            for section, record in tenant_records(conn, tenant, embeddings=embeddings):
-                line = canonical(record)
-                digests.add(section, line)
-                if fmt == "json":
-                    sink.write(("" if first else ",\n") + line)
-                else:
-                    sink.write(line + "\n")
-                first = False
-                done += 1
-                if progress and done % 500 == 0:
-                    progress(done, total)
-            counts_of[tenant] = {section: digests.counts[section] - before[section] for section in SECTIONS}
-        model = schema_model(conn)
+        for group in groups:
+            with read() as conn:
+                for tenant in group:
+                    before = dict(digests.counts)
+                    for section, record in tenant_records(conn, tenant, embeddings=embeddings):
+                        line = canonical(record)
+                        digests.add(section, line)
+                        if fmt == "json":
+                            sink.write(("" if first else ",\n") + line)
+                        else:
+                            sink.write(line + "\n")
+                        first = False
+                        done += 1
+                        if progress and done % 500 == 0:
+                            progress(done, total)
+                    counts_of[tenant] = {section: digests.counts[section] - before[section] for section in SECTIONS}
+        with read() as conn:
+            model = schema_model(conn)
     manifest = digests.manifest(
         str(backend.path), [t.user_id for t in tenants], at, model, embeddings, schema_version=backend.schema_version
     )

@@ -46,7 +46,7 @@ from ..glance import ANONYMOUS_LABEL
 from ..models import MigrationReport
 from ..recall.indexing import Indexer, recorded_model
 from ..schema import audit_t, tenants_t, vectors_t
-from ..tenancy import Tenant, tenants_with_history
+from ..tenancy import Tenant, in_groups, tenants_with_history
 from ..tiers.common import content_hash
 from ..tiers.importing import WRITTEN
 from ..tiers.registry import AUDIT, SECTION_OF, SECTIONS, VECTOR_TEXT
@@ -267,9 +267,12 @@ def migrate(
     """Copy every tenant of ``source`` into ``destination`` (whose indexer embeds), verified;
     see :meth:`store.memory.MemoryStore.migrate_from`."""
     at = utcnow()
-    with source.read() as source_conn:  # one snapshot of the source for the whole copy
-        tenants = tenants_with_history(source_conn, tenants_t, audit_t)
-        source_model, source_dim = recorded_model(source_conn)
+    # One snapshot of the source for the whole copy, read a group of tenants per transaction: a
+    # PostgreSQL source locks each tenant's partitions it reads until its transaction ends.
+    with source.snapshot_reads() as source_read:
+        with source_read() as source_conn:
+            tenants = tenants_with_history(source_conn, tenants_t, audit_t)
+            source_model, source_dim = recorded_model(source_conn)
         copy_vectors = _copies_vectors(source_model, indexer, reembed, source, destination)
         plan = _Plan(source, destination, indexer, copy_vectors, source_model, source_dim, actor, at, max_bytes)
         totals, embedded, history_only = dict.fromkeys(SECTIONS, 0), 0, []
@@ -278,14 +281,18 @@ def migrate(
         # A store-wide write: the destination's emptiness check holds only while no one writes.
         with destination.write(*tenants, whole_store=True) as destination_conn:
             _check_destination(destination_conn, tenants, into_existing, destination)
-            for done, tenant in enumerate(tenants, start=1):
-                counts, made = copy_tenant(plan, source_conn, destination_conn, tenant)
-                totals = {s: totals[s] + counts[s] for s in SECTIONS}
-                if not any(n for s, n in counts.items() if s != AUDIT.section):
-                    history_only.append(tenant.user_id)  # erased: its audit entries alone
-                embedded += made
-                if progress:
-                    progress(done, len(tenants))
+            done = 0
+            for group in in_groups(tenants, source.tenants_per_read):
+                with source_read() as source_conn:
+                    for tenant in group:
+                        done += 1
+                        counts, made = copy_tenant(plan, source_conn, destination_conn, tenant)
+                        totals = {s: totals[s] + counts[s] for s in SECTIONS}
+                        if not any(n for s, n in counts.items() if s != AUDIT.section):
+                            history_only.append(tenant.user_id)  # erased: its audit entries alone
+                        embedded += made
+                        if progress:
+                            progress(done, len(tenants))
     vectors = "copied" if copy_vectors else ("embedded" if indexer.embedder is not None else "none")
     return MigrationReport(
         source=label(source),

@@ -19,7 +19,7 @@ from ..errors import InvalidInputError, MemlensError, StoreBusyError, StoreFullE
 from ..models import AuditEntry, ForgetReceipt, ImportReport, MigrationReport, PendingScrub
 from ..recall.indexing import Indexer
 from ..schema import audit_t, episodes_t, sessions_t, tenants_t, traces_t
-from ..tenancy import UNSET, Tenant, all_tenants, require_history, require_tenant, tenant_groups, tenants_having
+from ..tenancy import UNSET, Tenant, all_tenants, in_groups, require_history, require_tenant, tenant_groups, tenants_having
 from ..tiers import traces
 from ..tiers.erasing import Scope
 from ..tiers.importing import KEPT, UNCHANGED, WRITTEN
@@ -109,17 +109,19 @@ class DataRights:
         else:
             manifest, counts_of = export.write(self._db, tenants, target, fmt=fmt, embeddings=include_embeddings, at=at, progress=progress)
         if not self.read_only:
-            with self._db.write(*tenants, inserting=False) as conn:
-                for tenant in tenants:
-                    audit.record(
-                        conn,
-                        tenant,
-                        action="export",
-                        actor=actor,
-                        scope={"format": fmt, "embeddings": include_embeddings},
-                        counts=counts_of[tenant],
-                        at=at,
-                    )
+            # A group of tenants per transaction: a PostgreSQL write holds a lock per tenant it names.
+            for group in in_groups(tenants, self._db.tenants_per_read):
+                with self._db.write(*group, inserting=False) as conn:
+                    for tenant in group:
+                        audit.record(
+                            conn,
+                            tenant,
+                            action="export",
+                            actor=actor,
+                            scope={"format": fmt, "embeddings": include_embeddings},
+                            counts=counts_of[tenant],
+                            at=at,
+                        )
         return manifest
 
     # --- import ------------------------------------------------------------------------------

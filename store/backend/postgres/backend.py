@@ -17,10 +17,11 @@ Reads are ``REPEATABLE READ, READ ONLY``: one snapshot for everything read insid
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,6 +33,7 @@ from ...errors import (
     ModelMismatchError,
     ReadOnlyStoreError,
     StoreBusyError,
+    StoreDatabaseError,
     StoreNotFoundError,
     StoreOpenError,
 )
@@ -168,6 +170,32 @@ class PostgresBackend:
                         yield conn
                 finally:
                     conn.info.pop(SNAPSHOT_VERSION, None)
+
+    @contextmanager
+    def snapshot_reads(self) -> Iterator[Callable[[], AbstractContextManager[Connection]]]:
+        """Read transactions that each import the snapshot of one held open meanwhile
+        (``pg_export_snapshot``): what each reads it unlocks at its end, and all see the same
+        commits, as one transaction would."""
+        with self.read() as holder:
+            snapshot = holder.execute(text("SELECT pg_export_snapshot()")).scalar_one()
+            if not re.fullmatch(r"[0-9A-Fa-f-]+", snapshot):  # a SET takes no parameter: it is written in
+                raise StoreDatabaseError(f"{self.path}: the server gave an unexpected snapshot id {snapshot!r}")
+            version = holder.info[SNAPSHOT_VERSION]
+
+            @contextmanager
+            def read() -> Iterator[Connection]:
+                with translated(self.path), self.engine.connect() as conn:
+                    conn.execution_options(isolation_level="REPEATABLE READ", postgresql_readonly=True)
+                    conn.info[SNAPSHOT_VERSION] = version
+                    try:
+                        with conn.begin():
+                            # Before anything else in the transaction, as PostgreSQL requires.
+                            conn.exec_driver_sql(f"SET TRANSACTION SNAPSHOT '{snapshot}'")
+                            yield conn
+                    finally:
+                        conn.info.pop(SNAPSHOT_VERSION, None)
+
+            yield read
 
     def prepare(self, tenant: Tenant) -> None:
         """Make the tenant's partitions exist (ATTACH, in its own short transaction), once per

@@ -16,7 +16,7 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
@@ -373,6 +373,12 @@ class Database:
         """A deferred transaction: one consistent snapshot for everything read inside."""
         with self._guard(), self.engine.connect() as conn, conn.begin():
             yield conn
+
+    @contextmanager
+    def snapshot_reads(self) -> Iterator[Callable[[], AbstractContextManager[Connection]]]:
+        """One read transaction, which every read given out shares (a read locks nothing here)."""
+        with self.read() as conn:
+            yield lambda: nullcontext(conn)
 
     @contextmanager
     def write(self, *tenants: Tenant, inserting: bool = True, whole_store: bool | None = None) -> Iterator[Connection]:
