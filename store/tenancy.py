@@ -224,8 +224,8 @@ def tenant_groups(conn: Connection, tenants_table: Table, per_read: int | None) 
     when ``per_read`` is None."""
     if per_read is None:
         return [None]
-    keys = sorted(conn.execute(listed_tenants(tenants_table)).scalars())
-    return [keys[start : start + per_read] for start in range(0, len(keys), per_read)]
+    keys: list[str] = sorted(conn.execute(listed_tenants(tenants_table)).scalars())
+    return list(in_groups(keys, per_read))
 
 
 def keys_and_tenants(conn: Connection, table: Table, key_column: Any, *conditions: Any) -> list[tuple[int, str]]:
