@@ -210,6 +210,14 @@ def tenants_having(conn: Connection, table: Table, *conditions: Any, keys: list[
     return [Tenant(key) for key in sorted(conn.execute(stmt).scalars())]
 
 
+def any_row(conn: Connection, table: Table, *conditions: Any, keys: list[str] | None = None) -> bool:
+    """Whether any tenant's (or any of ``keys``') row of ``table`` meets ``conditions``."""
+    stmt = select(literal(1)).select_from(table).where(*conditions)
+    if keys is not None:
+        stmt = stmt.where(table.c.user_id.in_(keys))
+    return conn.execute(stmt.limit(1)).first() is not None
+
+
 def in_groups(tenants: list[T], per_read: int | None) -> list[list[T]]:
     """``tenants`` in groups of ``per_read``, each for a read transaction of its own (one group
     of all when None, or when there are none)."""

@@ -39,7 +39,7 @@ from ..schema import (
     tenants_t,
     vectors_t,
 )
-from ..tenancy import ERASING_PREFIX, Tenant, erasing_key, keys_and_tenants, tenants_having
+from ..tenancy import ERASING_PREFIX, Tenant, any_row, erasing_key, keys_and_tenants, tenants_having
 from ..tiers.erasing import Erasing, Scope
 from ..tiers.registry import ERASE_ORDER, TIERS, VECTOR_KINDS
 from ..validation import utcnow
@@ -265,7 +265,4 @@ def tenants_with_expired_kv(conn: Connection, now: datetime, keys: list[str] | N
 
 
 def has_expired_kv(conn: Connection, now: datetime, keys: list[str] | None = None) -> bool:
-    stmt = select(kv_t.c.pk).where(kv_t.c.expires_at.is_not(None), kv_t.c.expires_at <= now)
-    if keys is not None:
-        stmt = stmt.where(kv_t.c.user_id.in_(keys))
-    return conn.execute(stmt.limit(1)).first() is not None
+    return any_row(conn, kv_t, kv_t.c.expires_at.is_not(None), kv_t.c.expires_at <= now, keys=keys)
