@@ -71,6 +71,7 @@ BENCHMARKS = (
     Benchmark(
         "pg-layout", "pg_layout_bench.py", quick=("--per-tenant", "300", "--tenants", "3"), minutes=10, postgres=True, pg_vectors=True
     ),
+    Benchmark("pg-tenant-ops", "pg_tenant_ops.py", quick=("--tenants", "30"), minutes=10, postgres=True),
     Benchmark(
         "pg-server-recall",
         "pg_server_recall.py",
