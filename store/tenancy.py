@@ -233,7 +233,7 @@ def tenant_groups(conn: Connection, tenants_table: Table, per_read: int | None) 
     if per_read is None:
         return [None]
     keys: list[str] = sorted(conn.execute(listed_tenants(tenants_table)).scalars())
-    return list(in_groups(keys, per_read))
+    return list(in_groups(keys, per_read))  # a list of str lists, typed as the wider list
 
 
 def keys_and_tenants(conn: Connection, table: Table, key_column: Any, *conditions: Any) -> list[tuple[int, str]]:

@@ -11,7 +11,7 @@ from sqlalchemy import Connection, func
 
 from ..models import Profile, TenantSummary, TierCounts
 from ..schema import tenants_t
-from ..tenancy import Tenant, all_tenants, count_by_tenant, key_batches, listed_tenants, user_id_of
+from ..tenancy import Tenant, all_tenants, count_by_tenant, in_groups, key_batches, listed_tenants, user_id_of
 from . import blocks, facts
 from .registry import COUNTED
 
@@ -62,9 +62,9 @@ def tenant_summaries_read(
             wanted = all_tenants(conn, tenants_t)
     wanted = list({t.key: t for t in wanted}.values())  # a tenant asked for twice is one summary
     summaries: list[TenantSummary] = []
-    for start in range(0, len(wanted), per_read):
+    for group in in_groups(wanted, per_read):
         with read() as conn:
-            summaries.extend(tenant_summaries(conn, wanted[start : start + per_read]))
+            summaries.extend(tenant_summaries(conn, group))
     return _most_recent_first(summaries, lambda s: s.user_id, lambda s: s.last_activity)
 
 
