@@ -57,7 +57,11 @@ QUERIES = ["the printer number", "garden", "invoice 147", "a holiday by train", 
 @pytest.mark.usefixtures("pg_vector_ops")
 def test_recall_with_the_index_finds_what_the_in_memory_search_finds_and_never_loads_the_vectors(pg_url, searched):
     with MemoryStore.open(pg_url) as s:
-        fill(s, "alice")
+        # Fewer memories than a recall's vector candidates (50): both searches then hand fusion
+        # every one of alice's cosines. With more, which of the test embedder's equal cosines fill
+        # the list's last places differs between them, and hybrid's vector standout, measured over
+        # the candidates, moves every score a little.
+        fill(s, "alice", 40)
         fill(s, "bob", 20)
         before = {
             (q, mode): ranking(s.recall(q, user_id="alice", limit=10, mode=mode, kind="all"))
@@ -68,8 +72,8 @@ def test_recall_with_the_index_finds_what_the_in_memory_search_finds_and_never_l
     # A fresh process's store: nothing of alice's is in memory yet.
     with MemoryStore.open(pg_url) as s:
         report = s.build_vector_index(user_id="alice", sample=20)
-        assert report.user_id == "alice" and report.vectors == 80 and report.queries == 20
-        assert report.recall_at_10 == pytest.approx(1.0)  # 80 vectors, ef_search 100: the whole graph is searched
+        assert report.user_id == "alice" and report.vectors == 40 and report.queries == 20
+        assert report.recall_at_10 == pytest.approx(1.0)  # 40 vectors, ef_search 100: the whole graph is searched
         searched.clear()
         after = {
             (q, mode): ranking(s.recall(q, user_id="alice", limit=10, mode=mode, kind="all"))
