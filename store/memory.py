@@ -274,9 +274,7 @@ class MemoryStore:
         as_of = check_datetime(as_of, "as_of")
         self._traces_written()
         with self._db.read() as conn:
-            snapshot = snapshots.memory_at(conn, tenant, as_of)
-            recalls = traces.read(conn, tenant, since=utcnow() - self.trace_ttl, until=as_of, limit=snapshots.RECENT_RECALLS)
-        return snapshot.model_copy(update={"recent_recalls": recalls})
+            return snapshots.memory_at(conn, tenant, as_of, recalls_since=utcnow() - self.trace_ttl)
 
     def memory_diff(self, *, user_id: str | None = UNSET, a: datetime, b: datetime) -> MemoryDiff:
         """What changed in the tenant's memory from moment ``a`` to moment ``b``: the two

@@ -37,3 +37,35 @@ def test_every_vector_kind_a_record_carries_belongs_to_a_tier_with_vectors():
     for record_type in registry.VECTOR_TEXT:
         tier = next(t for t in TIERS if t.record_type == record_type)
         assert tier.vector_kind == record_type and "embedding" in tier.record_model.model_fields
+
+
+def test_every_field_of_a_snapshot_is_shown_by_exactly_one_tier(tmp_path):
+    """A snapshot is put together from what each tier declares it shows at a moment
+    (``as_of``): a field no tier fills would be a default passed off as the past, a field two
+    fill would be the later one's."""
+    from datetime import timedelta
+
+    from store import MemoryStore, testing
+    from store.embedding import FakeEmbedder
+    from store.models import MemorySnapshot
+    from store.tiers.moments import Moment
+    from store.validation import utcnow
+
+    with MemoryStore.open(tmp_path / "m.db", embedder=FakeEmbedder(), trace=True) as store:
+        store.update_block("persona", "likes tea", user_id="u")
+        store.remember("met at the cafe", user_id="u", session_id="s")
+        store.add_fact("u", "likes", "tea", user_id="u")
+        store.session("s", user_id="u").set("k", 1)
+        store.recall("cafe", user_id="u")
+        store.snapshot(user_id="u", as_of=utcnow())  # the recall's trace written before the reads below
+        filled: dict[str, list[str]] = {}
+        with testing.backend(store).read() as conn:
+            moment = Moment(conn, testing.tenant(store, "u"), utcnow() + timedelta(seconds=1), utcnow() - timedelta(days=1))
+            for tier in TIERS:
+                if tier.as_of is not None:
+                    for field, value in tier.as_of(moment).items():
+                        filled.setdefault(field, []).append(tier.name)
+                        assert value or field == "gaps", f"{tier.name} showed nothing in {field} of a tenant that has some"
+    gaps = filled.pop("gaps")
+    assert gaps == ["sessions"]
+    assert {f: len(t) for f, t in filled.items()} == dict.fromkeys(set(MemorySnapshot.model_fields) - {"user_id", "as_of", "gaps"}, 1)

@@ -22,6 +22,7 @@ from ..schema import UtcMicros, block_versions_t, blocks_t
 from ..tenancy import Tenant, user_id_of
 from .erasing import Erasing
 from .importing import KEPT, UNCHANGED, WRITTEN, Importing
+from .moments import Moment
 from .record_fields import Name, Order, Record, Text, Time
 from .records import Reading, iso
 
@@ -167,6 +168,11 @@ def blocks_as_of(conn: Connection, tenant: Tenant, at: datetime) -> list[Block]:
     for r in then:
         found[r.name] = Block(user_id=tenant.user_id, name=r.name, content=r.content, pinned_order=r.pinned_order, updated_at=r.written_at)
     return sorted(found.values(), key=lambda b: b.pinned_order)
+
+
+def as_of(moment: Moment) -> dict[str, Any]:
+    """The tenant's blocks as they read at the moment (a snapshot's ``blocks``)."""
+    return {"blocks": blocks_as_of(moment.conn, moment.tenant, moment.at)}
 
 
 def records(reading: Reading) -> Iterator[dict[str, Any]]:

@@ -20,6 +20,7 @@ from ..validation import check_datetime, check_json, check_name, check_optional_
 from .common import content_hash, loads, new_id
 from .erasing import Erasing
 from .importing import KEPT, UNCHANGED, WRITTEN, Importing, insert_with_vectors, rows_by_id
+from .moments import Moment
 from .record_fields import Embedding, JsonList, JsonObject, Name, OptionalName, Record, Text, Time
 from .records import Reading, iso
 
@@ -238,6 +239,22 @@ def session_messages(conn: Connection, tenant: Tenant, session_id: str, limit: i
         last = turns[0][-1]
         turns[0] = [last] if last.role == "assistant" and not last.tool_calls else []
     return [m for turn in turns for m in turn]
+
+
+RECENT_AT_A_MOMENT = 20
+"""How many of the latest episodes a snapshot shows."""
+
+
+def as_of(moment: Moment) -> dict[str, Any]:
+    """How many episodes had occurred by the moment, and the latest of them (a snapshot's
+    ``episodes`` and ``recent_episodes``). Episodes carry no time of writing: one written later
+    with an earlier ``occurred_at`` (an import, a backfill) counts as there."""
+    e, tenant = episodes_t, moment.tenant
+    count = moment.conn.execute(tenant.select(e, func.count()).where(e.c.occurred_at <= moment.at)).scalar_one()
+    latest = moment.conn.execute(
+        tenant.select(e).where(e.c.occurred_at <= moment.at).order_by(e.c.occurred_at.desc(), e.c.pk.desc()).limit(RECENT_AT_A_MOMENT)
+    )
+    return {"episodes": count, "recent_episodes": [to_model(r) for r in latest]}
 
 
 def records(reading: Reading) -> Iterator[dict[str, Any]]:

@@ -25,6 +25,7 @@ from ..tenancy import Tenant, user_id_of
 from .common import loads, new_id
 from .erasing import Erasing
 from .importing import KEPT, UNCHANGED, WRITTEN, Importing, insert_with_vectors, rows_by_id
+from .moments import Moment
 from .record_fields import Embedding, Name, Names, NonEmpty, OptionalTime, Record, Time, where
 from .records import Reading, iso
 
@@ -228,6 +229,11 @@ def close_gaps(conn: Connection, tenant: Tenant, erased_pks: Sequence[int]) -> i
                 conn.execute(tenant.update(facts_t).where(facts_t.c.pk == row.pk).values(valid_until=successor))
                 changed += 1
     return changed
+
+
+def as_of(moment: Moment) -> dict[str, Any]:
+    """The facts current at the moment as the store held them then (a snapshot's ``facts``)."""
+    return {"facts": list_facts(moment.conn, moment.tenant, valid_at=None, subject=None, include_history=False, known_at=moment.at)}
 
 
 def records(reading: Reading) -> Iterator[dict[str, Any]]:

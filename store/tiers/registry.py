@@ -1,6 +1,7 @@
 """The one list of tiers: per tier its table, row key, export section and record type, vector
 kind, count field and CLI column label, and what its module declares for the data rights (its
-export records, its erasure rule, its import record and writer). Everything that walks the
+export records, its erasure rule, its import record and writer) and for time travel (what it
+shows at a past moment). Everything that walks the
 tiers (forget, export, import, migrate, the counts in overviews, the CLI) reads it here.
 
 Two public spellings differ from the internal ones and must stay as they are: the export
@@ -35,6 +36,7 @@ from ..tenancy import Tenant
 from . import blocks, checkpoints, episodes, facts, notes, session_keys, sessions, task_states, traces
 from .erasing import Erasing, Selector
 from .importing import Importing
+from .moments import Moment
 from .record_fields import Record
 from .records import AuditRecord, Reading, audit_records
 
@@ -72,6 +74,10 @@ class Tier:
     """The ``kind`` of its rows' vectors, if it has any."""
     label: str | None = None
     """Its column in the CLI's overview; None: not shown there (nor counted per tenant)."""
+    as_of: Callable[[Moment], dict[str, Any]] | None = None
+    """What it shows of a tenant at a past moment, as fields of a ``MemorySnapshot`` (with, in
+    ``gaps``, what it could not rebuild); None: shown within another tier's (a session's keys,
+    task state, notes and checkpoints within its session) or not at all (histories)."""
 
 
 # In export-section order: an export file lists its sections in this order. Each tier's module
@@ -80,7 +86,7 @@ TIERS: tuple[Tier, ...] = (
     Tier(
         "blocks", blocks_t, blocks_t.c.pk, "blocks", "block",
         records=blocks.records, erased=blocks.erased, record_model=blocks.BlockRecord, write=blocks.write,
-        vector_kind="block", label="blocks",
+        vector_kind="block", label="blocks", as_of=blocks.as_of,
     ),
     Tier(
         "block_versions", block_versions_t, block_versions_t.c.pk, "block_versions", "block_version",
@@ -89,12 +95,13 @@ TIERS: tuple[Tier, ...] = (
     Tier(
         "episodes", episodes_t, episodes_t.c.pk, "episodes", "episode",
         records=episodes.records, erased=episodes.erased, record_model=episodes.EpisodeRecord, write=episodes.write,
-        vector_text=episodes.vector_text, vector_kind="episode", label="episodes",
+        vector_text=episodes.vector_text, vector_kind="episode", label="episodes", as_of=episodes.as_of,
     ),
     Tier(
         "facts", facts_t, facts_t.c.pk, "facts", "fact",
         records=facts.records, erased=facts.erased, record_model=facts.FactRecord, write=facts.write,
         vector_text=facts.vector_text, before_deleting=facts.before_deleting, vector_kind="fact", label="facts",
+        as_of=facts.as_of,
     ),
     Tier(
         "fact_changes", fact_changes_t, fact_changes_t.c.pk, "fact_changes", "fact_change",
@@ -104,7 +111,7 @@ TIERS: tuple[Tier, ...] = (
     Tier(
         "sessions", sessions_t, sessions_t.c.pk, "sessions", "session",
         records=sessions.records, erased=sessions.erased, record_model=sessions.SessionRecord, write=sessions.write,
-        label="sessions",
+        label="sessions", as_of=sessions.as_of,
     ),
     Tier(
         "kv_entries", kv_t, kv_t.c.pk, "kv_entries", "kv",
@@ -128,6 +135,7 @@ TIERS: tuple[Tier, ...] = (
     Tier(
         "recall_traces", traces_t, traces_t.c.pk, "recall_traces", "recall_trace",
         records=traces.records, erased=traces.erased, record_model=traces.RecallTraceRecord, write=traces.write,
+        as_of=traces.as_of,
     ),
 )  # fmt: skip
 # The audit log is exported (a section of its own) but is no tier: forget never erases it, and

@@ -12,7 +12,16 @@ from sqlalchemy import ColumnElement, Connection, Row, Select, Table, func, or_,
 
 from ..backend import Backend
 from ..errors import InvalidInputError, UnknownCheckpointError, UnknownSessionError
-from ..models import Checkpoint, CheckpointDiff, KeyValueEntry, ScratchpadEntry, SessionInfo, SessionStats, TaskState
+from ..models import (
+    Checkpoint,
+    CheckpointDiff,
+    KeyValueEntry,
+    ScratchpadEntry,
+    SessionInfo,
+    SessionSnapshot,
+    SessionStats,
+    TaskState,
+)
 from ..schema import checkpoints_t, episodes_t, from_micros, kv_t, scratch_t, sessions_t, task_t, to_micros
 from ..tenancy import Tenant
 from ..validation import (
@@ -31,6 +40,7 @@ from ..validation import (
 from .common import ensure_session, find_session, loads, new_id, touch_tenant
 from .erasing import Erasing
 from .importing import UNCHANGED, WRITTEN, Importing
+from .moments import Moment
 from .record_fields import Name, Record, Time
 from .records import Reading, iso
 
@@ -596,6 +606,80 @@ def _micros(value: Any, field: str) -> datetime:
 
 
 # The sessions tier: its export records, what an erasure takes, its import record and writer.
+
+
+def as_of(moment: Moment) -> dict[str, Any]:
+    """Each session that existed by the moment, as far as it can be rebuilt (a snapshot's
+    ``sessions``, with ``gaps`` naming those not shown as they were).
+
+    Sessions keep no change history, by choice: an agent writes them at every turn (keys with a
+    time to live, task progress), a copy of every write would double the tier's writes and hold
+    values past their expiry, and checkpoints are where an agent already says "keep this state".
+    A session unchanged since the moment is shown as it is now ("current": its keys live then; a
+    key that expired since and was purged is missing); one changed since, as its latest
+    checkpoint taken by then ("checkpoint": changes between it and the moment are not in it), or
+    not at all ("unknown")."""
+    conn, tenant, at, e = moment.conn, moment.tenant, moment.at, episodes_t
+    counts: dict[str, int] = dict(
+        conn.execute(
+            tenant.select(e, e.c.session_id, func.count())
+            .where(e.c.session_id.is_not(None), e.c.occurred_at <= at)
+            .group_by(e.c.session_id)
+        ).all()
+    )
+    shown = [
+        _session_at(conn, tenant, row, at).model_copy(update={"episodes": counts.get(row.session_id, 0)})
+        for row in conn.execute(tenant.select(sessions_t).where(sessions_t.c.created_at <= at).order_by(sessions_t.c.session_id))
+    ]
+    gaps = [f"session {s.session_id!r}: changed since, and no checkpoint by then" for s in shown if s.source == "unknown"]
+    gaps += [
+        f"session {s.session_id!r}: as of its checkpoint at {s.checkpoint_at.isoformat()}"
+        for s in shown
+        if s.source == "checkpoint" and s.checkpoint_at
+    ]
+    return {"sessions": shown, "gaps": gaps}
+
+
+def _session_at(conn: Connection, tenant: Tenant, session: Any, at: datetime) -> SessionSnapshot:
+    pk = session.pk
+    if session.updated_at <= at:
+        kv = conn.execute(tenant.select(kv_t).where(kv_t.c.session_pk == pk).order_by(kv_t.c.key)).all()
+        task = conn.execute(tenant.select(task_t).where(task_t.c.session_pk == pk)).first()
+        notes = conn.execute(tenant.select(scratch_t).where(scratch_t.c.session_pk == pk).order_by(scratch_t.c.pk)).all()
+        return SessionSnapshot(
+            session_id=session.session_id,
+            source="current",
+            updated_at=session.updated_at,
+            kv=[kv_entry(r) for r in kv if r.expires_at is None or r.expires_at > at],
+            task_state=None if task is None else task_state_of(task.state),
+            scratchpad=[ScratchpadEntry(id=n.pk, created_at=n.created_at, content=n.content) for n in notes],
+        )
+    c = checkpoints_t
+    checkpoint = conn.execute(
+        tenant.select(c).where(c.c.session_pk == pk, c.c.created_at <= at).order_by(c.c.created_at.desc(), c.c.pk.desc())
+    ).first()
+    if checkpoint is None:
+        return SessionSnapshot(session_id=session.session_id, source="unknown")
+    held = json.loads(checkpoint.snapshot)
+    return SessionSnapshot(
+        session_id=session.session_id,
+        source="checkpoint",
+        checkpoint_id=checkpoint.id,
+        checkpoint_at=checkpoint.created_at,
+        updated_at=checkpoint.created_at,
+        kv=[
+            KeyValueEntry(
+                key=key,
+                value=json.loads(item["value"]),
+                expires_at=None if item["expires_at"] is None else from_micros(item["expires_at"]),
+                updated_at=checkpoint.created_at,
+            )
+            for key, item in sorted(held["kv"].items())
+            if item["expires_at"] is None or from_micros(item["expires_at"]) > at
+        ],
+        task_state=task_state_of(held["task_state"]),
+        scratchpad=[ScratchpadEntry(id=0, created_at=from_micros(n["created_at"]), content=n["content"]) for n in held["scratchpad"]],
+    )
 
 
 def records(reading: Reading) -> Iterator[dict[str, Any]]:

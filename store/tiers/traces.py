@@ -28,6 +28,7 @@ from ..tenancy import Tenant, latest_by_tenant
 from .common import new_id, touch_tenant
 from .erasing import Erasing
 from .importing import UNCHANGED, WRITTEN, Importing
+from .moments import Moment
 from .record_fields import JsonObject, Name, OptionalName, OptionalText, Record, Text, Time
 from .records import Reading, iso
 
@@ -242,6 +243,18 @@ def model(tenant: Tenant, row: Any) -> RecallTrace:
 
 
 # --- the tier: export, erasure, import ----------------------------------------------------
+
+
+RECENT_AT_A_MOMENT = 20
+"""How many of the latest recalls a snapshot shows."""
+
+
+def as_of(moment: Moment) -> dict[str, Any]:
+    """The latest recalls kept by the moment, newest first (a snapshot's ``recent_recalls``)."""
+    if moment.recalls_since is None:
+        return {}
+    found = read(moment.conn, moment.tenant, since=moment.recalls_since, until=moment.at, limit=RECENT_AT_A_MOMENT)
+    return {"recent_recalls": found}
 
 
 def records(reading: Reading) -> Iterator[dict[str, Any]]:
