@@ -228,7 +228,9 @@ def test_an_inspector_whose_terminal_is_gone_still_ends_on_sigterm_and_deletes_i
         for n in range(16):
             asyncio.run(a_new_user_writes(source, f"user{n}"))
             time.sleep(0.6)
-        assert cpu_seconds(process.pid, over=1.0) > 0.5  # its input thread spins on the dead terminal
+        # Its input thread spins on the dead terminal: a full core when the machine is quiet, and at
+        # least a fair share of two cores beside the suite's other workers (an idle inspector uses 0.01 s in the same two).
+        assert cpu_seconds(process.pid, over=2.0) > 0.3
         os.kill(process.pid, signal.SIGTERM)
         process.wait(timeout=GRACE + 20)
         assert process.returncode in (0, 128 + signal.SIGTERM), process.returncode
