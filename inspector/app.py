@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # imported after the first frame
 __all__ = ["MemlensApp", "make_app", "is_idle", "NO_TENANT", "SEARCH_LIMIT"]
 
 # The first frame shows the tenant list and the footer only. The tier views, the dialogs and what
-# they use (DataTable, Select, RadioSet, ...: inspector.views and inspector.screens) are imported
+# they use (Select, RadioSet, TabbedContent, ...: inspector.views and inspector.screens) are imported
 # when first needed, just after that frame: their modules and the default CSS of their widgets
 # were part of what the first frame waited for.
 

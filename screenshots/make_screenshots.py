@@ -51,14 +51,10 @@ def idle(app) -> bool:
 
 
 def painted(app) -> bool:
-    """Nothing left to lay out or repaint, tables sized for their rows, and the footer's keys
-    there: it rebuilds them when the focus moves, and a shot taken in between had none."""
-    from textual.widgets import DataTable
-
+    """Nothing left to lay out or repaint, and the footer's keys there: it rebuilds them when the
+    focus moves, and a shot taken in between had none."""
     screen = app.screen
     if screen._layout_required or screen._repaint_required or screen._dirty_widgets:
-        return False
-    if any(table._require_update_dimensions for table in screen.query(DataTable)):
         return False
     return not app.query("KeysFooter") or bool(app.query("FooterKey"))
 

@@ -70,14 +70,10 @@ def showing(app, screen_type) -> bool:
 
 
 def painted(app) -> bool:
-    """The screen has no layout, repaint or widget update pending, nor a table that has yet to
-    size its columns for new rows (a DataTable does that when idle, then repaints)."""
-    from textual.widgets import DataTable
-
+    """The screen has no layout, repaint or widget update pending. (The inspector's tables size
+    their columns as rows arrive, not when idle as a DataTable does, so there is no more to ask.)"""
     screen = app.screen
-    if screen._layout_required or screen._repaint_required or screen._dirty_widgets:
-        return False
-    return not any(table._require_update_dimensions for table in screen.query(DataTable))
+    return not (screen._layout_required or screen._repaint_required or screen._dirty_widgets)
 
 
 async def settle(pilot, app) -> None:

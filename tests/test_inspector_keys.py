@@ -43,6 +43,7 @@ FOCUS = {
     "InfoScreen": "dialog",
     "StoreAuditScreen": "dialog",
     "TimelineScreen": "timeline",
+    "ChangesTable": "timeline",
 }
 
 

@@ -230,7 +230,7 @@ def test_a_plain_cell_is_laid_out_as_rich_lays_out_its_text():
     from rich.console import Console
     from rich.text import Text
 
-    from inspector.widgets.results import PADDING, fitted_cell
+    from inspector.widgets.line_table import PADDING, fitted_cell
 
     console = Console(width=400)
 
@@ -274,7 +274,7 @@ async def test_memories_wider_than_the_results_are_cut_to_fit_and_nothing_scroll
 async def test_in_a_narrow_terminal_the_memory_is_not_cut_to_a_stub(long_hits):
     """Where fitting would leave the memory fewer than NARROWED_AT_LEAST cells, the table keeps
     it whole and scrolls sideways, as at 80 columns before."""
-    from inspector.widgets.results import NARROWED_AT_LEAST
+    from inspector.widgets.line_table import NARROWED_AT_LEAST
 
     app = OneSearchView()
     async with app.run_test(size=(60, 20)) as pilot:

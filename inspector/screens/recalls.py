@@ -12,7 +12,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, DataTable, Label, Static
+from textual.widgets import Button, Label, Static
 
 from .. import messages
 from ..formatting import count, one_line, when
@@ -88,9 +88,9 @@ class RecallsScreen(ModalScreen[Any]):
         self.query_one("#recalls-status", Label).update(headline(len(m.traces)))
         self.show_detail(table.selected())
 
-    @on(DataTable.RowHighlighted, "#recalls-table")
-    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
-        self.show_detail(self.query_one(TracesTable).records.get(event.row_key.value or ""))
+    @on(TracesTable.RowHighlighted, "#recalls-table")
+    def _highlighted(self, event: TracesTable.RowHighlighted) -> None:
+        self.show_detail(self.query_one(TracesTable).records.get(event.key))
 
     def show_detail(self, trace: Any) -> None:
         self.query_one("#recall-detail-body", Static).update("" if trace is None else detail.recall_trace(trace))

@@ -26,6 +26,13 @@ from ..workers import call_store
 from .dialogs import buttons
 
 
+class ChangesTable(RecordTable):
+    """The tenant's changes: ``enter`` on one shows every view as of it (so does a click on the
+    row under the cursor)."""
+
+    BINDINGS = [Binding("enter", "select_cursor", "Go there", show=False)]
+
+
 class TimelineScreen(ModalScreen[Any]):
     """The tenant's changes, newest first, to go to one of them, or to a moment typed in.
 
@@ -60,7 +67,7 @@ class TimelineScreen(ModalScreen[Any]):
             yield Label(Text.assemble("Timeline of ", (tenant_label(self.user_id), "bold"), f" · showing {where}"), classes="title")
             yield Input(placeholder="go to a moment: YYYY-MM-DD or YYYY-MM-DD HH:MM (UTC), then enter", id="moment")
             yield Label("loading the changes…", id="timeline-status")
-            yield RecordTable("when", "tier", "change", "name", "detail", id="timeline-table")
+            yield ChangesTable("when", "tier", "change", "name", "detail", id="timeline-table")
 
     def on_mount(self) -> None:
         self.query_one("#timeline-table", RecordTable).focus()
@@ -83,9 +90,9 @@ class TimelineScreen(ModalScreen[Any]):
             if reached:
                 table.move_cursor(row=reached[0] + 1)
 
-    @on(RecordTable.RowSelected, "#timeline-table")
-    def _go(self, event: RecordTable.RowSelected) -> None:
-        record = self.query_one("#timeline-table", RecordTable).records.get(event.row_key.value or "")
+    @on(ChangesTable.RowSelected, "#timeline-table")
+    def _go(self, event: ChangesTable.RowSelected) -> None:
+        record = self.query_one("#timeline-table", RecordTable).records.get(event.key)
         if record is not None:
             self.dismiss(NOW if record == NOW else record.at)
 

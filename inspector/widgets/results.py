@@ -1,127 +1,32 @@
-"""The search results: a table drawn line by line from cached rows (Textual's line API).
+"""The search results: a line table (``line_table.py``) whose rows are replaced at every keystroke.
 
 Every keystroke in the search box brings a new set of results. As a DataTable they cost about
 27 ms of the main thread per keystroke at 150x45 and 100k episodes (cProfile and timers around
 the renders): the table was cleared, its rows measured when it next went idle, laid out again
 because its scrollable size had changed, and rendered cell by cell through Rich, about four
-times a keystroke. Here a row is rendered once per content, column widths and style, a new set
-of results is one refresh of the lines on screen, and the scrollable size only changes with the
-number of rows that do not fit, so a keystroke needs no layout pass.
+times a keystroke. Here a new set of results is one refresh of the lines on screen, and the
+scrollable size only changes with the number of rows that do not fit, so a keystroke needs no
+layout pass.
 
-It keeps the part of RecordTable's interface the search view and the App use (``records``,
+It keeps the part of the record tables' interface the search view and the App use (``records``,
 ``selected``, ``move_cursor``, ``cursor_row``, ``row_count``) and posts the same ShowDetail.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from rich.cells import cell_len, set_cell_size
-from rich.control import strip_control_codes
-from rich.segment import Segment
-from rich.style import Style
-from rich.text import Text
-from textual import events
 from textual.binding import Binding, BindingType
-from textual.cache import LRUCache
-from textual.geometry import Offset, Region, Size
-from textual.reactive import Reactive, reactive
-from textual.scroll_view import ScrollView
-from textual.strip import Strip
 
 from ..messages import Carrier
-from .detail import ShowDetail
-
-CACHED_ROWS = 512  # a few screens of rows, each kept per content, widths and style
-PADDING = 1  # cells each side of a column, as DataTable's
-NARROWED_AT_LEAST = 24  # cells of the narrowing column left when it is cut to fit the table
+from .line_table import LineTable
 
 
-Cell = str | Text
-"""A cell as drawn: plain text (most cells: a kind, a score, a time), or Rich Text where it has
-styles (the memory with its matched words)."""
-
-
-def _cell(cell: Any) -> Cell:
-    """A cell as shown, never read as markup (a memory holding "[/]" shows as written) and without
-    control codes, which Rich Text would strip: plain text stays a string, a fifth of the cost of
-    a Text at every keystroke's 175 cells."""
-    return cell if isinstance(cell, Text) else strip_control_codes(str(cell))
-
-
-def _plain(cell: Cell) -> str:
-    return cell if isinstance(cell, str) else cell.plain
-
-
-def fitted_cell(plain: str, width: int) -> str:
-    """``plain`` in ``width`` cells, cut with an ellipsis or padded, with the column's padding: as
-    ``Text.truncate(width, overflow="ellipsis", pad=True)`` then ``pad(PADDING)`` lay it out (``width``
-    is at least 1: a column is at least its header wide)."""
-    # By hand where it can be: set_cell_size measures grapheme by grapheme, and was a third of
-    # a row's drawing (the score bars to pad, the memories cut to fit the table).
-    length = cell_len(plain)
-    if length > width:
-        one_cell_each = plain.isascii() and length == len(plain)
-        plain = (plain[: width - 1] if one_cell_each else set_cell_size(plain, width - 1)) + "…"
-    elif length < width:
-        plain += " " * (width - length)
-    return " " * PADDING + plain + " " * PADDING
-
-
-def _cell_key(cell: Any) -> tuple:
-    if isinstance(cell, Text):
-        return (cell.plain, tuple(cell.spans), cell.style)
-    return (str(cell),)
-
-
-class ResultsTable(ScrollView, can_focus=True):
+class ResultsTable(LineTable):
     """The search results. ``m`` lives here, not on the search view: in the query field it types."""
 
-    COMPONENT_CLASSES: ClassVar[set[str]] = {"results--header", "results--cursor", "results--even-row"}
-    DEFAULT_CSS = """
-    ResultsTable {
-        background: $surface;
-        color: $foreground;
-        height: 1fr;
-        &:focus {
-            background-tint: $foreground 5%;
-            & > .results--cursor {
-                background: $block-cursor-background;
-                color: $block-cursor-foreground;
-                text-style: $block-cursor-text-style;
-            }
-            & > .results--header {
-                background-tint: $foreground 5%;
-            }
-        }
-        & > .results--header {
-            text-style: bold;
-            background: $panel;
-            color: $foreground;
-        }
-        & > .results--even-row {
-            background: $surface-lighten-1 50%;
-        }
-        &:dark > .results--even-row {
-            background: $surface-darken-1 40%;
-        }
-        & > .results--cursor {
-            background: $block-cursor-blurred-background;
-            color: $block-cursor-blurred-foreground;
-            text-style: $block-cursor-blurred-text-style;
-        }
-    }
-    """
-    # The arrows, PageUp/PageDown, Home and End are a scrollable container's own keys (as in any
-    # Textual list); here they move the cursor, which scrolls the rows with it.
     BINDINGS: ClassVar[list[BindingType]] = [Binding("m", "next_mode", "Mode")]
-
-    cursor_row: reactive[int] = reactive(0, init=False)
-    # Widget's virtual_size asks for a layout of the whole screen whenever it changes (14 ms a
-    # pass here, on most keystrokes: the widest memory shown sets the scrollable width). The
-    # widget's own size never depends on it; only its scrollbars do, and they are updated below.
-    virtual_size: Reactive[Size] = Reactive(Size(0, 0), layout=False)
 
     class RowsReplaced(Carrier):
         """New results, while the table does not have the focus: a record of the old ones that the
@@ -132,63 +37,17 @@ class ResultsTable(ScrollView, can_focus=True):
     class ModeWanted(Carrier):
         """``m``: the same query in the next mode (the search view owns the modes)."""
 
-    def __init__(self, *columns: str, render: Callable[[Any], tuple[str, Any]] | None = None, narrowing: int | None = None, **kwargs: Any):
-        super().__init__(**kwargs)
-        self.columns = columns
-        self.narrowing = narrowing
-        """The column cut (with an ellipsis) so that the rows fit the table's width (``_fitted``):
-        the memory text, which the detail pane shows whole. Rows that fit need no horizontal
-        scrollbar, and a new set of results keeps the scrollable size, so the scrollbars are not
-        drawn again at every keystroke (they were a tenth of a keystroke's frames)."""
-        self.render_detail = render
-        self.records: dict[str, Any] = {}
-        self._keys: list[str] = []
-        self._cells: list[tuple[Cell, ...]] = []
-        self._cell_keys: list[tuple] = []
-        self._natural: tuple[int, ...] = tuple(cell_len(c) for c in columns)
-        """Each column's width as its widest cell (or header) would have it."""
-        self._widths = self._natural
-        self._strips: LRUCache[tuple, Strip] = LRUCache(CACHED_ROWS)
-        self._style: Style | None = None
+    def __init__(self, *columns: str, **kwargs: Any):
+        super().__init__(*columns, **kwargs)
         self._detail_shown = False  # a record of these rows was sent to the detail pane
-        self._drawing: tuple[Offset, int] | None = None  # the scroll and width, while lines are drawn
-
-    # What the search view and the App use.
-
-    @property
-    def row_count(self) -> int:
-        return len(self._keys)
-
-    @property
-    def row_keys(self) -> list[str]:
-        """The rows' keys, top to bottom."""
-        return list(self._keys)
-
-    def cell_text(self, row: int, column: int) -> str:
-        """What a cell shows, as plain text."""
-        return _plain(self._cells[row][column])
 
     def show_rows(self, rows: Iterable[tuple[str, Any, tuple[Any, ...]]]) -> None:
         """Replace the rows with ``(key, record, cells)``; the cursor goes back to the top.
 
         One keystroke in six brings the very rows already on screen: drawing them again would only
         move the cursor back to the top, so they only get their new records."""
-        rows = list(rows)
-        keys = [key for key, _, _ in rows]
-        cell_keys = [tuple(_cell_key(c) for c in cells) for _, _, cells in rows]
-        self.records = {key: record for key, record, _ in rows}
-        if keys == self._keys and cell_keys == self._cell_keys:
+        if not self._replace_rows(list(rows)):
             return
-        self._keys, self._cell_keys = keys, cell_keys
-        self._cells = [tuple(_cell(c) for c in cells) for _, _, cells in rows]
-        # The widths fit the rows shown (and the headers), as DataTable's did after a reset.
-        self._natural = tuple(
-            max([cell_len(header), *(cell_len(_plain(row[i])) for row in self._cells)]) for i, header in enumerate(self.columns)
-        )
-        self._resize()
-        self.set_reactive(ResultsTable.cursor_row, 0)
-        self.scroll_to(0, 0, animate=False, immediate=True)
-        self.refresh()
         if self.has_focus:
             # From this widget's own queue: posted while the search view handles its results, the
             # message would count as the view's and stop bubbling there, short of the App.
@@ -201,166 +60,10 @@ class ResultsTable(ScrollView, can_focus=True):
     def reset(self) -> None:
         self.show_rows(())
 
-    def selected(self) -> Any:
-        return self.records.get(self._keys[self.cursor_row]) if self._keys else None
-
-    def selected_key(self) -> str | None:
-        return self._keys[self.cursor_row] if self._keys else None
-
-    def move_cursor(self, *, row: int) -> None:
-        self.cursor_row = row
-
-    # The scrollable size: the header and the rows, or the widget's size less room for the
-    # scrollbars when they fit in that, so a new set of results that fits changes nothing the
-    # layout depends on. Less the room for the other scrollbar: the region shrinks when one
-    # appears, and a size measured against the whole region would then call for the other.
-
-    def _resize(self) -> None:
-        room = Size(self.size.width - self.styles.scrollbar_size_vertical, self.size.height - self.styles.scrollbar_size_horizontal)
-        self._widths = self._fitted(room.width)
-        width = sum(self._widths) + 2 * PADDING * len(self._widths)
-        size = Size(max(width, room.width), max(1 + len(self._keys), room.height))
-        if size != self.virtual_size:
-            self.virtual_size = size
-
-    def _fitted(self, room: int) -> tuple[int, ...]:
-        """The columns' widths: as wide as their cells, but the narrowing column cut to fit ``room``
-        where that leaves it ``NARROWED_AT_LEAST`` cells; a narrower table scrolls sideways instead
-        (at 80 columns the memory reads better cut by the edge than cut to a word)."""
-        widths = list(self._natural)
-        excess = sum(widths) + 2 * PADDING * len(widths) - room
-        if self.narrowing is not None and 0 < excess <= widths[self.narrowing] - NARROWED_AT_LEAST:
-            widths[self.narrowing] -= excess
-        return tuple(widths)
-
-    def on_resize(self, _: events.Resize) -> None:
-        self._resize()
-
-    def watch_virtual_size(self, size: Size) -> None:
-        # What a layout pass would do for this widget: the scrollbars' sizes, and their showing
-        # or hiding (which does ask for a layout: the scrollable region changes).
-        self._scroll_update(size)
-        self.refresh()
-
-    # The cursor.
-
-    def validate_cursor_row(self, row: int) -> int:
-        return max(0, min(row, len(self._keys) - 1))
-
-    def watch_cursor_row(self, old: int, new: int) -> None:
-        # Line 1 + row of the scrollable content: refresh_line takes away the scroll itself.
-        self.refresh_line(1 + old)
-        self.refresh_line(1 + new)
-        visible = max(1, self.scrollable_content_region.height - 1)  # rows below the header
-        if new < self.scroll_y:
-            self.scroll_to(y=new, animate=False)
-        elif new >= self.scroll_y + visible:
-            self.scroll_to(y=new - visible + 1, animate=False)
-        if self.has_focus:
-            self.show_detail(self.selected())
-
-    def action_scroll_up(self) -> None:
-        self.cursor_row -= 1
-
-    def action_scroll_down(self) -> None:
-        self.cursor_row += 1
-
-    def action_page_up(self) -> None:
-        self.cursor_row -= max(1, self.scrollable_content_region.height - 1)
-
-    def action_page_down(self) -> None:
-        self.cursor_row += max(1, self.scrollable_content_region.height - 1)
-
-    def action_scroll_home(self) -> None:
-        self.cursor_row = 0
-
-    def action_scroll_end(self) -> None:
-        self.cursor_row = len(self._keys) - 1
-
     def action_next_mode(self) -> None:
         self.post_message(self.ModeWanted())
 
-    def on_click(self, event: events.Click) -> None:
-        row = event.y - 1 + int(self.scroll_y)
-        if event.y >= 1 and row < len(self._keys):
-            self.cursor_row = row
-
-    def on_focus(self) -> None:
-        self._restyle()  # the cursor's colours follow the focus
-        self.refresh()
-        self.show_detail(self.selected())
-
-    def on_blur(self) -> None:
-        self._restyle()
-        self.refresh()
-
-    def notify_style_update(self) -> None:
-        super().notify_style_update()  # a theme change: every row's colours may differ
-        self._restyle()
-
-    def _restyle(self) -> None:
-        """Every row drawn again, in the table's style read afresh."""
-        self._strips.clear()
-        self._style = None
-
     def show_detail(self, record: Any) -> None:
+        super().show_detail(record)
         if record is not None and self.render_detail is not None:
-            title, body = self.render_detail(record)
-            self.post_message(ShowDetail(title, body, self))
             self._detail_shown = True
-
-    # Drawing.
-
-    @property
-    def base_style(self) -> Style:
-        """The table's own style, kept until the focus or the styles change: Textual's
-        ``rich_style`` walks every ancestor's styles at each call, and it was asked for at each
-        row drawn, half of the rows' cost at a keystroke."""
-        if self._style is None:
-            self._style = self.rich_style
-        return self._style
-
-    def render_lines(self, crop: Region) -> list[Strip]:
-        # The scroll and the width, once for the lines drawn: Textual works each out afresh from
-        # the widget's geometry, a third of a row's cost when asked for at every line.
-        self._drawing = (self.scroll_offset, self.scrollable_content_region.width)
-        try:
-            return super().render_lines(crop)
-        finally:
-            self._drawing = None
-
-    def render_line(self, y: int) -> Strip:
-        (scroll_x, scroll_y), width = self._drawing or (self.scroll_offset, self.scrollable_content_region.width)
-        if y == 0:
-            strip = self._strip(("header",), self.columns, "results--header")
-        else:
-            row = y - 1 + scroll_y
-            if row >= len(self._keys):
-                return Strip.blank(width, self.base_style)
-            component = "results--cursor" if row == self.cursor_row else "results--even-row" if row % 2 == 0 else ""
-            strip = self._strip(self._cell_keys[row], self._cells[row], component)
-        return strip.crop_extend(scroll_x, scroll_x + width, self.base_style)
-
-    def _strip(self, key: tuple, cells: tuple[Cell, ...], component: str) -> Strip:
-        cache_key = (key, self._widths, component, self.has_focus)
-        strip = self._strips.get(cache_key)
-        if strip is None:
-            # The cursor's colours go over the cells' own (a highlighted word under the cursor
-            # reads in the cursor's colours), as in DataTable; the other rows' go under them.
-            style = self.get_component_rich_style(component) if component else Style()
-            base, over = (self.base_style, style) if component == "results--cursor" else (self.base_style + style, None)
-            console = self.app.console
-            segments: list[Segment] = []
-            for text, width in zip(cells, self._widths, strict=True):
-                if isinstance(text, str) or (not text.spans and not text.style):
-                    # A plain cell (a kind, a score, a time): one segment, without Rich's render of
-                    # a Text, which cost most of a row's drawing and rows are drawn at each keystroke.
-                    segments.append(Segment(fitted_cell(_plain(text), width)))
-                    continue
-                cell = text.copy()
-                cell.truncate(width, overflow="ellipsis", pad=True)
-                cell.pad(PADDING)
-                segments.extend(cell.render(console))
-            strip = Strip(Segment.apply_style(segments, style=base, post_style=over), sum(self._widths) + 2 * PADDING * len(self._widths))
-            self._strips[cache_key] = strip
-        return strip

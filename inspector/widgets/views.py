@@ -7,7 +7,6 @@ import json
 from datetime import datetime
 from typing import Any, cast
 
-from rich.markup import escape
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -15,8 +14,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.geometry import Size
 from textual.reactive import Reactive
-from textual.render import measure
-from textual.widgets import Checkbox, DataTable, Input, Label, ProgressBar, Select, Static
+from textual.widgets import Checkbox, Input, Label, ProgressBar, Select, Static
 from textual.worker import Worker, WorkerState
 
 from ..formatting import audit_action, highlighted, one_line, parse_day, rank, remaining, score, score_bars, when
@@ -25,83 +23,25 @@ from ..messages import Carrier, SearchResults, WorkerFailed
 from ..searching import Search
 from . import detail
 from .backdrops import Column, Row
-from .cells import CachedCells
-from .detail import ShowDetail
+from .line_table import LineTable
 from .results import ResultsTable
 
 
-class RecordTable(CachedCells, DataTable):
-    """A DataTable that remembers the record behind each row and shows it in the detail pane."""
-
-    DEFAULT_CSS = "RecordTable { height: 1fr; }"
-
-    def __init__(self, *columns: str, render=None, **kwargs: Any):
-        super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
-        self._columns = columns
-        self.records: dict[str, Any] = {}
-        self.render_detail = render
-
-    def on_mount(self) -> None:
-        self.add_columns(*self._columns)
+class RecordTable(LineTable):
+    """The records of a view, one a row, added one by one; the record under the cursor is shown
+    in the detail pane while the table has the focus."""
 
     def reset(self) -> None:
-        self.clear()
-        self.records.clear()
-        # DataTable's columns only ever widen, through every row set they have held: the results'
-        # widths then depended on which intermediate searches (hybrid, vector, a stale keystroke)
-        # happened to be shown before being replaced, and a snapshot failed now and then. Back to
-        # the header's width, they fit only the rows shown.
-        for column in self.columns.values():
-            column.content_width = measure(self.app.console, column.label, 1)
+        """No rows; the columns back to their headers' widths (they fit only the rows shown)."""
+        self._replace_rows([])
 
     def add_record(self, key: str, record: Any, *cells: Any) -> None:
-        self.records[key] = record
-        # DataTable reads a str cell as Rich markup: a memory holding "[/]" crashed the inspector,
-        # one holding "[bold]" was shown altered. Escaped, it shows as written.
-        self.add_row(*(escape(c) if isinstance(c, str) else c for c in cells), key=key)
-
-    def selected(self) -> Any:
-        if not self.row_count:
-            return None
-        key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
-        return None if key is None else self.records.get(key)
+        self._append_row(key, record, cells)
 
     def select_key(self, key: str | None) -> None:
         """Put the cursor back on ``key`` after a reload, if it is still there."""
         if key is not None and key in self.records:
             self.move_cursor(row=self.get_row_index(key))
-
-    def selected_key(self) -> str | None:
-        if not self.row_count:
-            return None
-        return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
-
-    def _update_dimensions(self, new_rows) -> None:
-        # DataTable measures new rows when it next goes idle; a frame drawn before that (a busy
-        # machine, a dialog opening) caches the cells cut to the old column widths, and the
-        # cache outlives the new widths (textual#3533, #4470, still so in the pinned 8.2.8):
-        # results stayed truncated on screen, and the snapshot tests failed now and then.
-        widths = [column.content_width for column in self.columns.values()]
-        super()._update_dimensions(new_rows)
-        if widths != [column.content_width for column in self.columns.values()]:
-            self._clear_caches()
-            self.refresh()
-
-    @on(DataTable.RowHighlighted)
-    def _show(self, event: DataTable.RowHighlighted) -> None:
-        # Only the table the user is in drives the detail pane; tables filling in the
-        # background (other tabs, reloads) must not replace what the user is reading.
-        if self.has_focus:
-            key = event.row_key.value
-            self.show_detail(None if key is None else self.records.get(key))
-
-    def on_focus(self) -> None:
-        self.show_detail(self.selected())
-
-    def show_detail(self, record: Any) -> None:
-        if record is not None and self.render_detail is not None:
-            title, body = self.render_detail(record)
-            self.post_message(ShowDetail(title, body, self))
 
 
 DETAIL_TABLES = (RecordTable, ResultsTable)
@@ -466,8 +406,8 @@ class EpisodesView(Column):
         self.next_cursor = None
         self.query_one("#episodes-status", Label).update(hint)
 
-    @on(DataTable.RowHighlighted, "#episodes-table")
-    def _near_end(self, event: DataTable.RowHighlighted) -> None:
+    @on(LineTable.RowHighlighted, "#episodes-table")
+    def _near_end(self, event: LineTable.RowHighlighted) -> None:
         table = self.query_one(RecordTable)
         if self.next_cursor and not self.loading and event.cursor_row >= table.row_count - 10:
             self.request(self.next_cursor)
@@ -585,10 +525,9 @@ class SessionsView(Row):
             table.add_record(s.session_id, s, one_line(s.session_id, SESSION_ID_WIDTH), str(s.episodes), when(s.updated_at))
         table.select_key(keep)
 
-    @on(DataTable.RowHighlighted, "#sessions-table")
-    def _picked(self, event: DataTable.RowHighlighted) -> None:
-        if event.row_key.value is not None:
-            self.post_message(self.Picked(event.row_key.value))
+    @on(LineTable.RowHighlighted, "#sessions-table")
+    def _picked(self, event: LineTable.RowHighlighted) -> None:
+        self.post_message(self.Picked(event.key))
 
     def selected_session(self) -> str | None:
         return self.query_one("#sessions-table", RecordTable).selected_key()
