@@ -1,5 +1,8 @@
-"""The memlens inspector. The App owns the store: every store call runs in a thread worker
-that posts a message back; handlers update the widgets."""
+"""The memlens inspector. The App keeps the store's life: it opens the store in a worker, warms
+the model, polls for other processes' changes and shows a failure for good. What is on screen,
+the tenant list and the selected tenant's views with the tenant and moment they show, is the
+main screen's (``screens.main``), which the App tells when the store opened, changed or failed.
+Every store call runs in a thread worker that posts a message back; handlers update the widgets."""
 
 from __future__ import annotations
 
@@ -10,14 +13,12 @@ import sys
 import threading
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from textual import events, on, work
-from textual.app import App, ComposeResult
+from textual import events, work
+from textual.app import App
 from textual.binding import Binding
 from textual.notifications import SeverityLevel
-from textual.reactive import reactive
-from textual.widgets import Header, Input, Label
 from textual.worker import Worker, WorkerState
 
 from . import config, messages
@@ -26,18 +27,11 @@ from .commands import system_commands
 from .ending import end_on_signals
 from .failures import describe, is_damage
 from .locations import is_server_url, shown
-from .messages import TenantName
 from .opening import Glance
 from .printable import printable
 from .screens.main import MainScreen
 from .searching import SEARCH_LIMIT
-from .widgets.backdrops import Row
-from .widgets.footer import KeysFooter
-from .widgets.tenant_list import LISTED_AT_MOST, NO_TENANT, TenantList
-from .workers import call_store
-
-if TYPE_CHECKING:  # imported after the first frame
-    from .widgets.views import SearchView
+from .widgets.tenant_list import NO_TENANT
 
 __all__ = ["MemlensApp", "make_app", "is_idle", "NO_TENANT", "SEARCH_LIMIT"]
 
@@ -58,7 +52,7 @@ def is_idle(app: MemlensApp) -> bool:
     warm = app.store is not None and app.store.model_ready
     if warm and app.model_thread is not None and app.model_thread.is_alive():
         return False
-    searching = app.search_view()
+    searching = app.main_screen.search_view()
     busy = searching is not None and searching.search.busy
     return not app.opening and not busy and not any(w.is_running for w in app.workers if w.group not in LONG_LIVED)
 
@@ -68,9 +62,6 @@ def freeze_startup_objects() -> None:
     every later garbage collection. Scanning them made each full collection a 130-270 ms pause
     in the middle of typing, every few seconds; frozen, the same collections took 7-60 ms."""
     gc.freeze()
-
-
-GLANCE_WAIT = 0.25  # seconds the first frame may wait for the names (here: 2 ms to read, 3-8 ms to import sqlite3)
 
 
 class MemlensApp(App):
@@ -84,12 +75,6 @@ class MemlensApp(App):
         # other keys are the main screen's (screens.main) and each dialog's.
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
     ]
-
-    as_of: reactive[datetime | None] = reactive(None, init=False)
-    """The moment the selected tenant's views show; None: now, live."""
-    user_id: reactive[Any] = reactive(NO_TENANT, init=False, always_update=True)
-    """The selected tenant (None: the anonymous bucket), or NO_TENANT; the tenant list is bound to
-    it. Set again to the same tenant, it reloads its views."""
 
     def __init__(
         self, path: str | Path, *, embedder: Any = "default", warm_model: bool = True, poll_seconds: float = 1.0, show_timings: bool = True
@@ -105,9 +90,6 @@ class MemlensApp(App):
         self.read_only_reason: str | None = None
         self.failed: str | None = None
         self.opening = True  # until the store has opened or failed to
-        self.tenants: list[Any] = []
-        self.picked_a_tenant = False  # the first tenant is selected once, at start-up; never again by itself
-        self.early_view: str | None = None  # a view asked for before the views existed
         self.seen_version: int | None = None
         self.show_timings = show_timings
         """Whether the search line shows the time a search took (off for snapshots, where it would differ per run)."""
@@ -117,18 +99,6 @@ class MemlensApp(App):
             self.theme = saved_theme
         self.glance = Glance(self.path)
 
-    # --- layout ----------------------------------------------------------------------------
-
-    def compose(self) -> ComposeResult:
-        yield Header()
-        with Row(id="main"):
-            yield TenantList(id="sidebar").data_bind(selected=MemlensApp.user_id)
-            # The tier views join here after the first frame (on_mount says why). Until then "/"
-            # shows this box, so what is typed next is text, not keys (a "q" would have quit),
-            # and it moves into the search box when that exists.
-            yield Input(placeholder="search this tenant's memory…", id="early-query", classes="hidden")
-        yield KeysFooter()
-
     def on_mount(self) -> None:
         if not self.is_headless:
             # A closed terminal (SIGHUP) or a kill (SIGTERM) ends the app as `q` does, so the store
@@ -137,46 +107,11 @@ class MemlensApp(App):
             # thread: the default ending, and the next start's sweep.
             end_on_signals(self.exit, asyncio.get_running_loop())
         self.sub_title = f"{shown(self.path)} · opening…"
-        self.query_one("#sidebar").border_title = "tenants"
-        # The names are what a user waits for; read with sqlite3 alone since the App was made,
-        # they are usually there for the first frame. MemoryStore.open must import SQLAlchemy
-        # first (~0.6 s with the rest of store), which put them at 5x a bare app's first line
-        # on screen here.
-        if self.glance.done.wait(GLANCE_WAIT):
-            self.on_tenant_names(messages.TenantNames(self.glance.names))
-        else:
-            self.run_worker(self.await_names, thread=True, group="glance", exit_on_error=False)
-        # The tier views and the open come after that frame: both would compete with it for the GIL.
-        self.call_after_refresh(self._after_first_frame)
 
-    async def _after_first_frame(self) -> None:
-        main = self.query_one("#main")
-        if not main.is_attached:  # the user quit at the first frame
-            return
-        from .widgets.tenant_views import TenantViews
-
-        views = TenantViews(self, id="content").data_bind(MemlensApp.user_id, MemlensApp.as_of)
-        await main.mount(views)
-        self.take_early_keys()
-        self.open_store()  # after the views are whole: a store message may go to any of them
-
-    def take_early_keys(self) -> None:
-        """Apply what was pressed before the views existed: the last view asked for by its
-        digit, and the text typed after "/" (with the focus, if it is still there)."""
-        early = self.query_one("#early-query", Input)
-        if self.early_view is not None:
-            self.main_screen.action_show_view(self.early_view)
-        if early.display:
-            had_focus = self.focused is early
-            query = self.query_one("#query", Input)
-            query.value = early.value
-            query.cursor_position = early.cursor_position
-            if had_focus:
-                self.main_screen.action_focus_search()
-                # The box selects all its text when it gains the focus, and the next key would
-                # replace it: put the cursor back where it was, after that Focus is handled.
-                query.call_later(setattr, query, "cursor_position", early.cursor_position)
-        early.remove()
+    def on_views_ready(self) -> None:
+        """The main screen's views are whole (after the first frame: the open would compete with
+        it for the GIL): open the store."""
+        self.open_store()
 
     def now(self) -> datetime:
         from store.validation import utcnow
@@ -211,11 +146,11 @@ class MemlensApp(App):
             self.notify(f"the theme is not kept for next time: {error}", severity="warning")
 
     def get_default_screen(self) -> MainScreen:
-        return MainScreen(id="_default")
+        return MainScreen(self.glance, show_timings=self.show_timings, id="_default")
 
     @property
     def main_screen(self) -> MainScreen:
-        """The screen the App composes into, under any dialog."""
+        """The screen of the tenants and their views, under any dialog."""
         screen = self.screen_stack[0]
         assert isinstance(screen, MainScreen)
         return screen
@@ -248,9 +183,7 @@ class MemlensApp(App):
         self.read_only_reason = message.read_only_reason
         freeze_startup_objects()
         self.update_subtitle()
-        self.refresh_bindings()
-        self.load_tenants()
-        self.reload_tenant_views()  # of a tenant selected from the names
+        self.main_screen.store_opened(self.store, message.read_only_reason)
         if self.warm_on_start and self.store.embedder is not None:
             self.warm_model()
         if self.poll_seconds:
@@ -259,15 +192,8 @@ class MemlensApp(App):
         self.set_interval(PAUSE / 2, self._collect_if_paused)
 
     def _collect_if_paused(self) -> None:
-        searching = self.search_view()
+        searching = self.main_screen.search_view()
         self.idle_collection.collect_if_paused(0.0 if searching is None else searching.search.last_asked)
-
-    def search_view(self) -> SearchView | None:
-        """The search view (widgets.views.SearchView), or None before the views have mounted."""
-        from .widgets.views import SearchView  # imported after the first frame (above)
-
-        found = self.query("#search-view")
-        return found.first(SearchView) if found else None
 
     def on_store_failed(self, message: messages.StoreFailed) -> None:
         self.opening = False
@@ -276,13 +202,13 @@ class MemlensApp(App):
         self.failed = message.error
         verb = "open" if self.store is None else "read"
         self.sub_title = "not opened" if self.store is None else "damaged"
-        self.query_one("#main").display = False  # nothing in it may keep focus, and so keys, from the message
+        self.main_screen.store_failed(message.error)
         from .screens.dialogs import FatalScreen
 
         self.push_screen(FatalScreen(f"memlens cannot {verb} {shown(self.path)}", message.error))
 
     def on_action_failed(self, m: messages.ActionFailed) -> None:
-        searching = self.search_view()
+        searching = self.main_screen.search_view()
         if m.what == "search" and searching is not None:
             searching.show_error(f"search failed: {m.error} (type to search again)")
         self.notify(f"{m.what}: {m.error}", title="failed", severity="error", timeout=15)
@@ -315,8 +241,9 @@ class MemlensApp(App):
     def _warm_model(self) -> None:
         try:
             self.store.warm_model()
-            if self.user_id is not NO_TENANT:
-                self.store.warm_vectors(user_id=self.user_id)
+            user = self.main_screen.user_id  # the tenant selected by now (the export takes seconds)
+            if user is not NO_TENANT:
+                self.store.warm_vectors(user_id=user)
         except Exception as error:  # a missing or broken model leaves keyword search working
             self.post_message(messages.ModelFailed(describe(error)))
             return
@@ -325,10 +252,7 @@ class MemlensApp(App):
     def on_model_ready(self) -> None:
         freeze_startup_objects()
         self.update_subtitle()
-        if self.query("#search-view"):
-            from .widgets.views import SearchView
-
-            self.query_one("#search-view", SearchView).request()
+        self.main_screen.model_ready()
 
     def on_model_failed(self, message: messages.ModelFailed) -> None:
         self.notify(f"semantic search unavailable: {message.error}", severity="warning", timeout=8)
@@ -346,10 +270,11 @@ class MemlensApp(App):
         # A view of another library's memory says why it has no model (its vectors' is not recorded).
         model = getattr(self.store, "search_note", None) or model
         access = " · read-only" if self.read_only_reason else ""
-        if self.as_of is not None:
+        moment = self.main_screen.as_of
+        if moment is not None:
             from .time_travel import moment_label
 
-            access = f" · AS OF {moment_label(self.as_of)} (read-only)"
+            access = f" · AS OF {moment_label(moment)} (read-only)"
         self.sub_title = f"{shown(self.path)}{access} · {model}"
 
     def poll_changes(self) -> None:
@@ -363,8 +288,10 @@ class MemlensApp(App):
             self.post_message(messages.StoreChanged(version))
 
     def on_store_changed(self) -> None:
-        self.load_tenants()
-        self.reload_tenant_views()
+        self.main_screen.store_changed()
+
+    def on_moment_shown(self) -> None:
+        self.update_subtitle()
 
     # --- keys ---
 
@@ -379,112 +306,6 @@ class MemlensApp(App):
         if reason:
             event.stop()
             self.notify(f"{active.binding.description}: {reason}", severity="warning")
-
-    # --- the tenant list ---------------------------------------------------------------------------
-
-    def await_names(self) -> None:
-        """In a worker: the names once the glance has read them (the first frame did not wait that long)."""
-        self.glance.done.wait()
-        self.post_message(messages.TenantNames(self.glance.names))
-
-    def on_tenant_names(self, message: messages.TenantNames) -> None:
-        if message.names and not self.tenants:  # else the store has already counted them
-            self.tenants = [TenantName(user_id) for user_id in message.names]
-            self.show_tenants()
-
-    def load_tenants(self) -> None:
-        """Every tenant's name, and the counts of those the list shows first: counting every
-        tenant reads every row of the store (seconds at 10,000 tenants); the filter asks for
-        the counts of what it shows next (:meth:`_count_tenants`)."""
-        store = self.store
-
-        def listing() -> list[Any]:
-            names = store.tenant_names()
-            counted = {t.user_id: t for t in store.tenants(user_ids=names[:LISTED_AT_MOST])}
-            return [counted.get(user_id) or TenantName(user_id) for user_id in names]
-
-        call_store(self, "tenants", listing, messages.TenantsLoaded, group="tenants", exclusive=True)
-
-    def on_tenants_loaded(self, message: messages.TenantsLoaded) -> None:
-        self.tenants = message.tenants
-        self.show_tenants()
-
-    @on(TenantList.CountsWanted)
-    def _count_tenants(self, message: TenantList.CountsWanted) -> None:
-        """The counts of tenants the filter brought into view, unless a newer listing is coming."""
-        if self.store is None:
-            return  # the store is opening: its first listing counts the first screenful
-        store, listed = self.store, self.tenants
-
-        def counted(summaries: list[Any]) -> messages.TenantsLoaded | None:
-            if self.tenants is not listed:
-                return None  # listed again meanwhile, with counts of its own
-            found, asked = {t.user_id: t for t in summaries}, set(message.user_ids)
-            # One asked for and not found has gone meanwhile (erased by another process).
-            kept = [t for t in listed if t.counts is not None or t.user_id not in asked or t.user_id in found]
-            return messages.TenantsLoaded([found.get(t.user_id, t) if t.counts is None else t for t in kept])
-
-        call_store(self, "tenants", lambda: store.tenants(user_ids=message.user_ids), counted, group="tenant-counts", exclusive=True)
-
-    def show_tenants(self) -> None:
-        shown = self.query_one(TenantList).show(self.tenants, self.user_id, highlight_first=not self.picked_a_tenant)
-        if not shown:  # hidden by the filter, erased, or removed by another process
-            self.select_tenant(NO_TENANT)
-
-    def visible_tenant(self) -> Any:
-        """The tenant highlighted in the list as shown, or NO_TENANT."""
-        return self.query_one(TenantList).visible_tenant()
-
-    @on(TenantList.Picked)
-    def _tenant_picked(self, message: TenantList.Picked) -> None:
-        if message.user_id != self.user_id:
-            self.select_tenant(message.user_id)
-
-    def select_tenant(self, user_id: Any) -> None:
-        self.as_of = None  # moments are the tenant's own: another tenant opens at now
-        self.user_id = user_id
-
-    def watch_user_id(self, user_id: Any) -> None:
-        """The tenant views, bound to ``user_id``, load themselves; the App's own state follows."""
-        self.picked_a_tenant = self.picked_a_tenant or user_id is not NO_TENANT
-        self.refresh_bindings()
-
-    # --- time travel ----------------------------------------------------------------------------
-
-    def watch_as_of(self, at: datetime | None) -> None:
-        """The tenant views, bound to ``as_of``, load the moment themselves; the App says which it is."""
-        self.show_moment(at)
-        self.refresh_bindings()
-
-    def show_moment(self, at: datetime | None) -> None:
-        """The header and the line above the tabs say which moment the views show."""
-        from .time_travel import moment_label
-
-        self.update_subtitle()
-        if self.query("#past-banner"):
-            banner = self.query_one("#past-banner", Label)
-            banner.display = at is not None
-            if at is not None:
-                # The moment and "read-only" first: at 80 columns the line ends in an ellipsis after "n now".
-                banner.update(f"AS OF {moment_label(at)} · read-only · n now · [ ] step · T timeline · D diff with now")
-
-    # --- the tenant views ------------------------------------------------------------------------
-
-    def tenant_views(self) -> Any:
-        """The selected tenant's views (widgets.tenant_views.TenantViews), or None before they have mounted."""
-        found = self.query("#content")
-        return found.first() if found else None
-
-    def reload_tenant_views(self) -> None:
-        views = self.tenant_views()
-        if views is not None:
-            views.reload()
-
-    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
-        """Back in the tenant list (``t``, ``escape``, a click): the pane shows the tenant, not the last record."""
-        views = self.tenant_views()
-        if event.widget.id == "tenants" and views is not None:
-            views.clear_detail()
 
     async def on_unmount(self) -> None:
         gc.unfreeze()  # whatever this App leaves behind is garbage like any other (tests run many Apps)

@@ -1,13 +1,13 @@
-"""What the App's parts need from the App, stated once.
+"""What the main screen's parts need from it, stated once.
 
-The App has no mixins. Its keys and what they do are the main screen's (``screens.main``); the
-tenant list (``widgets.tenant_list``) and the tenant's views (``widgets.tenant_views``) are
-widgets bound to its reactives, and the search view holds the search (``searching.Search``); the
-dialogs get what they load as functions; the command palette (``commands``) calls the main
-screen's actions.
-None of them imports the App: the main screen, the search and the tenant views rely on this
+The main screen (``screens.main``) builds the tenant list (``widgets.tenant_list``) and the
+tenant's views (``widgets.tenant_views``), widgets bound to its reactives, and holds the state
+they show; the search view holds the search (``searching.Search``); the dialogs get what they
+load as functions; the command palette (``commands``) calls the main screen's actions. The App
+keeps the store's life and tells the main screen of it.
+None of them imports the App or the main screen: the tenant views and the search rely on this
 interface (what they read on ``self.host``), and ``tests/test_inspector_layout.py`` checks that
-they use nothing else of the App and that the App provides all of it.
+they use nothing else and that the main screen provides all of it.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 @runtime_checkable
 class Host(Protocol):
-    # The App's state.
+    # The main screen's state.
     store: StoreView | None
     """The open store (or a view of another library's memory), or None while opening or after a failure."""
     user_id: Any
@@ -36,7 +36,7 @@ class Host(Protocol):
     show_timings: bool
     """Whether the search line shows the time a search took (off for snapshots)."""
 
-    # The App's services.
+    # Its services.
     def now(self) -> datetime: ...
 
     def tenant_views(self) -> Any:

@@ -1,7 +1,7 @@
 """Messages that workers post back to the event loop. Workers never touch widgets.
 
 One class per kind of result, so each has one handler and its fields say what it carries.
-Results for one tenant carry ``tenant_key``: the App drops those for a tenant no longer selected.
+Results for one tenant carry ``tenant_key``: the tenant views drop those for a tenant no longer selected.
 
 Plain classes rather than dataclasses: 22 ``@dataclass`` classes took 10.8 ms to import, on the
 path to the first frame (``python -X importtime``), for constructors :class:`Carrier` gives at no cost.
@@ -306,3 +306,14 @@ class StoreChanged(Carrier):
     """Another process (or this one) committed to the store."""
 
     data_version: int = 0
+
+
+class ViewsReady(Carrier):
+    """The main screen's tier views are mounted: the App opens the store now (a store message may
+    go to any of them)."""
+
+
+class MomentShown(Carrier):
+    """The main screen shows another moment of its tenant (None: now); the App's header says which."""
+
+    at: datetime | None = None

@@ -104,9 +104,9 @@ class Search:
     """The search as the user types, held by the search view, which numbers its requests (its
     ``seq``, the one count of the newest request) and hands them over; this runs the newest on
     the view's search thread and posts its results back to the view, which paints them unless it
-    has asked for a newer one. The store is the App's.
+    has asked for a newer one. The store is the main screen's, given by the App.
 
-    Uses only what ``host.Host`` states of the App (tests/test_inspector_layout.py)."""
+    Uses only what ``host.Host`` states of the main screen (tests/test_inspector_layout.py)."""
 
     def __init__(self, host: Any, view: Any):
         self.host = host

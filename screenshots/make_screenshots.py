@@ -66,7 +66,7 @@ def status(app) -> str:
 async def shoot(store_path: Path) -> None:
     app = make_app(store_path, poll_seconds=0, show_timings=False)
     async with app.run_test(size=SIZE) as pilot:
-        await wait(pilot, lambda: app.store is not None and app.store.model_ready and app.tenants and idle(app))
+        await wait(pilot, lambda: app.store is not None and app.store.model_ready and app.main_screen.tenants and idle(app))
 
         async def save(name: str) -> None:
             for field in app.screen.query(Input):
@@ -148,7 +148,7 @@ async def shoot(store_path: Path) -> None:
         app.main_screen.action_show_view("blocks")
         app.query_one("#blocks-table", RecordTable).focus()
         await pilot.press("left_square_bracket")
-        await wait(pilot, lambda: app.as_of is not None and idle(app))
+        await wait(pilot, lambda: app.main_screen.as_of is not None and idle(app))
         await pilot.pause(0.3)
         await save("past")
         await pilot.press("T")
@@ -159,11 +159,11 @@ async def shoot(store_path: Path) -> None:
         await wait(pilot, lambda: isinstance(app.screen, DiffScreen))
         await save("diff-with-now")
         await pilot.press("escape", "n")
-        await wait(pilot, lambda: app.as_of is None and idle(app))
+        await wait(pilot, lambda: app.main_screen.as_of is None and idle(app))
         # The DPO's view after an erasure: the store-wide audit log keeps the erased tenant's entry.
         app.store.forget(user_id="carol", actor="dpo@example.com")
         app.main_screen.action_reload()
-        await wait(pilot, lambda: all(t.user_id != "carol" for t in app.tenants) and idle(app))
+        await wait(pilot, lambda: all(t.user_id != "carol" for t in app.main_screen.tenants) and idle(app))
         app.query_one("#tenants").focus()
         await pilot.press("a")
         await wait(pilot, lambda: isinstance(app.screen, StoreAuditScreen) and app.screen.query_one(RecordTable).row_count > 0)

@@ -87,7 +87,11 @@ async def settle(pilot, app) -> None:
     from inspector.app import NO_TENANT, is_idle
 
     # A tenant is selected at start-up; later (after an erasure, a filter) none may be, rightly.
-    await wait_for(pilot, lambda: app.tenants and (app.user_id is not NO_TENANT or app.picked_a_tenant), what="tenants")
+    await wait_for(
+        pilot,
+        lambda: app.main_screen.tenants and (app.main_screen.user_id is not NO_TENANT or app.main_screen.picked_a_tenant),
+        what="tenants",
+    )
     while True:
         await wait_for(pilot, lambda: is_idle(app), what="workers")
         await pilot.pause(0.05)
@@ -105,7 +109,7 @@ async def open_tenant(pilot, app, user_id) -> None:
 
     key = option_id(user_id)
     options.highlighted = next(i for i in range(options.option_count) if options.get_option_at_index(i).id == key)
-    await wait_for(pilot, lambda: app.user_id == user_id, what=f"tenant {user_id}")
+    await wait_for(pilot, lambda: app.main_screen.user_id == user_id, what=f"tenant {user_id}")
     await settle(pilot, app)
 
 
@@ -214,7 +218,7 @@ async def go_to(pilot, app, typed: str) -> None:
     field.focus()
     field.value = typed
     await pilot.press("enter")
-    await wait_for(pilot, lambda: app.as_of is not None and not showing(app, TimelineScreen), what=f"the views as of {typed}")
+    await wait_for(pilot, lambda: app.main_screen.as_of is not None and not showing(app, TimelineScreen), what=f"the views as of {typed}")
     await settle(pilot, app)
 
 

@@ -60,5 +60,5 @@ async def test_slash_and_text_at_the_first_frame_end_up_in_the_search_box(demo_d
         assert not app.query("#early-query")
         await pilot.press("s")  # typing goes on where it was
         assert query.value == "quokka fees"
-        await wait_for(pilot, lambda: app.search_view().seq > 0, what="the search to run")
+        await wait_for(pilot, lambda: app.main_screen.search_view().seq > 0, what="the search to run")
         assert app.is_running

@@ -219,8 +219,8 @@ async def test_the_selected_tenant_is_a_reactive_the_tenant_list_and_views_follo
         await settle(pilot, app)
         await open_tenant(pilot, app, "alice")
         sidebar = app.query_one(TenantList)
-        assert sidebar.selected == "alice" == app.user_id
-        app.user_id = "bob"
+        assert sidebar.selected == "alice" == app.main_screen.user_id
+        app.main_screen.user_id = "bob"
         await settle(pilot, app)
         assert sidebar.selected == "bob"
         assert app.query_one("#detail").tenant == tenant_label("bob")
@@ -307,15 +307,15 @@ async def test_forget_dialog_defaults_to_cancel_then_erases_for_real(demo):
         assert counts.split("episodes")[1].split()[0] == "12"  # bob's episodes, from the dry run
         await pilot.press("enter")  # a stray Enter: Cancel
         await wait_for(pilot, lambda: not isinstance(app.screen, ForgetScreen), what="dialog closed")
-        assert any(t.user_id == "bob" for t in app.tenants)
+        assert any(t.user_id == "bob" for t in app.main_screen.tenants)
         await pilot.press("f")
         await wait_for(pilot, lambda: showing(app, ForgetScreen) and not app.screen.query_one("#erase").disabled, what="dialog")
         await pilot.click("#erase")
         await wait_for(pilot, lambda: showing(app, ReceiptScreen), what="receipt")
         assert app.screen.receipt.counts["episodes"] == 12
         await pilot.press("enter")
-        await wait_for(pilot, lambda: all(t.user_id != "bob" for t in app.tenants), what="bob gone from the list")
-        assert app.user_id != "bob"
+        await wait_for(pilot, lambda: all(t.user_id != "bob" for t in app.main_screen.tenants), what="bob gone from the list")
+        assert app.main_screen.user_id != "bob"
     with MemoryStore.open(demo, embedder=FakeEmbedder()) as s:
         assert s.profile(user_id="bob").counts.episodes == 0
         assert s.audit_log(user_id="bob")[0].actor == "inspector"
@@ -387,7 +387,7 @@ async def test_the_checkpoint_keys_from_the_palette_and_in_the_past(demo):
         await wait_for(pilot, lambda: showing(app, DiffScreen), what="the palette's diff")
         await pilot.press("escape")
 
-        app.as_of = app.now()  # a moment in the past by the time it is shown, every checkpoint made by then
+        app.main_screen.as_of = app.now()  # a moment in the past by the time it is shown, every checkpoint made by then
         await settle(pilot, app)
         await open_session(pilot, app, "trip-lisbon")
         checkpoints = table(app, "#checkpoints-table")
@@ -413,7 +413,7 @@ async def test_views_refresh_when_another_process_writes(demo):
         with MemoryStore.open(demo, embedder=FakeEmbedder()) as agent:
             agent.remember("new turn from the agent", user_id="carol")
         await wait_for(pilot, lambda: episodes.row_count == 8, what="refresh")
-        assert app.user_id == "carol" and episodes.selected_key() == selected
+        assert app.main_screen.user_id == "carol" and episodes.selected_key() == selected
 
 
 async def test_help_and_command_palette(demo):
@@ -450,7 +450,7 @@ async def test_a_path_that_is_not_a_store_gives_a_readable_message(tmp_path, con
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: showing(app, FatalScreen), what="message")
         assert expected in str(app.screen.query_one("#fatal").content)
-        assert app.user_id is NO_TENANT
+        assert app.main_screen.user_id is NO_TENANT
 
 
 def give_goals_a_history(path) -> None:
@@ -557,5 +557,5 @@ async def test_a_search_thread_that_dies_is_reported_and_the_next_key_starts_ano
         app.query_one("#query").value = "vegetarian restaurant"
         await settle(pilot, app)
         assert len(runs) == 2 and "HYBRID" in str(app.query_one("#search-status").render())
-        assert not app.search_view().search.busy
+        assert not app.main_screen.search_view().search.busy
         assert table(app, "#results").row_count > 0

@@ -1,5 +1,5 @@
-"""The inspector's parts and the App: no import cycle, and the mixins rely on a stated interface
-(inspector.host), not on whatever the App happens to have."""
+"""The inspector's parts and the App: no import cycle, the App without mixins, the main screen
+holding what it shows, and its parts relying on a stated interface (inspector.host)."""
 
 from __future__ import annotations
 
@@ -96,13 +96,12 @@ def test_the_app_is_built_without_mixins():
     assert bases == () and MemlensApp.__bases__ == (App,)
 
 
-async def test_the_app_and_its_main_screen_provide_the_whole_interface(demo):
+async def test_the_main_screen_provides_the_whole_interface(demo):
     app = app_for(demo)
     async with app.run_test():
         screen = app.main_screen
-        assert isinstance(app, Host) and isinstance(screen, Commands)
-        missing = {name for name in declared(Host) if not hasattr(app, name)}
-        missing |= {name for name in declared(Commands) if not hasattr(screen, name)}
+        assert isinstance(screen, Host) and isinstance(screen, Commands)
+        missing = {name for name in declared(Host) | declared(Commands) if not hasattr(screen, name)}
         assert missing == set()
 
 
@@ -129,11 +128,38 @@ def test_the_search_uses_only_the_host_interface_and_runs_on_its_views_thread():
     assert "run_worker" not in used and "self.view.run_worker" in (PACKAGE / "searching.py").read_text()
 
 
-def test_the_main_screen_uses_only_the_host_interface():
-    """The keys act on the App's state through the stated interface."""
-    used = used_on_host(PACKAGE / "screens" / "main.py", "MainScreen")
-    assert {"store", "user_id", "as_of", "read_only_reason"} <= used
-    assert used - declared(Host) == set()
+def used_on_app(path: Path) -> set[str]:
+    """The names ``path`` reads or calls on ``self.app`` (or ``app`` taken from it)."""
+    return {
+        n.attr
+        for n in ast.walk(ast.parse(path.read_text()))
+        if isinstance(n, ast.Attribute)
+        and isinstance(n.value, ast.Attribute)
+        and n.value.attr == "app"
+        and isinstance(n.value.value, ast.Name)
+        and n.value.value.id == "self"
+    }
+
+
+def test_the_screens_and_widgets_ask_nothing_of_the_app_but_textuals_own():
+    """The main screen holds what it shows and is told of the store's life; no screen or widget
+    reaches back into the App for memlens's state (the store, the tenant, the moment)."""
+    parts = [p for name, p in MODULES.items() if name.startswith(("screens.", "widgets.")) or name in ("searching", "commands")]
+    used = {name: used_on_app(path) for path in parts for name in [module_name(path)]}
+    assert "refresh_bindings" in used["widgets.tenant_views"]  # the scan sees what it checks
+    plain = App()  # Textual's App as it comes: its attributes, and those its __init__ sets
+    beyond = {f"{name}: self.app.{attr}" for name, attrs in used.items() for attr in attrs if attr not in dir(plain)}
+    assert beyond == set()
+    assert "cast(Host, self.app)" not in "".join(p.read_text() for p in parts)
+
+
+def test_the_main_screen_holds_the_tenant_state():
+    """The tenant, the moment and the tenants listed are the screen's reactives and attributes, not the App's."""
+    from inspector.app import MemlensApp
+    from inspector.screens.main import MainScreen
+
+    assert {"user_id", "as_of"} <= set(MainScreen._reactives) and not {"user_id", "as_of"} & set(MemlensApp._reactives)
+    assert "compose" not in vars(MemlensApp) and "compose" in vars(MainScreen)
 
 
 def test_the_tenant_views_use_only_the_host_interface():

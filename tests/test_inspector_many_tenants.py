@@ -33,12 +33,12 @@ def listed(app) -> list[str]:
 async def test_the_list_holds_the_first_tenants_and_says_how_many_more(crowded):
     app = app_for(crowded)
     async with app.run_test(size=(100, 30)) as pilot:
-        await wait_for(pilot, lambda: app.tenants and app.tenants[0].counts is not None, what="counts")
+        await wait_for(pilot, lambda: app.main_screen.tenants and app.main_screen.tenants[0].counts is not None, what="counts")
         await settle(pilot, app)
         shown = listed(app)
         assert shown[:2] == ["user:user0000", "user:user0001"] and len(shown) == LISTED_AT_MOST + 1
         assert shown[-1] == "more"
-        assert app.tenants[-1].counts is None  # counted only once the filter shows it
+        assert app.main_screen.tenants[-1].counts is None  # counted only once the filter shows it
         assert "50 more: type to filter" in str(app.query_one("#tenants").get_option_at_index(LISTED_AT_MOST).prompt)
         # A tenant past the first screenful is found by typing part of its name, and can be picked.
         app.query_one("#tenant-filter").focus()
@@ -47,13 +47,13 @@ async def test_the_list_holds_the_first_tenants_and_says_how_many_more(crowded):
         # Listed by name only at first (only the first screenful is counted), then counted.
         await wait_for(pilot, lambda: "1 episode" in str(app.query_one("#tenants").get_option_at_index(0).prompt), what="its counts")
         await pilot.press("enter")
-        await wait_for(pilot, lambda: app.user_id == "user0247", what="picked")
+        await wait_for(pilot, lambda: app.main_screen.user_id == "user0247", what="picked")
         # Cleared, the filter lists the first tenants again and keeps the pick in view.
         app.query_one("#tenant-filter").focus()
         for _ in range(5):
             await pilot.press("backspace")
         await wait_for(pilot, lambda: len(listed(app)) == LISTED_AT_MOST + 2, what="cleared")
-        assert "user:user0247" in listed(app) and app.user_id == "user0247"
+        assert "user:user0247" in listed(app) and app.main_screen.user_id == "user0247"
 
 
 async def test_while_the_store_opens_the_list_holds_a_screenful_of_names():

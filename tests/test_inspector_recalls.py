@@ -61,7 +61,7 @@ async def test_in_the_past_the_recalls_are_those_made_by_then(tmp_path):
     app = app_for(demo)
     async with app.run_test(size=(120, 36)) as pilot:
         await open_tenant(pilot, app, "alice")
-        app.as_of = FROZEN - timedelta(minutes=20)  # after the second recall, before the third
+        app.main_screen.as_of = FROZEN - timedelta(minutes=20)  # after the second recall, before the third
         await settle(pilot, app)
         app.main_screen.action_recalls()
         await wait_for(pilot, lambda: showing(app, RecallsScreen), what="the recalls")

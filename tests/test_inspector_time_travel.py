@@ -101,7 +101,7 @@ async def test_stepping_back_shows_every_view_as_it_was_and_says_so(demo):
         await open_tenant(pilot, app, "alice")
         app.main_screen.action_show_view("blocks")
         await pilot.press("left_square_bracket")
-        await wait_for(pilot, lambda: app.as_of == back, what="the moment before the latest change")
+        await wait_for(pilot, lambda: app.main_screen.as_of == back, what="the moment before the latest change")
         await settle(pilot, app)
         assert f"AS OF {moment_label(back)} (read-only)" in app.sub_title
         assert f"AS OF {moment_label(back)} · read-only · n now · [ ] step · T timeline" in screen_text(app)
@@ -116,11 +116,11 @@ async def test_stepping_back_shows_every_view_as_it_was_and_says_so(demo):
         assert len(episodes) == episodes_then and all(e.occurred_at <= back for e in episodes)
 
         await pilot.press("left_square_bracket")
-        await wait_for(pilot, lambda: app.as_of == further, what="one change earlier")
+        await wait_for(pilot, lambda: app.main_screen.as_of == further, what="one change earlier")
         await pilot.press("right_square_bracket")
-        await wait_for(pilot, lambda: app.as_of == back, what="one change later")
+        await wait_for(pilot, lambda: app.main_screen.as_of == back, what="one change later")
         await pilot.press("right_square_bracket")
-        await wait_for(pilot, lambda: app.as_of is None, what="back at now")
+        await wait_for(pilot, lambda: app.main_screen.as_of is None, what="back at now")
         await settle(pilot, app)
         assert "AS OF" not in app.sub_title and "AS OF" not in screen_text(app)
         blocks = dict(zip(cells(app, "#blocks-table", 1), cells(app, "#blocks-table", 2), strict=True))
@@ -133,7 +133,7 @@ async def test_a_moment_shows_what_was_known_then(demo):
     async with app.run_test(size=SIZE) as pilot:
         await open_tenant(pilot, app, "alice")
         await go_to(pilot, app, "2026-11-03 18:30")  # the moment the move to Porto was written down
-        assert app.as_of == NOV3
+        assert app.main_screen.as_of == NOV3
         blocks = dict(zip(cells(app, "#blocks-table", 1), cells(app, "#blocks-table", 2), strict=True))
         assert blocks["human"] == "Alice, lives in Porto, vegetarian, allergic to cats."
         assert blocks["goals"] == "Plan a 5-day Lisbon trip in March within 1000 €."
@@ -150,7 +150,7 @@ async def test_the_past_is_read_only_and_n_comes_back_to_now(demo):
         app.query_one("#tenants").focus()
         assert "n Now" not in screen_text(app)
         await pilot.press("left_square_bracket")
-        await wait_for(pilot, lambda: app.as_of is not None)
+        await wait_for(pilot, lambda: app.main_screen.as_of is not None)
         await settle(pilot, app)
         assert "n Now" in screen_text(app)
         for key in ("f", "e"):
@@ -159,7 +159,7 @@ async def test_the_past_is_read_only_and_n_comes_back_to_now(demo):
             assert not showing(app, ForgetScreen) and len(app.screen_stack) == 1
         assert sum("past moment, read-only" in n for n in notes(app)) == 2
         await pilot.press("n")
-        await wait_for(pilot, lambda: app.as_of is None)
+        await wait_for(pilot, lambda: app.main_screen.as_of is None)
         await pilot.press("f")
         await wait_for(pilot, lambda: showing(app, ForgetScreen), what="forget, now that the views show now")
 
@@ -178,7 +178,9 @@ async def test_the_timeline_lists_the_changes_and_goes_to_one_or_to_a_typed_mome
         porto = next(i for i, row in enumerate(rows) if row[1:3] == ["fact", "recorded"] and "lives_in" in row[3] and "Porto" in row[4])
         table.move_cursor(row=porto)
         await pilot.press("enter")
-        await wait_for(pilot, lambda: app.as_of == NOV3 and not showing(app, TimelineScreen), what="the moment Porto was learned")
+        await wait_for(
+            pilot, lambda: app.main_screen.as_of == NOV3 and not showing(app, TimelineScreen), what="the moment Porto was learned"
+        )
         await settle(pilot, app)
         assert "Porto" in cells(app, "#facts-table", 3) and "1200 EUR" not in cells(app, "#facts-table", 3)
 
@@ -189,10 +191,10 @@ async def test_the_timeline_lists_the_changes_and_goes_to_one_or_to_a_typed_mome
         field.value = "2026-12-24"
         await pilot.press("enter")
         await wait_for(pilot, lambda: "still to come" in str(app.screen.query_one("#timeline-status").render()), what="a refusal")
-        assert showing(app, TimelineScreen) and app.as_of == NOV3
+        assert showing(app, TimelineScreen) and app.main_screen.as_of == NOV3
         field.value = "2026-11-01"
         await pilot.press("enter")
-        await wait_for(pilot, lambda: app.as_of == datetime(2026, 11, 2, tzinfo=UTC) - TICK, what="the end of November 1")
+        await wait_for(pilot, lambda: app.main_screen.as_of == datetime(2026, 11, 2, tzinfo=UTC) - TICK, what="the end of November 1")
         await settle(pilot, app)
         assert "allergy" in cells(app, "#facts-table", 2) and "trip_budget" not in cells(app, "#facts-table", 2)
 
@@ -230,9 +232,9 @@ async def test_another_tenant_opens_at_now(demo):
     async with app.run_test(size=SIZE) as pilot:
         await open_tenant(pilot, app, "alice")
         await pilot.press("left_square_bracket")
-        await wait_for(pilot, lambda: app.as_of is not None)
+        await wait_for(pilot, lambda: app.main_screen.as_of is not None)
         await open_tenant(pilot, app, "bob")
-        assert app.as_of is None and "AS OF" not in app.sub_title and "AS OF" not in screen_text(app)
+        assert app.main_screen.as_of is None and "AS OF" not in app.sub_title and "AS OF" not in screen_text(app)
 
 
 async def test_a_search_in_the_past_looks_through_episodes_up_to_the_moment(demo):
@@ -269,7 +271,7 @@ async def test_a_session_changed_since_shows_its_checkpoint_and_says_so(tmp_path
         field.focus()
         field.value = (t0 + timedelta(hours=2, minutes=30)).strftime("%Y-%m-%d %H:%M")
         await pilot.press("enter")
-        await wait_for(pilot, lambda: app.as_of is not None)
+        await wait_for(pilot, lambda: app.main_screen.as_of is not None)
         await settle(pilot, app)
         view = await open_session(pilot, app, "trip")
         assert view.shown_session == "trip"

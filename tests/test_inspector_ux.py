@@ -142,7 +142,7 @@ async def test_a_filter_that_hides_the_selected_tenant_leaves_nothing_to_act_on(
         await pilot.press(*"bo")
         await wait_for(pilot, lambda: app.query_one("#tenants").option_count == 1, what="filter")
         assert app.query_one("#tenants").highlighted is None
-        assert app.user_id is NO_TENANT
+        assert app.main_screen.user_id is NO_TENANT
         assert all(t.row_count == 0 for t in app.query(RecordTable))  # alice is gone from every view
         app.query_one("#tenants").focus()
         await pilot.press("f")
@@ -154,7 +154,7 @@ async def test_a_filter_that_hides_the_selected_tenant_leaves_nothing_to_act_on(
         # Picking the tenant the filter shows makes it the one acted on.
         app.query_one("#tenant-filter").focus()
         await pilot.press("enter")
-        await wait_for(pilot, lambda: app.user_id == "bob", what="bob")
+        await wait_for(pilot, lambda: app.main_screen.user_id == "bob", what="bob")
         await settle(pilot, app)
         await pilot.press("f")
         await wait_for(pilot, lambda: showing(app, ForgetScreen), what="dialog")
@@ -183,7 +183,7 @@ async def test_after_an_erasure_the_store_wide_audit_log_shows_its_entry(demo):
         await wait_for(pilot, lambda: showing(app, ReceiptScreen), what="receipt")
         digest = app.screen.receipt.digest
         await pilot.press("escape")
-        await wait_for(pilot, lambda: all(t.user_id != "bob" for t in app.tenants), what="bob gone")
+        await wait_for(pilot, lambda: all(t.user_id != "bob" for t in app.main_screen.tenants), what="bob gone")
         app.query_one("#tenants").focus()
         await pilot.press("a")
         await wait_for(pilot, lambda: showing(app, StoreAuditScreen) and table(app.screen, "#store-audit-table").row_count, what="audit")
@@ -494,9 +494,9 @@ async def test_an_erased_tenants_records_leave_the_screen(demo):
         await pilot.click("#erase")
         await wait_for(pilot, lambda: showing(app, ReceiptScreen), what="receipt")
         await pilot.press("escape")
-        await wait_for(pilot, lambda: all(t.user_id != "bob" for t in app.tenants), what="bob gone")
+        await wait_for(pilot, lambda: all(t.user_id != "bob" for t in app.main_screen.tenants), what="bob gone")
         await settle(pilot, app)
-        assert app.user_id is NO_TENANT and app.query_one("#tenants").highlighted is None
+        assert app.main_screen.user_id is NO_TENANT and app.query_one("#tenants").highlighted is None
         assert all(t.row_count == 0 for t in app.query(RecordTable))
         assert episode.input not in screen_text(app) and episode.id[:12] not in screen_text(app)
 
@@ -574,7 +574,7 @@ async def test_a_search_that_raises_is_shown_and_the_next_keystroke_searches_aga
         await pilot.press("slash", "end", "o")
         results = table(app, "#results")
         await wait_for(pilot, lambda: results.row_count > 0 and "results" in str(status.render()), what="results again")
-        searching = app.search_view().search
+        searching = app.main_screen.search_view().search
         assert searching.thread.worker is not None and searching.thread.worker.is_running
 
 

@@ -33,7 +33,7 @@ async def test_the_inspector_on_postgres_shows_another_connections_write(pg_url)
         await settle(pilot, app)
         await wait_for(pilot, lambda: app.store is not None or app.failed, what="the open")
         assert not app.failed, app.failed
-        await wait_for(pilot, lambda: [t.user_id for t in app.tenants] == ["carol"], what="tenants from the store")
+        await wait_for(pilot, lambda: [t.user_id for t in app.main_screen.tenants] == ["carol"], what="tenants from the store")
         assert "hunter2" not in app.sub_title and "hunter2" not in str(app.store.path)
         await open_tenant(pilot, app, "carol")
         app.main_screen.action_show_view("episodes")

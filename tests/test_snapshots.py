@@ -281,7 +281,7 @@ class TestDialogs:
             await open_tenant(pilot, app, "bob")
             app.store.forget(user_id="bob", actor="dpo@example.com")
             app.main_screen.action_reload()
-            await wait_for(pilot, lambda: all(t.user_id != "bob" for t in app.tenants))
+            await wait_for(pilot, lambda: all(t.user_id != "bob" for t in app.main_screen.tenants))
             await settle(pilot, app)
             app.query_one("#tenants").focus()
             await pilot.press("a")

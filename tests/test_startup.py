@@ -64,10 +64,10 @@ async def test_a_tenant_picked_from_the_names_gets_its_views_once_the_store_open
         options = app.query_one("#tenants")
         options.focus()
         options.highlighted = next(i for i in range(options.option_count) if options.get_option_at_index(i).id == "user:bob")
-        await wait_for(pilot, lambda: app.user_id == "bob")
+        await wait_for(pilot, lambda: app.main_screen.user_id == "bob")
         held_open.set()
         await settle(pilot, app)
-        assert app.user_id == "bob"
+        assert app.main_screen.user_id == "bob"
         blocks = app.query_one("#blocks-table", RecordTable)
         assert blocks.row_count == 2  # bob's two blocks (alice has three)
 
@@ -143,11 +143,11 @@ async def test_a_tenant_highlight_that_arrives_after_the_list_has_gone_is_ignore
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         options = app.query_one("#tenants", OptionList)
-        chosen = app.user_id
+        chosen = app.main_screen.user_id
         await options.remove()
         app.post_message(OptionList.OptionHighlighted(options, options.get_option_at_index(1), 1))
         await pilot.pause()
-        assert app.is_running and app.user_id == chosen  # (and run_test raises what the App raised)
+        assert app.is_running and app.main_screen.user_id == chosen  # (and run_test raises what the App raised)
 
 
 def test_the_first_frame_imports_neither_the_tier_views_nor_the_dialogs():

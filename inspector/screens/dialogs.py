@@ -1,5 +1,5 @@
-"""Dialogs and whole screens. They collect parameters and show results; the App does the work in
-workers. Every destructive dialog opens with Cancel focused, so a stray Enter erases nothing.
+"""Dialogs and whole screens. They collect parameters and show results; the screen that opened them does
+the work in workers. Every destructive dialog opens with Cancel focused, so a stray Enter erases nothing.
 
 Every dialog keeps its buttons on screen (docked at its foot) and scrolls its body when the
 terminal is too small for it; the forget dialog's counts are laid out to fit whole at 80x24.

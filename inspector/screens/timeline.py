@@ -37,7 +37,7 @@ class TimelineScreen(ModalScreen[Any]):
     """The tenant's changes, newest first, to go to one of them, or to a moment typed in.
 
     Dismisses with a moment, with NOW, or with None (cancelled). ``d`` on a change shows what it
-    changed in the whole tenant (the App's ``tenant_diff`` of the moment before it and the moment)."""
+    changed in the whole tenant (the main screen's ``tenant_diff`` of the moment before it and the moment)."""
 
     BINDINGS = [
         ("escape", "cancel", "Cancel"),

@@ -8,7 +8,7 @@ times a keystroke. Here a new set of results is one refresh of the lines on scre
 scrollable size only changes with the number of rows that do not fit, so a keystroke needs no
 layout pass.
 
-It keeps the part of the record tables' interface the search view and the App use (``records``,
+It keeps the part of the record tables' interface the search view and the tenant views use (``records``,
 ``selected``, ``move_cursor``, ``cursor_row``, ``row_count``) and posts the same ShowDetail.
 """
 
@@ -50,7 +50,7 @@ class ResultsTable(LineTable):
             return
         if self.has_focus:
             # From this widget's own queue: posted while the search view handles its results, the
-            # message would count as the view's and stop bubbling there, short of the App.
+            # message would count as the view's and stop bubbling there, short of the tenant views.
             self.call_later(lambda: self.show_detail(self.selected()))
         elif self._detail_shown:
             # Only then: typing in the search box must not cost a message for every set of results.

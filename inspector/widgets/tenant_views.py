@@ -1,6 +1,6 @@
 """The selected tenant's memory: its tier views in tabs and the detail pane, filled from the store.
 
-``TenantViews`` watches two reactives bound to the App's (``user_id``, the tenant selected, and
+``TenantViews`` watches two reactives bound to the main screen's (``user_id``, the tenant selected, and
 ``as_of``, the moment shown): when either changes, nothing of the previous tenant or moment stays
 on screen and the views load again. Each store call runs in a thread worker of this widget
 (``inspector.workers``); its result comes back here as a message and is dropped when it is for a
@@ -60,13 +60,13 @@ class Tabs(TabbedContent):
 
 
 class TenantViews(Column):
-    """The tabs of tier views and the detail pane of the selected tenant (``host``: the App, for
-    the store and the clock)."""
+    """The tabs of tier views and the detail pane of the selected tenant (``host``: the main
+    screen, for the store and the clock)."""
 
     user_id: reactive[Any] = reactive(NO_TENANT, init=False, always_update=True)
-    """The tenant shown (None: the anonymous bucket), or NO_TENANT; bound to the App's."""
+    """The tenant shown (None: the anonymous bucket), or NO_TENANT; bound to the main screen's."""
     as_of: reactive[Any] = reactive(None, init=False)
-    """The moment shown (a datetime), or None: now, live; bound to the App's."""
+    """The moment shown (a datetime), or None: now, live; bound to the main screen's."""
 
     def __init__(self, host: Any, **kwargs: Any):
         super().__init__(**kwargs)
@@ -79,7 +79,7 @@ class TenantViews(Column):
         """The checkpoint marked with ``m``, which the next ``d`` diffs against."""
 
     def compose(self) -> ComposeResult:
-        # Shown while the views show a past moment (MemlensApp.watch_as_of): in words, so it
+        # Shown while the views show a past moment (MainScreen.watch_as_of): in words, so it
         # reads without colour, with the keys that move in time.
         yield Label("", id="past-banner")
         with Tabs(initial="search", id="tabs"):

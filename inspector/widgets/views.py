@@ -1,11 +1,11 @@
-"""One view per memory tier. Views show what the App hands them and post messages when the
+"""One view per memory tier. Views show what the tenant views hand them and post messages when the
 user asks for something; they never touch the store."""
 
 from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
 from rich.text import Text
 from textual import on
@@ -514,7 +514,9 @@ class SessionsView(Row):
             )
 
     def _kv_detail(self, entry):
-        return f"key {entry.key}", detail.kv(entry, cast(Host, self.app).now())
+        from store.validation import utcnow  # the store's clock, which tests freeze
+
+        return f"key {entry.key}", detail.kv(entry, utcnow())
 
     def show_sessions(self, sessions: list[Any]) -> None:
         table = self.query_one("#sessions-table", RecordTable)

@@ -226,7 +226,7 @@ async def test_the_inspector_shows_the_source_read_only_refreshes_while_the_agen
         mem = SqliteMemory(source, embedder=HashEmbedder())
         await mem.remember(Episode(id="late", session_id="s1", user_id="carol", input="hello", output="hi"))
         await asyncio.sleep(0)
-        await wait_for(pilot, lambda: "carol" in [t.user_id for t in app.tenants], what="carol, written meanwhile")
+        await wait_for(pilot, lambda: "carol" in [t.user_id for t in app.main_screen.tenants], what="carol, written meanwhile")
         # The inspector's forget erases from the file, through loomflow, and shows the receipt.
         await open_tenant(pilot, app, "bob")
         await pilot.press("f")
@@ -235,7 +235,7 @@ async def test_the_inspector_shows_the_source_read_only_refreshes_while_the_agen
         await wait_for(pilot, lambda: showing(app, ReceiptScreen), what="receipt")
         assert app.screen.receipt.counts["episodes"] == 4 and app.screen.receipt.disk_scrubbed
         await pilot.press("enter")
-        await wait_for(pilot, lambda: all(t.user_id != "bob" for t in app.tenants), what="bob gone from the list")
+        await wait_for(pilot, lambda: all(t.user_id != "bob" for t in app.main_screen.tenants), what="bob gone from the list")
     assert held_in_files(source, BOBS_TEXTS) == {}
 
 
