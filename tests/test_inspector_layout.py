@@ -105,15 +105,17 @@ async def test_the_main_screen_provides_the_whole_interface(demo):
         assert missing == set()
 
 
-def used_on_host(path: Path, cls_name: str) -> set[str]:
-    """The names a class reads or calls on ``self.host``."""
-    cls = next(n for n in ast.parse(path.read_text()).body if isinstance(n, ast.ClassDef) and n.name == cls_name)
+def used_on(owner: str, path: Path, cls_name: str | None = None) -> set[str]:
+    """The names read or called on ``self.<owner>`` in ``path`` (in its class ``cls_name``, if given)."""
+    tree: ast.AST = ast.parse(path.read_text())
+    if cls_name is not None:
+        tree = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls_name)  # type: ignore[attr-defined]
     return {
         n.attr
-        for n in ast.walk(cls)
+        for n in ast.walk(tree)
         if isinstance(n, ast.Attribute)
         and isinstance(n.value, ast.Attribute)
-        and n.value.attr == "host"
+        and n.value.attr == owner
         and isinstance(n.value.value, ast.Name)
         and n.value.value.id == "self"
     }
@@ -122,30 +124,17 @@ def used_on_host(path: Path, cls_name: str) -> set[str]:
 def test_the_search_uses_only_the_host_interface_and_runs_on_its_views_thread():
     """The search is held by the search view, not by the App: what it asks of the App is stated,
     and its thread is the view's worker."""
-    used = used_on_host(PACKAGE / "searching.py", "Search")
+    used = used_on("host", PACKAGE / "searching.py", "Search")
     assert {"store", "user_id", "as_of", "post_message", "show_timings"} <= used
     assert used - declared(Host) == set()
     assert "run_worker" not in used and "self.view.run_worker" in (PACKAGE / "searching.py").read_text()
-
-
-def used_on_app(path: Path) -> set[str]:
-    """The names ``path`` reads or calls on ``self.app`` (or ``app`` taken from it)."""
-    return {
-        n.attr
-        for n in ast.walk(ast.parse(path.read_text()))
-        if isinstance(n, ast.Attribute)
-        and isinstance(n.value, ast.Attribute)
-        and n.value.attr == "app"
-        and isinstance(n.value.value, ast.Name)
-        and n.value.value.id == "self"
-    }
 
 
 def test_the_screens_and_widgets_ask_nothing_of_the_app_but_textuals_own():
     """The main screen holds what it shows and is told of the store's life; no screen or widget
     reaches back into the App for memlens's state (the store, the tenant, the moment)."""
     parts = [p for name, p in MODULES.items() if name.startswith(("screens.", "widgets.")) or name in ("searching", "commands")]
-    used = {name: used_on_app(path) for path in parts for name in [module_name(path)]}
+    used = {name: used_on("app", path) for path in parts for name in [module_name(path)]}
     assert "refresh_bindings" in used["widgets.tenant_views"]  # the scan sees what it checks
     plain = App()  # Textual's App as it comes: its attributes, and those its __init__ sets
     beyond = {f"{name}: self.app.{attr}" for name, attrs in used.items() for attr in attrs if attr not in dir(plain)}
@@ -164,7 +153,7 @@ def test_the_main_screen_holds_the_tenant_state():
 
 def test_the_tenant_views_use_only_the_host_interface():
     """The tenant views get their tenant and moment from bound reactives; what else they ask of the App is stated."""
-    used = used_on_host(PACKAGE / "widgets" / "tenant_views.py", "TenantViews")
+    used = used_on("host", PACKAGE / "widgets" / "tenant_views.py", "TenantViews")
     assert {"store", "failed", "now"} <= used
     assert used - declared(Host) == set()
 
