@@ -11,7 +11,6 @@ import gc
 import os
 import sys
 import threading
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -112,11 +111,6 @@ class MemlensApp(App):
         """The main screen's views are whole (after the first frame: the open would compete with
         it for the GIL): open the store."""
         self.open_store()
-
-    def now(self) -> datetime:
-        from store.validation import utcnow
-
-        return utcnow()
 
     def get_system_commands(self, screen):
         yield from super().get_system_commands(screen)

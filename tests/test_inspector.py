@@ -387,7 +387,7 @@ async def test_the_checkpoint_keys_from_the_palette_and_in_the_past(demo):
         await wait_for(pilot, lambda: showing(app, DiffScreen), what="the palette's diff")
         await pilot.press("escape")
 
-        app.main_screen.as_of = app.now()  # a moment in the past by the time it is shown, every checkpoint made by then
+        app.main_screen.as_of = app.main_screen.now()  # a moment in the past by the time it is shown, every checkpoint made by then
         await settle(pilot, app)
         await open_session(pilot, app, "trip-lisbon")
         checkpoints = table(app, "#checkpoints-table")
