@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from textual.widgets import Input
 
-from inspector.app import MemlensApp
+from inspector.screens.main import MainScreen
 
 from .inspector_support import app_for, frozen, make_demo, settle, wait_for  # noqa: F401 (frozen is a fixture)
 
@@ -23,8 +23,13 @@ def demo_db(tmp_path):
 def views_held_back(monkeypatch):
     """The views arrive when the test calls the returned coroutine function, not after the first
     frame: keys pressed before it meet the app exactly as a fast typist's do."""
-    arrive = MemlensApp._after_first_frame
-    monkeypatch.setattr(MemlensApp, "_after_first_frame", lambda self: None)
+    held = MainScreen._after_first_frame
+    monkeypatch.setattr(MainScreen, "_after_first_frame", lambda self: None)
+
+    async def arrive(screen: MainScreen) -> None:
+        # On the screen's own message loop, as after the first frame (the views bind to its reactives).
+        screen.call_later(held.__get__(screen))
+
     return arrive
 
 
@@ -38,7 +43,7 @@ async def test_every_bound_key_at_the_first_frame_is_safe_and_a_digit_waits_for_
         await pilot.press("question_mark")  # help opens over the first frame, and closes
         await pilot.press("question_mark")
         await pilot.press("6")
-        await views_held_back(app)
+        await views_held_back(app.main_screen)
         await settle(pilot, app)
         assert app.query_one("#tabs").active == "audit"  # the last digit pressed
         await pilot.press("q")
@@ -53,7 +58,7 @@ async def test_slash_and_text_at_the_first_frame_end_up_in_the_search_box(demo_d
         assert app.is_running and app.return_code is None
         early = app.query_one("#early-query", Input)
         assert early.value == "quokka fee" and app.focused is early
-        await views_held_back(app)
+        await views_held_back(app.main_screen)
         await settle(pilot, app)
         query = app.query_one("#query", Input)
         assert query.value == "quokka fee" and app.focused is query
