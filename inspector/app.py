@@ -86,7 +86,6 @@ class MemlensApp(App):
         self.idle_collection = IdleCollection()
         """Full garbage collections wait for a pause in the typing (inspector/collecting.py)."""
         self.store: Any = None  # the open store (a MemoryStore, or a view of another library's memory)
-        self.read_only_reason: str | None = None
         self.failed: str | None = None
         self.opening = True  # until the store has opened or failed to
         self.seen_version: int | None = None
@@ -174,10 +173,9 @@ class MemlensApp(App):
 
     def on_store_opened(self, message: messages.StoreOpened) -> None:
         self.opening = False
-        self.read_only_reason = message.read_only_reason
         freeze_startup_objects()
+        self.main_screen.store_opened(self.store, message.read_only_reason)  # the screen keeps why it is read-only
         self.update_subtitle()
-        self.main_screen.store_opened(self.store, message.read_only_reason)
         if self.warm_on_start and self.store.embedder is not None:
             self.warm_model()
         if self.poll_seconds:
@@ -263,8 +261,9 @@ class MemlensApp(App):
         )
         # A view of another library's memory says why it has no model (its vectors' is not recorded).
         model = getattr(self.store, "search_note", None) or model
-        access = " · read-only" if self.read_only_reason else ""
-        moment = self.main_screen.as_of
+        screen = self.main_screen
+        access = " · read-only" if screen.read_only_reason else ""
+        moment = screen.as_of
         if moment is not None:
             from .time_travel import moment_label
 
