@@ -18,7 +18,7 @@ written).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar
 
 from rich.cells import cell_len, set_cell_size
@@ -74,6 +74,11 @@ def fitted_cell(plain: str, width: int) -> str:
     elif length < width:
         plain += " " * (width - length)
     return " " * PADDING + plain + " " * PADDING
+
+
+def row_width(widths: Sequence[int]) -> int:
+    """A row's cells of columns ``widths`` wide, with their padding."""
+    return sum(widths) + 2 * PADDING * len(widths)
 
 
 def _cell_key(cell: Any) -> tuple:
@@ -209,15 +214,15 @@ class LineTable(ScrollView, can_focus=True):
 
     def _append_row(self, key: str, record: Any, cells: tuple[Any, ...]) -> None:
         first = not self._keys
-        shown = tuple(_cell(c) for c in cells)
+        shown, cell_keys = tuple(_cell(c) for c in cells), tuple(_cell_key(c) for c in cells)
         if key in self._rows:  # a key names one row: added again, its cells are replaced
             row = self._rows[key]
-            self._cells[row], self._cell_keys[row] = shown, tuple(_cell_key(c) for c in cells)
+            self._cells[row], self._cell_keys[row] = shown, cell_keys
         else:
             self._rows[key] = len(self._keys)
             self._keys.append(key)
             self._cells.append(shown)
-            self._cell_keys.append(tuple(_cell_key(c) for c in cells))
+            self._cell_keys.append(cell_keys)
         self.records[key] = record
         self._natural = tuple(max(width, cell_len(_plain(cell))) for width, cell in zip(self._natural, shown, strict=True))
         self._resize()
@@ -242,7 +247,7 @@ class LineTable(ScrollView, can_focus=True):
     def _resize(self) -> None:
         room = Size(self.size.width - self.styles.scrollbar_size_vertical, self.size.height - self.styles.scrollbar_size_horizontal)
         self._widths = self._fitted(room.width)
-        width = sum(self._widths) + 2 * PADDING * len(self._widths)
+        width = row_width(self._widths)
         size = Size(max(width, room.width), max(1 + len(self._keys), room.height))
         if size != self.virtual_size:
             self.virtual_size = size
@@ -252,7 +257,7 @@ class LineTable(ScrollView, can_focus=True):
         where that leaves it ``NARROWED_AT_LEAST`` cells; a narrower table scrolls sideways instead
         (at 80 columns the memory reads better cut by the edge than cut to a word)."""
         widths = list(self._natural)
-        excess = sum(widths) + 2 * PADDING * len(widths) - room
+        excess = row_width(widths) - room
         if self.narrowing is not None and 0 < excess <= widths[self.narrowing] - NARROWED_AT_LEAST:
             widths[self.narrowing] -= excess
         return tuple(widths)
@@ -424,6 +429,6 @@ class LineTable(ScrollView, can_focus=True):
                 cell.truncate(width, overflow="ellipsis", pad=True)
                 cell.pad(PADDING)
                 segments.extend(cell.render(console))
-            strip = Strip(Segment.apply_style(segments, style=base, post_style=over), sum(self._widths) + 2 * PADDING * len(self._widths))
+            strip = Strip(Segment.apply_style(segments, style=base, post_style=over), row_width(self._widths))
             self._strips[cache_key] = strip
         return strip
