@@ -17,9 +17,10 @@ from typing import Any, Literal, NamedTuple
 
 from sqlalchemy import Connection, Delete, Insert, Row, Select, Update, bindparam, func, literal
 
-from ..models import Block, BlockHistory, BlockVersion
+from ..models import Block, BlockHistory, BlockVersion, Change
 from ..schema import UtcMicros, block_versions_t, blocks_t
 from ..tenancy import Tenant, user_id_of
+from .changes import Window, first_line
 from .erasing import Erasing
 from .importing import KEPT, UNCHANGED, WRITTEN, Importing
 from .moments import Moment
@@ -168,6 +169,22 @@ def blocks_as_of(conn: Connection, tenant: Tenant, at: datetime) -> list[Block]:
     for r in then:
         found[r.name] = Block(user_id=tenant.user_id, name=r.name, content=r.content, pinned_order=r.pinned_order, updated_at=r.written_at)
     return sorted(found.values(), key=lambda b: b.pinned_order)
+
+
+def changes(window: Window) -> Iterator[Change]:
+    """Each block as last written."""
+    for r in window.conn.execute(window.within(window.tenant.select(blocks_t), blocks_t.c.updated_at)):
+        yield Change(at=r.updated_at, tier="block", kind="written", name=r.name, detail=first_line(r.content))
+
+
+def version_changes(window: Window) -> Iterator[Change]:
+    """Each earlier version of a block as written, then each delete (the version a delete replaced)."""
+    v = block_versions_t.c
+    for r in window.conn.execute(window.within(window.tenant.select(block_versions_t), v.written_at)):
+        yield Change(at=r.written_at, tier="block", kind="written", name=r.name, detail=first_line(r.content))
+    deleted = window.tenant.select(block_versions_t).where(v.replaced_by == "delete")
+    for r in window.conn.execute(window.within(deleted, v.replaced_at)):
+        yield Change(at=r.replaced_at, tier="block", kind="deleted", name=r.name, detail=first_line(r.content))
 
 
 def as_of(moment: Moment) -> dict[str, Any]:

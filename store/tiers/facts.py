@@ -19,9 +19,10 @@ from sqlalchemy import ColumnElement, Connection, Row, Select, case, exists, fun
 
 from ..backend import Sql
 from ..errors import DuplicateIdError, ImportValidationError, InvalidInputError, UnknownFactError
-from ..models import Fact
+from ..models import Change, Fact
 from ..schema import episodes_t, fact_changes_t, facts_t
 from ..tenancy import Tenant, user_id_of
+from .changes import Window
 from .common import loads, new_id
 from .erasing import Erasing
 from .importing import KEPT, UNCHANGED, WRITTEN, Importing, insert_with_vectors, rows_by_id
@@ -229,6 +230,26 @@ def close_gaps(conn: Connection, tenant: Tenant, erased_pks: Sequence[int]) -> i
                 conn.execute(tenant.update(facts_t).where(facts_t.c.pk == row.pk).values(valid_until=successor))
                 changed += 1
     return changed
+
+
+def changes(window: Window) -> Iterator[Change]:
+    """Each fact as recorded."""
+    for r in window.conn.execute(window.within(window.tenant.select(facts_t), facts_t.c.recorded_at)):
+        yield Change(at=r.recorded_at, tier="fact", kind="recorded", name=f"{r.subject} {r.predicate}", detail=r.object)
+
+
+def validity_changes(window: Window) -> Iterator[Change]:
+    """Each change of a fact's validity (a supersession or a correction), with its fact, in one
+    statement (a lookup per change was a query each); a change whose fact is gone is not listed."""
+    f, c, tenant = facts_t.c, fact_changes_t.c, window.tenant
+    changed = tenant.select(fact_changes_t, c.changed_at, c.valid_until_before, f.subject, f.predicate, f.object).select_from(
+        fact_changes_t.join(facts_t, (f.id == c.fact_id) & tenant.owns(facts_t))
+    )
+    for r in window.conn.execute(window.within(changed, c.changed_at)):
+        was = "open" if r.valid_until_before is None else f"valid until {r.valid_until_before.isoformat()}"
+        yield Change(
+            at=r.changed_at, tier="fact", kind="validity changed", name=f"{r.subject} {r.predicate}", detail=f"{r.object} (was {was})"
+        )
 
 
 def as_of(moment: Moment) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from typing import Any
 
 from sqlalchemy import Column, Connection, Table
 
+from ..models import Change
 from ..schema import (
     audit_t,
     block_versions_t,
@@ -34,6 +35,7 @@ from ..schema import (
 )
 from ..tenancy import Tenant
 from . import blocks, checkpoints, episodes, facts, notes, session_keys, sessions, task_states, traces
+from .changes import Window
 from .erasing import Erasing, Selector
 from .importing import Importing
 from .moments import Moment
@@ -78,6 +80,10 @@ class Tier:
     """What it shows of a tenant at a past moment, as fields of a ``MemorySnapshot`` (with, in
     ``gaps``, what it could not rebuild); None: shown within another tier's (a session's keys,
     task state, notes and checkpoints within its session) or not at all (histories)."""
+    changes: Callable[[Window], Iterator[Change]] | None = None
+    """Its rows that are changes in the tenant's timeline (a block written, a fact recorded), in a
+    window of time, newest first; None: none of its rows is a moment to step to (episodes are too
+    many, a session's keys change within it)."""
 
 
 # In export-section order: an export file lists its sections in this order. Each tier's module
@@ -86,11 +92,12 @@ TIERS: tuple[Tier, ...] = (
     Tier(
         "blocks", blocks_t, blocks_t.c.pk, "blocks", "block",
         records=blocks.records, erased=blocks.erased, record_model=blocks.BlockRecord, write=blocks.write,
-        vector_kind="block", label="blocks", as_of=blocks.as_of,
+        vector_kind="block", label="blocks", as_of=blocks.as_of, changes=blocks.changes,
     ),
     Tier(
         "block_versions", block_versions_t, block_versions_t.c.pk, "block_versions", "block_version",
         records=blocks.version_records, erased=blocks.erased_versions, record_model=blocks.BlockVersionRecord, write=blocks.write_versions,
+        changes=blocks.version_changes,
     ),
     Tier(
         "episodes", episodes_t, episodes_t.c.pk, "episodes", "episode",
@@ -101,17 +108,17 @@ TIERS: tuple[Tier, ...] = (
         "facts", facts_t, facts_t.c.pk, "facts", "fact",
         records=facts.records, erased=facts.erased, record_model=facts.FactRecord, write=facts.write,
         vector_text=facts.vector_text, before_deleting=facts.before_deleting, vector_kind="fact", label="facts",
-        as_of=facts.as_of,
+        as_of=facts.as_of, changes=facts.changes,
     ),
     Tier(
         "fact_changes", fact_changes_t, fact_changes_t.c.pk, "fact_changes", "fact_change",
         records=facts.change_records, erased=facts.erased_changes, record_model=facts.FactChangeRecord, write=facts.write_changes,
-        check_file=facts.check_file,
+        check_file=facts.check_file, changes=facts.validity_changes,
     ),
     Tier(
         "sessions", sessions_t, sessions_t.c.pk, "sessions", "session",
         records=sessions.records, erased=sessions.erased, record_model=sessions.SessionRecord, write=sessions.write,
-        label="sessions", as_of=sessions.as_of,
+        label="sessions", as_of=sessions.as_of, changes=sessions.changes,
     ),
     Tier(
         "kv_entries", kv_t, kv_t.c.pk, "kv_entries", "kv",

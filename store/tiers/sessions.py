@@ -13,6 +13,7 @@ from sqlalchemy import ColumnElement, Connection, Row, Select, Table, func, or_,
 from ..backend import Backend
 from ..errors import InvalidInputError, UnknownCheckpointError, UnknownSessionError
 from ..models import (
+    Change,
     Checkpoint,
     CheckpointDiff,
     KeyValueEntry,
@@ -37,6 +38,7 @@ from ..validation import (
     parse_time,
     utcnow,
 )
+from .changes import Window
 from .common import ensure_session, find_session, loads, new_id, touch_tenant
 from .erasing import Erasing
 from .importing import UNCHANGED, WRITTEN, Importing
@@ -606,6 +608,12 @@ def _micros(value: Any, field: str) -> datetime:
 
 
 # The sessions tier: its export records, what an erasure takes, its import record and writer.
+
+
+def changes(window: Window) -> Iterator[Change]:
+    """Each session as started."""
+    for r in window.conn.execute(window.within(window.tenant.select(sessions_t), sessions_t.c.created_at)):
+        yield Change(at=r.created_at, tier="session", kind="started", name=r.session_id, detail="")
 
 
 def as_of(moment: Moment) -> dict[str, Any]:
