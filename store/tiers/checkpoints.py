@@ -11,8 +11,10 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, ValidationInfo
 from sqlalchemy import Select, exists, literal_column, or_, select
 
+from ..models import Change
 from ..schema import checkpoints_t, to_micros
 from ..tenancy import Tenant
+from .changes import Window
 from .erasing import Erasing
 from .importing import KEPT, UNCHANGED, WRITTEN, Importing
 from .record_fields import Name, Record, Text, Time, limit
@@ -31,6 +33,13 @@ def records(reading: Reading) -> Iterator[dict[str, Any]]:
             created_at=iso(r.created_at),
             snapshot=json.loads(r.snapshot),
         )
+
+
+def changes(window: Window) -> Iterator[Change]:
+    """Each checkpoint as made, under its session's name."""
+    names = window.session_names()
+    for r in window.conn.execute(window.within(window.tenant.select(checkpoints_t), checkpoints_t.c.created_at)):
+        yield Change(at=r.created_at, tier="session", kind="checkpoint", name=names.get(r.session_pk, "?"), detail=r.description)
 
 
 def erased(e: Erasing) -> Select[Any] | None:

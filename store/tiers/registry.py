@@ -137,7 +137,7 @@ TIERS: tuple[Tier, ...] = (
     Tier(
         "checkpoints", checkpoints_t, checkpoints_t.c.pk, "checkpoints", "checkpoint",
         records=checkpoints.records, erased=checkpoints.erased, record_model=checkpoints.CheckpointRecord, write=checkpoints.write,
-        label="checkpoints",
+        label="checkpoints", changes=checkpoints.changes,
     ),
     Tier(
         "recall_traces", traces_t, traces_t.c.pk, "recall_traces", "recall_trace",

@@ -15,7 +15,6 @@ from datetime import datetime
 from sqlalchemy import Connection
 
 from ..models import Change
-from ..schema import checkpoints_t
 from ..tenancy import Tenant
 from .changes import Window
 from .registry import TIERS
@@ -26,8 +25,5 @@ def changes(conn: Connection, tenant: Tenant, *, since: datetime | None, until: 
     the same moment in the registry's order of their tiers."""
     window = Window(conn, tenant, since, until, limit)
     found = [change for tier in TIERS if tier.changes is not None for change in tier.changes(window)]
-    names = window.session_names()
-    for r in conn.execute(window.within(tenant.select(checkpoints_t), checkpoints_t.c.created_at)):
-        found.append(Change(at=r.created_at, tier="session", kind="checkpoint", name=names.get(r.session_pk, "?"), detail=r.description))
     found.sort(key=lambda change: change.at, reverse=True)
     return found[:limit]
