@@ -69,3 +69,43 @@ def test_every_field_of_a_snapshot_is_shown_by_exactly_one_tier(tmp_path):
     gaps = filled.pop("gaps")
     assert gaps == ["sessions"]
     assert {f: len(t) for f, t in filled.items()} == dict.fromkeys(set(MemorySnapshot.model_fields) - {"user_id", "as_of", "gaps"}, 1)
+
+
+def test_every_kind_of_change_in_the_timeline_comes_from_the_tier_that_declares_it(tmp_path, clock):
+    """The timeline is put together from what each tier declares a change (``changes``): a tier
+    whose changes were left out of the registry would drop from it without a word."""
+    from datetime import timedelta
+
+    from store import MemoryStore, testing
+    from store.embedding import FakeEmbedder
+    from store.tiers.changes import Window
+
+    with MemoryStore.open(tmp_path / "m.db", embedder=FakeEmbedder()) as store:
+        store.update_block("persona", "likes tea", user_id="u")
+        clock[0] += timedelta(minutes=1)
+        store.update_block("persona", "likes coffee", user_id="u")
+        store.update_block("mood", "calm", user_id="u")
+        clock[0] += timedelta(minutes=1)
+        store.delete_block("mood", user_id="u")
+        fact = store.add_fact("u", "likes", "tea", user_id="u")
+        clock[0] += timedelta(minutes=1)
+        store.end_fact(fact.id, user_id="u")
+        session = store.session("s", user_id="u")
+        session.set("k", 1)
+        session.create_checkpoint("before the trip")
+        timeline = store.timeline(user_id="u")
+        declared: dict[tuple[str, str], set[str]] = {}
+        with testing.backend(store).read() as conn:
+            window = Window(conn, testing.tenant(store, "u"), None, None, 100)
+            for tier in TIERS:
+                for change in tier.changes(window) if tier.changes is not None else ():
+                    declared.setdefault((change.tier, change.kind), set()).add(tier.name)
+    assert declared == {
+        ("block", "written"): {"blocks", "block_versions"},
+        ("block", "deleted"): {"block_versions"},
+        ("fact", "recorded"): {"facts"},
+        ("fact", "validity changed"): {"fact_changes"},
+        ("session", "started"): {"sessions"},
+        ("session", "checkpoint"): {"checkpoints"},
+    }
+    assert {(c.tier, c.kind) for c in timeline} == set(declared)
