@@ -1,8 +1,9 @@
 """The one list of tiers: per tier its table, row key, export section and record type, vector
 kind, count field and CLI column label, and what its module declares for the data rights (its
 export records, its erasure rule, its import record and writer) and for time travel (what it
-shows at a past moment). Everything that walks the
-tiers (forget, export, import, migrate, the counts in overviews, the CLI) reads it here.
+shows at a past moment, which of its rows are changes in the timeline). Everything that walks
+the tiers (forget, export, import, migrate, the counts in overviews, snapshots, the timeline, the
+CLI) reads it here.
 
 Two public spellings differ from the internal ones and must stay as they are: the export
 format calls the scratchpad section ``scratchpad`` (counts and receipts say
