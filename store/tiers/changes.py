@@ -14,8 +14,8 @@ from typing import Any
 
 from sqlalchemy import Column, Connection, Select
 
-from ..schema import sessions_t
 from ..tenancy import Tenant
+from .common import session_names
 
 
 @dataclass
@@ -41,8 +41,7 @@ class Window:
     def session_names(self) -> dict[int, str]:
         """Each of the tenant's sessions' id by its key, for the changes that belong to a session."""
         if self._session_names is None:
-            rows = self.conn.execute(self.tenant.select(sessions_t, sessions_t.c.pk, sessions_t.c.session_id))
-            self._session_names = {pk: session_id for pk, session_id in rows}
+            self._session_names = session_names(self.conn, self.tenant)
         return self._session_names
 
 

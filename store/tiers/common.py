@@ -71,3 +71,9 @@ def ids_present(conn: Connection, tenant: Tenant, table: Any, ids: list[str]) ->
 
 def find_session(conn: Connection, tenant: Tenant, session_id: str) -> int | None:
     return conn.execute(tenant.select(sessions_t, sessions_t.c.pk).where(sessions_t.c.session_id == session_id)).scalar()
+
+
+def session_names(conn: Connection, tenant: Tenant) -> dict[int, str]:
+    """Each of the tenant's sessions' id by its key."""
+    rows = conn.execute(tenant.select(sessions_t, sessions_t.c.pk, sessions_t.c.session_id))
+    return {pk: session_id for pk, session_id in rows}

@@ -17,8 +17,9 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator
 from sqlalchemy import Column, Connection, Select
 
-from ..schema import audit_t, sessions_t, vectors_t
+from ..schema import audit_t, vectors_t
 from ..tenancy import Tenant
+from .common import session_names
 from .record_fields import JsonObject, Name, Record, Time, json_value
 
 CHUNK = 2000
@@ -47,8 +48,7 @@ class Reading:
     def session_names(self) -> dict[int, str]:
         """Each of the tenant's sessions' id by its key, for the records that belong to a session."""
         if self._session_names is None:
-            rows = self.conn.execute(self.tenant.select(sessions_t, sessions_t.c.pk, sessions_t.c.session_id))
-            self._session_names = {pk: session_id for pk, session_id in rows}
+            self._session_names = session_names(self.conn, self.tenant)
         return self._session_names
 
     def vectors(self, kind: str, pks: list[int]) -> dict[int, str]:
