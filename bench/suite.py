@@ -34,7 +34,7 @@ BENCHMARKS = (
     Benchmark("opening", "opening_bench.py", quick=("--rows", "20000", "--rounds", "1"), minutes=6),
     Benchmark("peers", "peers_bench.py", quick=("--rows", "20000", "--queries", "20"), minutes=8),
     Benchmark("ann", "ann_bench.py", quick=("--sizes", "3000", "--no-chroma"), minutes=15),
-    Benchmark("inspector", "inspector_bench.py", ("--runs", "7"), quick=("--runs", "1", "--names-only"), minutes=25),
+    Benchmark("inspector", "inspector_bench.py", ("--runs", "7"), quick=("--runs", "1", "--names-only"), minutes=5),
     Benchmark("recall-quality", "recall_quality.py", minutes=2),
     # The first full run embeds LongMemEval's 57,000 turns with the real model (about 40 minutes), once.
     Benchmark("public-recall", "public_recall.py", ("--per-class", "20"), quick=("--sets", "cisi"), minutes=5, public_data=True),
