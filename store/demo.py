@@ -3,6 +3,8 @@
 ``size="full"`` (what `memlens demo` builds) has a few hundred episodes per user over weeks;
 ``size="compact"`` (37 episodes) is what the inspector's tests and snapshot baselines are built
 on. Both are deterministic for a given ``now``, so screenshots and snapshot tests are stable.
+Either engine takes one: a file (replaced when it is a demo store) or a server database that
+holds no memlens store yet (memlens never empties a server database to make room).
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from .backend import open_backend
 from .backend.sqlite.database import SQLITE_HEADER, index_folder, sqlite_uri, wal_is_absent
 from .demo_data import compact, full
 from .demo_vectors import ReusedVectors
-from .errors import InvalidInputError, OutputExistsError, OutputPathError
+from .errors import InvalidInputError, OutputExistsError, OutputPathError, StoreNotFoundError
+from .locations import foreign_scheme, is_server_url, shown_url
 from .memory import MemoryStore
 from .recall import indexing
 from .schema import Base, UtcMicros, checkpoints_t, episodes_t, kv_t, meta_t, scratch_t, sessions_t, task_t, tenants_t, to_micros
@@ -50,9 +53,25 @@ def is_demo_store(path: str | Path) -> bool:
         conn.close()
 
 
-def check_demo_target(path: str | Path, *, force: bool = False) -> None:
-    """Raise unless a demo store may be built at ``path``: nothing there, a demo store, or ``force``."""
-    path = Path(path)
+def check_demo_target(location: str | Path, *, force: bool = False) -> None:
+    """Raise unless a demo store may be built at ``location``: a file path with nothing there, a
+    demo store, or ``force``; a server database that holds no memlens store."""
+    if foreign_scheme(location):
+        raise InvalidInputError(
+            f"a demo store is memlens's own: name a file or a postgresql:// URL, not {foreign_scheme(location)}: memory"
+        )
+    if is_server_url(location):
+        shown = shown_url(str(location))
+        if force:
+            raise InvalidInputError(
+                f"force replaces a file; memlens never empties a server database ({shown}): name one that holds no memlens store"
+            )
+        if _holds_a_store(str(location)):
+            raise OutputExistsError(
+                f"{shown} already holds a memlens store; a demo is built only in a database that holds none (nothing was changed)"
+            )
+        return
+    path = Path(location)
     if os.path.lexists(path):
         if path.is_dir():
             raise OutputPathError(f"{path} is a directory; name a file for the demo store")
@@ -60,10 +79,19 @@ def check_demo_target(path: str | Path, *, force: bool = False) -> None:
             raise OutputExistsError(f"{path} exists and is not a memlens demo store; nothing was changed (--force replaces it)")
 
 
+def _holds_a_store(url: str) -> bool:
+    try:
+        backend = open_backend(url, read_only=True, create=False)
+    except StoreNotFoundError:
+        return False
+    backend.close()
+    return True
+
+
 DEMO_SIZES = {"full": full.fill, "compact": compact.fill}
 
 
-def date_the_build_at(path: Path, started: datetime, now: datetime) -> None:
+def date_the_build_at(location: str | Path, started: datetime, now: datetime) -> None:
     """Move every time the build stamped from the clock since ``started`` (a tenant's last
     activity, a session's update, a checkpoint, a fact's recording) back, as if the build had
     ended at the demo's ``now``: its content is dated relative to ``now``, and without this a
@@ -72,7 +100,7 @@ def date_the_build_at(path: Path, started: datetime, now: datetime) -> None:
     real clock: moved back, the demo's keys with a time to live would have expired before
     anyone looked (and the first open would delete them)."""
     shift, since = to_micros(utcnow()) - to_micros(now), to_micros(started)
-    backend = open_backend(path, read_only=False, create=False)
+    backend = open_backend(location, read_only=False, create=False)
     try:
         with backend.write() as conn:
             # A session starts with its first episode, which the story dates weeks back (the build
@@ -116,30 +144,32 @@ def build_demo_store(
     vector_cache: str | Path | None = None,
     **open_options: Any,
 ) -> MemoryStore:
-    """Create a fresh demo store of ``size`` ("full" or "compact") at ``path`` and return it open.
-    A demo store already there is replaced; any other file only with ``force=True`` (else
-    OutputExistsError, nothing changed). With ``vector_cache`` (a folder), the texts' vectors
-    are kept there and the next build with the same model embeds only texts it has not seen
-    (`memlens demo` uses ``demo/`` in memlens's cache folder)."""
+    """Create a fresh demo store of ``size`` ("full" or "compact") at ``path`` (a file path or a
+    server database's URL) and return it open. A demo store already in the file is replaced; any
+    other file only with ``force=True`` (else OutputExistsError, nothing changed). A server
+    database must hold no memlens store (OutputExistsError otherwise; ``force`` is refused there).
+    With ``vector_cache`` (a folder), the texts' vectors are kept there and the next build with
+    the same model embeds only texts it has not seen (`memlens demo` uses ``demo/`` in memlens's
+    cache folder)."""
     if size not in DEMO_SIZES:
         raise InvalidInputError(f"size must be one of {', '.join(DEMO_SIZES)}, not {size!r}")
-    path = Path(path)
+    path = str(path) if is_server_url(path) else Path(path)
     check_demo_target(path, force=force)
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
-    shutil.rmtree(index_folder(path), ignore_errors=True)  # saved vector indexes of the store replaced
-    # The mark goes in first, through the backend the store itself opens files with, so a build
-    # cut short still leaves a file `memlens demo` may replace without --force.
-    backend = open_backend(path, read_only=False, create=True)
-    try:
-        with backend.write() as conn:
-            conn.execute(insert(meta_t).values(key=DEMO_MARK, value=now.isoformat()))
-    finally:
-        backend.close()
+    if isinstance(path, Path):
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        shutil.rmtree(index_folder(path), ignore_errors=True)  # saved vector indexes of the store replaced
+    # In a file the mark goes in first, through the backend the store itself opens files with, so
+    # a build cut short still leaves a file `memlens demo` may replace without --force. A server
+    # store is made by its first open instead: its vector column takes the embedder's width then.
+    if isinstance(path, Path):
+        _mark(path, now, create=True)
     embedder = open_options.pop("embedder", "default")
     started = utcnow()
     if vector_cache is None or embedder is None:
         store = MemoryStore.open(path, embedder=embedder, **open_options)
+        if not isinstance(path, Path):
+            _mark(path, now, create=False)
         DEMO_SIZES[size](store, now)
         date_the_build_at(path, started, now)
         return store
@@ -148,6 +178,8 @@ def build_demo_store(
     reused = ReusedVectors(model, vector_cache)
     store = MemoryStore.open(path, embedder=reused, **open_options)
     try:
+        if not isinstance(path, Path):
+            _mark(path, now, create=False)
         DEMO_SIZES[size](store, now)
     finally:
         store.close()
@@ -158,3 +190,12 @@ def build_demo_store(
         pass  # a cache that cannot be written costs the next build time, not this one its store
     # Reopened on the model itself: what the caller searches with must not grow the cache.
     return MemoryStore.open(path, embedder=model, **open_options)
+
+
+def _mark(location: str | Path, now: datetime, *, create: bool) -> None:
+    backend = open_backend(location, read_only=False, create=create)
+    try:
+        with backend.write() as conn:
+            conn.execute(insert(meta_t).values(key=DEMO_MARK, value=now.isoformat()))
+    finally:
+        backend.close()

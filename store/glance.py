@@ -16,6 +16,8 @@ import sqlite3
 from pathlib import Path
 from urllib.parse import quote
 
+from .locations import foreign_scheme, is_server_url
+
 # Both also live in modules that import SQLAlchemy (store.backend.sqlite.migrations,
 # store.tenancy), which is what this module is for avoiding; tests/test_glance.py checks the
 # copies agree.
@@ -35,7 +37,11 @@ _NAMES = (
 
 def tenant_names(path: str | Path, *, busy_timeout: float = 1.0) -> list[str | None] | None:
     """The store's tenants in :meth:`MemoryStore.tenants` order (None is the anonymous bucket),
-    or None when ``path`` is missing, not a memlens store, unreadable or locked past ``busy_timeout``."""
+    or None when ``path`` is missing, not a memlens store, unreadable or locked past ``busy_timeout``.
+    A server store's address (or another library's) answers None at once, touching no file: the
+    server's driver comes with SQLAlchemy's import, so its names wait for the open."""
+    if is_server_url(path) or foreign_scheme(path):
+        return None
     try:
         conn = sqlite3.connect(f"file:{quote(str(Path(path).expanduser().resolve()))}?mode=ro", uri=True, timeout=busy_timeout)
     except (sqlite3.Error, OSError):

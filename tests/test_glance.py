@@ -102,3 +102,12 @@ def test_reading_names_imports_neither_sqlalchemy_nor_pydantic(db_path):
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []
+
+
+@pytest.mark.parametrize(
+    "address", ["postgresql://role@localhost/agents", "postgresql+psycopg://role:secret@/agents?host=/tmp", "loomflow-sqlite:bot.db"]
+)
+def test_an_address_that_is_not_a_memlens_file_gets_none_and_no_file_is_touched(tmp_path, monkeypatch, address):
+    monkeypatch.chdir(tmp_path)
+    assert tenant_names(address) is None
+    assert list(tmp_path.iterdir()) == []

@@ -94,9 +94,14 @@ class VersionAction(argparse.Action):
 
 
 def demo_arguments(demo: argparse.ArgumentParser) -> None:
-    demo.add_argument("--db", type=Path, default=DEFAULT_DEMO_PATH, help="where to build it (default: %(default)s)")
+    demo.add_argument(
+        "--db",
+        type=location,
+        default=DEFAULT_DEMO_PATH,
+        help="where to build it: a file, or a postgresql:// URL of a database with no store (default: %(default)s)",
+    )
     demo.add_argument("--no-open", action="store_true", help="only build it and print a summary")
-    demo.add_argument("--force", action="store_true", help="replace the file at --db even if it is not a demo store")
+    demo.add_argument("--force", action="store_true", help="replace the file at --db even if it is not a demo store (files only)")
 
 
 def serve_arguments(serve: argparse.ArgumentParser) -> None:

@@ -60,7 +60,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from store.embedding import cache_dir
 
     check_demo_target(args.db, force=args.force)
-    print(f"building the demo store at {args.db} …", file=sys.stderr)
+    where = shown_url(str(args.db)) if is_server_url(args.db) else args.db
+    print(f"building the demo store at {where} …", file=sys.stderr)
     # The demo's vectors are kept with the model's export: a build after the first embeds nothing.
     store = build_demo_store(args.db, force=args.force, vector_cache=cache_dir() / "demo")
     if args.no_open:
