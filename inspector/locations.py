@@ -9,7 +9,13 @@ from urllib.parse import urlsplit
 
 from store.locations import foreign_scheme, is_server_url, shown_url
 
-__all__ = ["foreign_scheme", "is_server_url", "shown", "shown_url"]
+__all__ = ["foreign_scheme", "in_full", "is_server_url", "shown", "shown_url"]
+
+
+def in_full(location: str | Path) -> str:
+    """How a message names an address in full: a file's path as given, a server URL without its
+    password."""
+    return shown_url(str(location)) if is_server_url(location) else str(location)
 
 
 def shown(location: str | Path) -> str:

@@ -159,27 +159,21 @@ def build_demo_store(
         for suffix in ("", "-wal", "-shm", "-journal"):
             Path(f"{path}{suffix}").unlink(missing_ok=True)
         shutil.rmtree(index_folder(path), ignore_errors=True)  # saved vector indexes of the store replaced
-    # In a file the mark goes in first, through the backend the store itself opens files with, so
-    # a build cut short still leaves a file `memlens demo` may replace without --force. A server
-    # store is made by its first open instead: its vector column takes the embedder's width then.
-    if isinstance(path, Path):
+        # The mark goes in first, through the backend the store itself opens files with, so a
+        # build cut short still leaves a file `memlens demo` may replace without --force.
         _mark(path, now, create=True)
     embedder = open_options.pop("embedder", "default")
     started = utcnow()
     if vector_cache is None or embedder is None:
-        store = MemoryStore.open(path, embedder=embedder, **open_options)
-        if not isinstance(path, Path):
-            _mark(path, now, create=False)
+        store = _open_to_fill(path, now, embedder=embedder, **open_options)
         DEMO_SIZES[size](store, now)
         date_the_build_at(path, started, now)
         return store
     model = indexing.make_embedder(embedder)
     assert model is not None  # embedder=None took the branch above
     reused = ReusedVectors(model, vector_cache)
-    store = MemoryStore.open(path, embedder=reused, **open_options)
+    store = _open_to_fill(path, now, embedder=reused, **open_options)
     try:
-        if not isinstance(path, Path):
-            _mark(path, now, create=False)
         DEMO_SIZES[size](store, now)
     finally:
         store.close()
@@ -190,6 +184,19 @@ def build_demo_store(
         pass  # a cache that cannot be written costs the next build time, not this one its store
     # Reopened on the model itself: what the caller searches with must not grow the cache.
     return MemoryStore.open(path, embedder=model, **open_options)
+
+
+def _open_to_fill(location: str | Path, now: datetime, **options: Any) -> MemoryStore:
+    """The new store the build fills. A server store is made by this open (its vector column
+    takes the embedder's width then), so its mark goes in here; a file was marked before."""
+    store = MemoryStore.open(location, **options)
+    if not isinstance(location, Path):
+        try:
+            _mark(location, now, create=False)
+        except BaseException:
+            store.close()
+            raise
+    return store
 
 
 def _mark(location: str | Path, now: datetime, *, create: bool) -> None:

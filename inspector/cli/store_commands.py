@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..locations import foreign_scheme, is_server_url, shown, shown_url
+from ..locations import foreign_scheme, in_full, is_server_url, shown
 from ..printable import printable, tenant_label
 from .refusal import CommandLineError
 
@@ -60,8 +60,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from store.embedding import cache_dir
 
     check_demo_target(args.db, force=args.force)
-    where = shown_url(str(args.db)) if is_server_url(args.db) else args.db
-    print(f"building the demo store at {where} …", file=sys.stderr)
+    print(f"building the demo store at {in_full(args.db)} …", file=sys.stderr)
     # The demo's vectors are kept with the model's export: a build after the first embeds nothing.
     store = build_demo_store(args.db, force=args.force, vector_cache=cache_dir() / "demo")
     if args.no_open:
@@ -189,8 +188,7 @@ def _import_loomflow(store, source, args: argparse.Namespace) -> int:
         "mcp-memory": "MCP memory server's knowledge graph",
     }
     kind = kinds.get(args.source, "loomflow SqliteMemory")
-    shown = shown_url(args.file) if args.source == "langgraph-postgres" else args.file
-    print(f"imported {shown} ({kind}) into {into}; the source was not changed")
+    print(f"imported {in_full(args.file)} ({kind}) into {into}; the source was not changed")
     for tier, count in report.tiers.items():
         print(f"  {tier:<9} read {count.read:>7}   written {count.written:>7}   already held {count.unchanged:>7}")
     if args.source in ("loomflow-sqlite", "chroma"):
