@@ -184,6 +184,8 @@ class MemlensApp(App):
         self.set_interval(PAUSE / 2, self._collect_if_paused)
 
     def _collect_if_paused(self) -> None:
+        if not self.screen_stack:
+            return  # exiting: Textual removes the screens before it stops the App's timers (seen on CI)
         searching = self.main_screen.search_view()
         self.idle_collection.collect_if_paused(0.0 if searching is None else searching.search.last_asked)
 
@@ -281,7 +283,8 @@ class MemlensApp(App):
             self.post_message(messages.StoreChanged(version))
 
     def on_store_changed(self) -> None:
-        self.main_screen.store_changed()
+        if self.screen_stack:  # a poll that ends as the App exits finds no screen to tell
+            self.main_screen.store_changed()
 
     def on_moment_shown(self) -> None:
         self.update_subtitle()

@@ -89,3 +89,21 @@ async def test_the_inspector_defers_while_open_and_restores_when_closed(tmp_path
         await settle(pilot, app)
         assert gc.get_threshold()[2] == collecting.NEVER
     assert gc.get_threshold() == before
+
+
+async def test_the_apps_timers_and_late_messages_find_no_screen_once_it_has_exited(tmp_path):
+    """Textual removes the screens before it stops the App's timers: a pause check or a change
+    the poll found, arriving then, must not fail the exit (CI saw the pause check raise IndexError)."""
+    from store import MemoryStore
+
+    from .inspector_support import app_for, settle
+
+    path = tmp_path / "one.db"
+    with MemoryStore.open(path) as s:
+        s.remember("booked the hotel in Lisbon", user_id="alice")
+    app = app_for(path, poll_seconds=0)
+    async with app.run_test() as pilot:
+        await settle(pilot, app)
+    assert not app.screen_stack
+    app._collect_if_paused()
+    app.on_store_changed()
