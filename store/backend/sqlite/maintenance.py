@@ -1,5 +1,5 @@
 """Maintenance that makes erased bytes leave an SQLite store's files: the FTS5 indexes
-rewritten in short steps (deleted terms otherwise stay in old segments) and the WAL
+rewritten in short steps (deleted terms otherwise stay in old segments and delete markers) and the WAL
 truncated (old frames keep old pages). ``secure_delete`` (set at open) zeroes freed pages."""
 
 from __future__ import annotations
@@ -9,64 +9,103 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, text
+
+from . import fts5_structure
 
 # Pages one merge step writes. One 'optimize' held the write lock for the whole index rewrite
 # (0.75-2.9 s at 1M episodes here, with every agent write waiting); a step of 100 pages holds
 # it for tens of milliseconds.
 MERGE_PAGES = 100
-KEYWORD_INDEXES = ("episodes_fts", "facts_fts")
-
-
-# A segment's pages are rows of the index's ``_data`` table keyed segid << 37 | page number.
-_FIRST_PAGES = "SELECT segid, (SELECT block FROM {table}_data WHERE id = (segid << 37) + 1) FROM (SELECT DISTINCT segid FROM {table}_idx)"
-
-
-def _segments(conn: Connection, table: str) -> set[tuple[int, bytes | None]]:
-    """The FTS5 index's segments now, each by its number and its first page: FTS5 gives a
-    merged-away segment's number to the next new one, so the number alone would take a new
-    segment for an old one (and the rewrite would go on as long as agents write)."""
-    return {(segid, page) for segid, page in conn.exec_driver_sql(_FIRST_PAGES.format(table=table))}
+# Each keyword index and the column a partner entry (below) is written in.
+KEYWORD_INDEXES = {"episodes_fts": "input", "facts_fts": "subject"}
+# A rewrite that could not show its merge dropped every delete marker starts again; it needs at
+# most three rounds (a lone segment, a merge left by FTS5 that keeps markers, then a clean one).
+MAX_ROUNDS = 6
+# How much longer than MERGE_PAGES a step may grow while agents' writes keep FTS5 busy elsewhere.
+MAX_STEP_GROWTH = 32
+_PARTNER_ROWID = -1  # no memory has it: row keys start at 1
+_PARTNER_TOKEN = "memlensrewritepartner"
 
 
 def rewrite_keyword_indexes(write: Callable[[], AbstractContextManager[Connection]], max_steps: int = 100_000) -> bool:
-    """FTS5 keeps deleted terms in old segments until they are merged. A negative 'merge' is an
-    'optimize' done in steps: each step folds every segment into one merge and writes
-    ``MERGE_PAGES`` pages of it; once the segments that existed when this began are all merged
-    away, none of them (and no deleted term) is left, and secure_delete has zeroed their pages.
-    Segments written since (an agent's writes meanwhile) hold nothing that was erased before, so
-    the rewrite neither waits for them nor takes them in: restarting the merge with them and
-    waiting for a step with nothing to do, one writer every 10 ms made it rewrite the whole index
-    again and again (1,178 steps and 45 s at 10,000 tenants, against 64 steps and 0.9 s now). Each step is its own short write
-    transaction (``write`` opens one). Returns False if it did not finish within ``max_steps``."""
-    for table in KEYWORD_INDEXES:
+    """FTS5 keeps deleted terms in old segments, and their delete markers (each holding its term)
+    in newer ones, until a merge whose output is the index's oldest segment takes them in. The
+    rewrite is such a merge, done in steps of ``MERGE_PAGES`` pages, each its own short write
+    transaction (``write`` opens one), so agents write between them: a negative 'merge' starts a
+    merge of every segment into one, and positive steps carry it on until the structure record
+    (:mod:`.fts5_structure`) shows it finished. Segments agents write meanwhile hold nothing
+    erased before, so the rewrite neither waits for them nor takes them in. Returns False if it
+    did not finish within ``max_steps``."""
+    for table, column in KEYWORD_INDEXES.items():
         with write() as conn:
-            older = _segments(conn, table)
-        pages = -MERGE_PAGES
-        for _ in range(max_steps):
+            # Positive steps merge whatever level holds two segments or more (FTS5's default
+            # waits for four), so a merge of ours is never stalled behind a writer's three.
+            if conn.exec_driver_sql(f"SELECT v FROM {table}_config WHERE k = 'usermerge'").scalar() != 2:
+                conn.exec_driver_sql(f"INSERT INTO {table}({table}, rank) VALUES ('usermerge', 2)")
+        done = _rewrite(write, table, column, max_steps)
+        if done is None:  # a structure record this SQLite writes and this module cannot read
             with write() as conn:
-                if not older & _segments(conn, table):
-                    break
-                before: int = conn.exec_driver_sql("SELECT total_changes()").scalar_one()
-                conn.exec_driver_sql(f"INSERT INTO {table}({table}, rank) VALUES ('merge', {pages})")
-                worked = conn.exec_driver_sql("SELECT total_changes()").scalar_one() - before >= 2
-            if not worked and pages < 0:
-                break  # one segment, nothing deleted in it: nothing to merge
-            # A negative step starts a merge of every segment; positive ones carry it on, where
-            # a negative one would start it again with every segment written since. One that
-            # finds nothing to carry on starts it again.
-            pages = MERGE_PAGES if worked else -MERGE_PAGES
-        else:
-            return False
-        with write() as conn:
-            if len(_segments(conn, table)) > 1:
-                # An agent wrote during the rewrite: its segments sat on other levels, so the
-                # stepped merge's output was not the index's oldest segment and FTS5 kept the
-                # erased rows' delete markers in it, each holding its term (found beside a writer
-                # under load: the erased term in a segment the rewrite had made). One 'optimize'
-                # under the write lock folds every segment into one, which drops them.
                 conn.exec_driver_sql(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+        elif not done:
+            return False
     return True
+
+
+def _rewrite(write: Callable[[], AbstractContextManager[Connection]], table: str, column: str, max_steps: int) -> bool | None:
+    steps = 0
+    for _ in range(MAX_ROUNDS):
+        with write() as conn:
+            before = fts5_structure.read(conn, table)
+            if before is None:
+                return None
+            if not before.segments:
+                return True  # an empty index
+            if len(before.segments) == 1:
+                # A lone segment may be the output of a merge that kept delete markers (FTS5's
+                # own automerge into a level that was not the last), and FTS5 never merges a
+                # segment alone: an entry written and deleted gives it a partner (two segments,
+                # the document totals unchanged), and the merge of the three drops all markers.
+                conn.execute(
+                    text(f"INSERT INTO {table}(rowid, {column}) VALUES (:rowid, :token)"),
+                    {"rowid": _PARTNER_ROWID, "token": _PARTNER_TOKEN},
+                )
+                conn.execute(
+                    text(f"INSERT INTO {table}({table}, rowid, {column}) VALUES ('delete', :rowid, :token)"),
+                    {"rowid": _PARTNER_ROWID, "token": _PARTNER_TOKEN},
+                )
+                before = fts5_structure.read(conn, table)
+                if before is None:
+                    return None
+            conn.exec_driver_sql(f"INSERT INTO {table}({table}, rank) VALUES ('merge', {-MERGE_PAGES})")
+            after = fts5_structure.read(conn, table)
+            if after is None:
+                return None
+        steps += 1
+        clean = fts5_structure.merges_all_into_oldest(before)
+        # The step went on with the first merge under way, if it did not finish it (above: when
+        # ``clean``, one of every segment of ``before``, or all but its own output).
+        ours = next(iter(after.merges()), None)
+        pages = MERGE_PAGES
+        while ours is not None and after.in_progress(ours):
+            clean = clean and after.writes_oldest(ours)
+            if steps >= max_steps:
+                return False
+            written = after.written(ours)
+            with write() as conn:
+                conn.exec_driver_sql(f"INSERT INTO {table}({table}, rank) VALUES ('merge', {pages})")
+                after = fts5_structure.read(conn, table)
+                if after is None:
+                    return None
+            steps += 1
+            # A step first merges any lower level holding more segments than ours takes in
+            # (agents' new ones): while such work takes the whole step, the next is twice as
+            # long, so the rewrite always outpaces the writers; it is short again once ours moves.
+            starved = after.in_progress(ours) and after.written(ours) == written
+            pages = min(pages * 2, MERGE_PAGES * MAX_STEP_GROWTH) if starved else MERGE_PAGES
+        if clean:
+            return True
+    return False
 
 
 READER_HOLDS_WAL = (
