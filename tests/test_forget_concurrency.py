@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import store.backend.sqlite.database
+import store.backend.sqlite.keyword_rewrite
 import store.backend.sqlite.maintenance
 import store.rights.service
 from inspector.cli.main import main as cli_main
@@ -32,25 +33,25 @@ KILL_AT = textwrap.dedent(
     """
     import os, signal, sys
     sys.path.insert(0, {root!r})
-    import store.backend.sqlite.maintenance as maintenance
+    import store.backend.sqlite.{module} as module
     from store import MemoryStore
 
     def die(*args, **kwargs):
         os.kill(os.getpid(), signal.SIGKILL)
 
-    setattr(maintenance, {step!r}, die)   # the delete has committed; the process dies before this step
+    setattr(module, {step!r}, die)   # the delete has committed; the process dies before this step
     s = MemoryStore.open({path!r}, embedder=None)
     s.forget(user_id="alice", actor="dpo")
     """
 )
 
 
-@pytest.mark.parametrize("step", ["rewrite_keyword_indexes", "truncate_wal"])
-def test_a_kill_between_commit_and_scrub_is_finished_by_the_next_open(db_path, step, capsys):
+@pytest.mark.parametrize(("module", "step"), [("keyword_rewrite", "rewrite_keyword_indexes"), ("maintenance", "truncate_wal")])
+def test_a_kill_between_commit_and_scrub_is_finished_by_the_next_open(db_path, module, step, capsys):
     with MemoryStore.open(db_path, embedder=FakeEmbedder()) as s:
         mine = plant(s, "alice")
         theirs = plant(s, "bob")
-    proc = subprocess.run([sys.executable, "-c", KILL_AT.format(root=ROOT, path=str(db_path), step=step)])
+    proc = subprocess.run([sys.executable, "-c", KILL_AT.format(root=ROOT, path=str(db_path), module=module, step=step)])
     assert proc.returncode == -signal.SIGKILL
     # The rows are gone but their bytes are not, and the file says so.
     assert any(t.encode() in file_bytes(db_path) for t in mine)
@@ -342,7 +343,7 @@ def test_the_scrub_leaves_no_segment_that_held_an_erased_term(db_path, monkeypat
         assert b"ylophonequartz" in file_bytes(db_path)  # the term, as the index stores it after its first letter
         before = segments(db_path)
         # Steps of four pages: this index takes as many steps as one of 750,000 episodes in 100-page steps.
-        monkeypatch.setattr(store.backend.sqlite.maintenance, "MERGE_PAGES", 4)
+        monkeypatch.setattr(store.backend.sqlite.keyword_rewrite, "MERGE_PAGES", 4)
         stop = threading.Event()
 
         def agent() -> None:

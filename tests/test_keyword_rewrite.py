@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Connection, create_engine, event
 
-from store.backend.sqlite import fts5_structure, maintenance
+from store.backend.sqlite import fts5_structure, keyword_rewrite
 
 TABLE = "docs_fts"
 
@@ -192,7 +192,7 @@ def test_the_prediction_of_a_marker_dropping_merge_is_what_fts5_does(tmp_path):
 def test_a_lone_segment_that_kept_delete_markers_is_rewritten_clean(tmp_path, monkeypatch):
     """FTS5 never merges a lone segment, so one whose merge kept delete markers (and the erased
     terms in them) would keep them for good: the rewrite gives it a partner and merges both."""
-    monkeypatch.setattr(maintenance, "KEYWORD_INDEXES", {TABLE: "body"})
+    monkeypatch.setattr(keyword_rewrite, "KEYWORD_INDEXES", {TABLE: "body"})
     rewritten = 0
     for seed in range(1, 300, 2):
         history, path = shaped(tmp_path, seed)
@@ -212,7 +212,7 @@ def test_a_lone_segment_that_kept_delete_markers_is_rewritten_clean(tmp_path, mo
                 break
         if lone is None or len(lone.segments) != 1 or not keyword_bytes(history, path):
             continue  # not the shape under test
-        assert maintenance.rewrite_keyword_indexes(history.engine.begin)
+        assert keyword_rewrite.rewrite_keyword_indexes(history.engine.begin)
         assert keyword_bytes(history, path) == []
         rewritten += 1
     assert rewritten >= 2
@@ -242,9 +242,9 @@ def test_after_the_rewrite_no_erased_term_is_in_the_index_and_every_live_documen
         with engine.begin() as conn:
             yield conn
 
-    monkeypatch.setattr(maintenance, "KEYWORD_INDEXES", {TABLE: "body"})
-    monkeypatch.setattr(maintenance, "MERGE_PAGES", writer.choice([1, 2, 5]))
-    assert maintenance.rewrite_keyword_indexes(write)
+    monkeypatch.setattr(keyword_rewrite, "KEYWORD_INDEXES", {TABLE: "body"})
+    monkeypatch.setattr(keyword_rewrite, "MERGE_PAGES", writer.choice([1, 2, 5]))
+    assert keyword_rewrite.rewrite_keyword_indexes(write)
 
     assert keyword_bytes(history, path) == []
     with engine.begin() as conn:

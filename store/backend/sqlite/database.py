@@ -38,7 +38,7 @@ from ...errors import (
 )
 from ...tenancy import Tenant, being_erased
 from ..shared import refuse_version, wait_out_erasure
-from . import maintenance, schema_check
+from . import keyword_rewrite, maintenance, schema_check
 from .keyword import SqliteKeywordIndex
 from .migrations import APPLICATION_ID, CURRENT_VERSION, migrate, read_version
 
@@ -440,7 +440,7 @@ class Database:
         return [self.path, *side_files(self.path), *saved]
 
     def rewrite_keyword_indexes(self, max_steps: int = 100_000) -> bool:
-        return maintenance.rewrite_keyword_indexes(self.write, max_steps)
+        return keyword_rewrite.rewrite_keyword_indexes(self.write, max_steps)
 
     def flush_erased_pages(self, budget: float, tenants: Sequence[Tenant] = (), expired: Sequence[Tenant] = ()) -> tuple[bool, str | None]:
         with self.raw() as raw:

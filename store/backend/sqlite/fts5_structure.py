@@ -2,7 +2,7 @@
 
 The record (row 10 of the index's ``_data`` table) is what FTS5 itself consults to choose a
 merge, so reading it says exactly which segments a merge takes in and where its output goes,
-which the keyword-index rewrite (:mod:`.maintenance`) needs in order to know that the segments
+which the keyword-index rewrite (:mod:`.keyword_rewrite`) needs in order to know that the segments
 that held erased terms are gone and that no delete marker of theirs survived (FTS5 drops a
 delete marker only in a merge whose output is the index's oldest segment). Layout, as written by
 SQLite 3.40's ``fts5StructureWrite``: a 4-byte cookie, then varints: the number of levels, of
