@@ -6,7 +6,7 @@ import shutil
 import sqlite3
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -191,9 +191,12 @@ def pg_vector_ops(pg_server) -> None:
 
 
 @pytest.fixture
-def pg_url(pg_server) -> str:
-    """The SQLAlchemy URL of a new, empty database (pgvector available) for this test alone."""
-    return pg_server.fresh_database()
+def pg_url(pg_server) -> Iterator[str]:
+    """The SQLAlchemy URL of a new, empty database (pgvector available) for this test alone,
+    dropped after it."""
+    url = pg_server.fresh_database()
+    yield url
+    pg_server.drop_database(url)
 
 
 def pytest_generate_tests(metafunc):
