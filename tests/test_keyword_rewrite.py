@@ -255,3 +255,16 @@ def test_after_the_rewrite_no_erased_term_is_in_the_index_and_every_live_documen
         # Every entry is a live document's (the partner entry, if one was written, is gone again).
         (entries,) = conn.exec_driver_sql(f"SELECT count(*) FROM {TABLE}_docsize").one()
     assert entries == len(history.live)
+
+
+def test_a_structure_record_it_cannot_read_is_rewritten_by_one_optimize(tmp_path, monkeypatch):
+    """A later SQLite's layout is not guessed at: the rewrite falls back to FTS5's own optimize,
+    which leaves no erased term either."""
+    history, path = shaped(tmp_path, 2)
+    with history.engine.begin() as conn:
+        history.delete(conn, max(1, len(history.live) // 3))
+    assert keyword_bytes(history, path)
+    monkeypatch.setattr(keyword_rewrite, "KEYWORD_INDEXES", {TABLE: "body"})
+    monkeypatch.setattr(fts5_structure, "read", lambda conn, table: None)
+    assert keyword_rewrite.rewrite_keyword_indexes(history.engine.begin)
+    assert keyword_bytes(history, path) == []

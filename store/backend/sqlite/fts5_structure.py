@@ -79,7 +79,7 @@ def merges_all_into_oldest(before: Structure) -> bool:
     input of a merge under way (which it resumes: the other is that merge's output). While a
     merge is under way FTS5 starts no other at or above its level and moves no segment there,
     so an output alone on the last level has been the oldest segment at every step."""
-    count = sum(len(level.segments) for level in before.levels)
+    count = len(before.segments)
     if count < 2:
         return False
     for number, level in enumerate(before.levels):

@@ -45,13 +45,26 @@ def rewrite_keyword_indexes(write: Callable[[], AbstractContextManager[Connectio
             # waits for four), so a merge of ours is never stalled behind a writer's three.
             if conn.exec_driver_sql(f"SELECT v FROM {table}_config WHERE k = 'usermerge'").scalar() != 2:
                 conn.exec_driver_sql(f"INSERT INTO {table}({table}, rank) VALUES ('usermerge', 2)")
-        done = _rewrite(write, table, column, max_steps)
-        if done is None:  # a structure record this SQLite writes and this module cannot read
+        try:
+            done = _rewrite(write, table, column, max_steps)
+        except _UnreadableStructure:  # a structure record this SQLite writes and this module cannot read
             with write() as conn:
                 conn.exec_driver_sql(f"INSERT INTO {table}({table}) VALUES ('optimize')")
-        elif not done:
+            done = True
+        if not done:
             return False
     return True
+
+
+class _UnreadableStructure(Exception):
+    pass
+
+
+def _structure(conn: Connection, table: str) -> fts5_structure.Structure:
+    found = fts5_structure.read(conn, table)
+    if found is None:
+        raise _UnreadableStructure(table)
+    return found
 
 
 def _taking_turns(write: Callable[[], AbstractContextManager[Connection]]) -> Callable[[], AbstractContextManager[Connection]]:
@@ -70,13 +83,11 @@ def _taking_turns(write: Callable[[], AbstractContextManager[Connection]]) -> Ca
     return step
 
 
-def _rewrite(write: Callable[[], AbstractContextManager[Connection]], table: str, column: str, max_steps: int) -> bool | None:
+def _rewrite(write: Callable[[], AbstractContextManager[Connection]], table: str, column: str, max_steps: int) -> bool:
     steps = 0
     for _ in range(MAX_ROUNDS):
         with write() as conn:
-            before = fts5_structure.read(conn, table)
-            if before is None:
-                return None
+            before = _structure(conn, table)
             if not before.segments:
                 return True  # an empty index
             if len(before.segments) == 1:
@@ -92,13 +103,9 @@ def _rewrite(write: Callable[[], AbstractContextManager[Connection]], table: str
                     text(f"INSERT INTO {table}({table}, rowid, {column}) VALUES ('delete', :rowid, :token)"),
                     {"rowid": _PARTNER_ROWID, "token": _PARTNER_TOKEN},
                 )
-                before = fts5_structure.read(conn, table)
-                if before is None:
-                    return None
+                before = _structure(conn, table)
             conn.exec_driver_sql(f"INSERT INTO {table}({table}, rank) VALUES ('merge', {-MERGE_PAGES})")
-            after = fts5_structure.read(conn, table)
-            if after is None:
-                return None
+            after = _structure(conn, table)
         steps += 1
         clean = fts5_structure.merges_all_into_oldest(before)
         # The step went on with the first merge under way, if it did not finish it (above: when
@@ -112,9 +119,7 @@ def _rewrite(write: Callable[[], AbstractContextManager[Connection]], table: str
             written = after.written(ours)
             with write() as conn:
                 conn.exec_driver_sql(f"INSERT INTO {table}({table}, rank) VALUES ('merge', {pages})")
-                after = fts5_structure.read(conn, table)
-                if after is None:
-                    return None
+                after = _structure(conn, table)
             steps += 1
             # A step first merges any lower level holding more segments than ours takes in
             # (agents' new ones): while such work takes the whole step, the next is twice as
