@@ -6,7 +6,9 @@ Two shapes: one large user (``--items`` items in ``("memories", "u0")``) and man
 Per operation the median of its calls, in ms, and memlens's ratio to SqliteStore. The query
 search is memlens's own (hybrid, its local model); LangGraph's stores here have no index (theirs
 needs an embedding service), so that row has no baseline. The first query of a user embeds its
-items; the row shows the queries after it.
+items; the row shows the queries after it. A last row times the calls of LangGraph's own
+large-batch test (6,000 ``aput``, ``aget``, ``asearch``, ``alist_namespaces`` and ``adelete``
+gathered at once) on ``AsyncSqliteStore`` and on ``MemlensStore``, the median of three rounds.
 
     python bench/langgraph_bench.py [--items 1000] [--users 200] [--per-user 5]
 """
@@ -14,6 +16,7 @@ items; the row shows the queries after it.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import statistics
 import sys
 import tempfile
@@ -26,7 +29,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from langgraph.store.memory import InMemoryStore  # noqa: E402
-from langgraph.store.sqlite import SqliteStore  # noqa: E402
+from langgraph.store.sqlite import AsyncSqliteStore, SqliteStore  # noqa: E402
 
 from store.compat.langgraph import MemlensStore  # noqa: E402
 
@@ -60,6 +63,31 @@ def measure(store: Any, namespaces: list[tuple[str, ...]], per: int, query: bool
     return out
 
 
+async def gathered_seconds(store: Any) -> float:
+    """LangGraph's test_large_batches_async: every call made at once."""
+    calls = []
+    for m in range(10):
+        for i in range(100):
+            ns = ("test", "foo", "bar", "baz", str(m % 2))
+            calls += [store.aput(ns, f"key{i}", {"foo": f"bar{i}"}), store.aget(ns, f"key{i}")]
+            calls += [store.alist_namespaces(max_depth=m + 1), store.asearch(("test",))]
+            calls += [store.aput(ns, f"key{i}", {"foo": f"bar{i}"}), store.adelete(ns, f"key{i}")]
+    start = time.perf_counter()
+    await asyncio.gather(*calls)
+    return time.perf_counter() - start
+
+
+async def gathered(folder: str) -> tuple[float, float]:
+    langgraph, ours = [], []
+    for round_ in range(3):
+        async with AsyncSqliteStore.from_conn_string(f"{folder}/gathered-{round_}.sqlite") as reference:
+            await reference.setup()
+            langgraph.append(await gathered_seconds(reference))
+        with MemlensStore(Path(folder) / f"gathered-{round_}.db") as memlens_store:
+            ours.append(await gathered_seconds(memlens_store))
+    return statistics.median(langgraph) * 1000, statistics.median(ours) * 1000
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--items", type=int, default=1000)
@@ -90,6 +118,9 @@ def main() -> None:
                 if base
                 else f"| {shape} | {operation} | — | — | {ms:.3f} | — |"
             )
+    with tempfile.TemporaryDirectory() as folder:
+        base, ms = asyncio.run(gathered(folder))
+    print(f"| 6,000 async calls at once | all of them (AsyncSqliteStore) | — | {base:.3f} | {ms:.3f} | {ms / base:.1f}x |")
 
 
 if __name__ == "__main__":

@@ -28,7 +28,8 @@ Needs ``langgraph`` (``pip install memlens[compat]``).
 
 from __future__ import annotations
 
-import asyncio
+import functools
+import json
 import warnings
 from collections.abc import Callable, Iterable
 from datetime import datetime
@@ -54,6 +55,7 @@ from langgraph.store.base import (
 )
 
 from ..memory import MemoryStore
+from .async_batches import TurnBatcher
 from .langgraph_sqlite import SESSION_PREFIX
 
 __all__ = ["SESSION_PREFIX", "MemlensStore"]
@@ -90,6 +92,7 @@ class MemlensStore(BaseStore):
         self.ttl_config = ttl
         self._fields = [tokenize_path(f) if f != "$" else "$" for f in (self.index_config or {}).get("fields") or ["$"]]
         self._warned: set[tuple[str, ...]] = set()
+        self._turns: TurnBatcher[list[Op], list[Result]] = TurnBatcher(self._run_batch)
 
     def _checked_index(self, index: IndexConfig | None) -> IndexConfig | None:
         if index is None:
@@ -140,16 +143,16 @@ class MemlensStore(BaseStore):
         owner = self.user_of(namespace) if user is _RULE else user
         return self.memory_store.session(SESSION_PREFIX + ".".join(namespace), user_id=owner)
 
-    def _tenants_under(self, prefix: tuple[str, ...]) -> list[str | None]:
+    def _tenants_under(self, prefix: tuple[str, ...], reads: _BatchReads) -> list[str | None]:
         if not callable(self.user_at) and len(prefix) > self.user_at:
             return [prefix[self.user_at]]
-        return self.memory_store.tenant_names()
+        return reads.tenant_names()
 
-    def _namespaces(self, prefix: tuple[str, ...] = ()) -> list[tuple[str | None, tuple[str, ...]]]:
+    def _namespaces(self, prefix: tuple[str, ...], reads: _BatchReads) -> list[tuple[str | None, tuple[str, ...]]]:
         """Every (tenant, namespace) under ``prefix`` that holds an item, in no set order."""
         found = []
-        for user in self._tenants_under(prefix):
-            for info in self.memory_store.sessions(user_id=user):
+        for user in self._tenants_under(prefix, reads):
+            for info in reads.sessions(user):
                 if info.keys and info.session_id.startswith(SESSION_PREFIX):
                     namespace = tuple(info.session_id[len(SESSION_PREFIX) :].split("."))
                     if namespace[: len(prefix)] == prefix:
@@ -159,28 +162,59 @@ class MemlensStore(BaseStore):
     # --- the batch ---------------------------------------------------------------------------
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        ops = list(ops)
-        results: list[Result] = [None] * len(ops)
-        puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
-        for i, op in enumerate(ops):
-            if isinstance(op, GetOp):
-                results[i] = self._get(op)
-            elif isinstance(op, SearchOp):
-                results[i] = self._search(op)
-            elif isinstance(op, ListNamespacesOp):
-                results[i] = self._list_namespaces(op)
-            elif isinstance(op, PutOp):
-                _check_namespace(op.namespace)
-                puts.pop((op.namespace, op.key), None)  # the last write to a key wins, in its place
-                puts[(op.namespace, op.key)] = op
-            else:
-                raise ValueError(f"Unknown operation type: {type(op)}")
-        for op in puts.values():
-            self._put(op)
-        return results
+        (outcome,) = self._run_batch([list(ops)])
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        return await asyncio.to_thread(self.batch, list(ops))
+        """As :meth:`batch`; every ``abatch`` (so every ``aget``, ``aput``, ``asearch`` ...) made in
+        one turn of the event loop runs in one batch, as in LangGraph's ``AsyncSqliteStore``:
+        their reads see the store as it was before any of their writes."""
+        return await self._turns.submit(list(ops))
+
+    def _run_batch(self, calls: list[list[Op]]) -> list[list[Result] | Exception]:
+        """Runs calls as one batch: every read first, each distinct read once (none can change
+        before the writes), then each call's writes in order, the last write to a key winning. An
+        exception is the outcome of the call that raised it alone, and a call whose read failed
+        writes nothing, as a ``batch`` that raises before its writes."""
+        reads = _BatchReads(self.memory_store, self._session)
+        outcomes: list[list[Result] | Exception] = []
+        puts: dict[tuple[tuple[str, ...], str], tuple[int, PutOp]] = {}
+        for number, ops in enumerate(calls):
+            try:
+                results: list[Result] = [None] * len(ops)
+                mine: list[PutOp] = []
+                for i, op in enumerate(ops):
+                    if isinstance(op, PutOp):
+                        _check_namespace(op.namespace)
+                        mine.append(op)
+                    else:
+                        results[i] = reads.once(_read_key(op), functools.partial(self._read, op, reads))
+            except Exception as error:
+                outcomes.append(error)
+                continue
+            outcomes.append(results)
+            for op in mine:
+                puts.pop((op.namespace, op.key), None)  # the last write to a key wins, in its place
+                puts[(op.namespace, op.key)] = (number, op)
+        for number, op in puts.values():
+            if isinstance(outcomes[number], Exception):
+                continue  # that call stopped at its first failed write
+            try:
+                self._put(op)
+            except Exception as error:
+                outcomes[number] = error
+        return outcomes
+
+    def _read(self, op: Op, reads: _BatchReads) -> Result:
+        if isinstance(op, GetOp):
+            return self._get(op)
+        if isinstance(op, SearchOp):
+            return self._search(op, reads)
+        if isinstance(op, ListNamespacesOp):
+            return self._list_namespaces(op, reads)
+        raise ValueError(f"Unknown operation type: {type(op)}")
 
     def _get(self, op: GetOp) -> Item | None:
         if not op.namespace:
@@ -209,10 +243,10 @@ class MemlensStore(BaseStore):
         texts = [text for field in fields for text in get_text_at_path(op.value, field)]
         return "\n".join(texts) if texts else None
 
-    def _search(self, op: SearchOp) -> list[SearchItem]:
+    def _search(self, op: SearchOp, reads: _BatchReads) -> list[SearchItem]:
         candidates = []
-        for user, namespace in self._namespaces(tuple(op.namespace_prefix)):
-            for entry in self._session(namespace, user).entries():
+        for user, namespace in self._namespaces(tuple(op.namespace_prefix), reads):
+            for entry in reads.entries(user, namespace):
                 if not op.filter or all(_matches(_at_path(entry.value, k), v) for k, v in op.filter.items()):
                     candidates.append((user, namespace, entry))
         if not op.query or not op.query.strip():
@@ -255,8 +289,8 @@ class MemlensStore(BaseStore):
         for (user, namespace), names in keys.items():
             self._session(namespace, user).touch(*names)
 
-    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        namespaces = {ns for _, ns in self._namespaces()}
+    def _list_namespaces(self, op: ListNamespacesOp, reads: _BatchReads) -> list[tuple[str, ...]]:
+        namespaces = {ns for _, ns in self._namespaces((), reads)}
         if op.match_conditions:
             namespaces = {ns for ns in namespaces if all(_namespace_matches(c, ns) for c in op.match_conditions)}
         if op.max_depth is not None:
@@ -267,6 +301,52 @@ class MemlensStore(BaseStore):
         """Delete every expired item now (reads already leave them out); returns how many went.
         The store also purges a namespace's expired items whenever it writes to it."""
         return self.memory_store.purge_expired()
+
+
+class _BatchReads:
+    """One batch's reads. Each distinct read runs once, and the batch's searches and listings
+    share one reading of the tenant list, of each tenant's sessions and of each namespace's
+    items: nothing a batch reads changes before its writes."""
+
+    def __init__(self, memory_store: MemoryStore, session: Callable[[tuple[str, ...], str | None], Any]) -> None:
+        self._memory_store = memory_store
+        self._session = session
+        self._done: dict[Any, tuple[bool, Any]] = {}
+
+    def once(self, key: Any, read: Callable[[], Any]) -> Any:
+        """``read()``, or what it gave (or raised) the first time this batch asked for ``key``."""
+        if key not in self._done:
+            try:
+                self._done[key] = (True, read())
+            except Exception as error:
+                self._done[key] = (False, error)
+        ok, value = self._done[key]
+        if not ok:
+            raise value
+        return value
+
+    def tenant_names(self) -> list[str | None]:
+        return self.once("tenants", lambda: list(self._memory_store.tenant_names()))  # type: ignore[no-any-return]
+
+    def sessions(self, user: str | None) -> list[Any]:
+        return self.once(("sessions", user), lambda: self._memory_store.sessions(user_id=user))  # type: ignore[no-any-return]
+
+    def entries(self, user: str | None, namespace: tuple[str, ...]) -> list[Any]:
+        return self.once(("entries", user, namespace), lambda: self._session(namespace, user).entries())  # type: ignore[no-any-return]
+
+
+def _read_key(op: Op) -> Any:
+    """Equal for two reads that must give the same result (a read whose parts cannot be hashed
+    is not shared)."""
+    key: Any = (type(op).__name__, op)
+    if isinstance(op, SearchOp):
+        parts = (tuple(op.namespace_prefix), op.query, op.limit, op.offset, op.refresh_ttl)
+        key = ("search", parts, json.dumps(op.filter, sort_keys=True, default=repr))
+    try:
+        hash(key)
+    except TypeError:
+        return ("unshared", id(op))
+    return key
 
 
 def _check_namespace(namespace: tuple[str, ...]) -> None:
