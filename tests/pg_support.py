@@ -173,10 +173,27 @@ def data_directory_bytes(server: PgServer, database: str) -> bytes:
         oids = {name: str(oid) for oid, name in conn.execute("SELECT oid, datname FROM pg_database")}
     assert database in oids, f"no database {database!r} on the test server"
     others = {oid for name, oid in oids.items() if name.startswith("memlens_test_") and name != database}
-    chunks = []
-    for folder, subfolders, files in os.walk(server.data_dir):
+    # The WAL first: other tests' CHECKPOINTs move committed rows from the WAL into the table files
+    # and then delete the WAL, so a table file read before the WAL could miss a row that the WAL,
+    # read afterwards, no longer held. Read in this order, a row is in the WAL when it is read or
+    # already in its table file, which nothing but its own erasure rewrites.
+    wal = Path(server.data_dir, "pg_wal")
+    chunks = list(_files_bytes(wal, lambda folder, subfolders: None))
+
+    def leave_out(folder: str, subfolders: list[str]) -> None:
+        if Path(folder) == Path(server.data_dir):
+            subfolders[:] = [sub for sub in subfolders if sub != "pg_wal"]
         if Path(folder).name == "base":
             subfolders[:] = [sub for sub in subfolders if sub not in others]
+
+    chunks += _files_bytes(Path(server.data_dir), leave_out)
+    return b"".join(chunks)
+
+
+def _files_bytes(top: Path, prune) -> list[bytes]:
+    chunks = []
+    for folder, subfolders, files in os.walk(top):
+        prune(folder, subfolders)
         subfolders.sort()
         for name in sorted(files):
             path = Path(folder, name)
@@ -184,9 +201,9 @@ def data_directory_bytes(server: PgServer, database: str) -> bytes:
                 continue
             try:
                 chunks.append(path.read_bytes())
-            except FileNotFoundError:  # a WAL segment recycled or a temp file removed mid-scan
+            except FileNotFoundError:  # a WAL segment removed or a temp file gone mid-scan
                 continue
-    return b"".join(chunks)
+    return chunks
 
 
 def migrated_engine(url: str, dim: int, tenants):
