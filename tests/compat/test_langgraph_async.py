@@ -137,9 +137,7 @@ def test_loops_in_two_threads_share_one_store(memlens):
     def agent(user: str) -> None:
         async def work() -> None:
             for n in range(30):
-                await asyncio.gather(
-                    memlens.aput(("memories", user), f"k{n}", {"n": n}), memlens.aget(("memories", user), f"k{n - 1}")
-                )
+                await asyncio.gather(memlens.aput(("memories", user), f"k{n}", {"n": n}), memlens.aget(("memories", user), f"k{n - 1}"))
 
         try:
             asyncio.run(work())
