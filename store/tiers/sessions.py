@@ -130,11 +130,13 @@ class SessionMemory:
     def entry(self, key: str) -> KeyValueEntry | None:
         """The entry under ``key`` with its expiry, or None if absent or expired."""
         check_name(key, "key")
+        # One statement (the session found inside it): a read by key is what a LangGraph graph
+        # asks for most.
+        session = self.tenant.select(sessions_t, sessions_t.c.pk).where(sessions_t.c.session_id == self.session_id)
         with self._db.read() as conn:
-            pk = self._pk(conn)
-            if pk is None:
-                return None
-            row = conn.execute(self.tenant.select(kv_t).where(kv_t.c.session_pk == pk, kv_t.c.key == key, self._live(utcnow()))).first()
+            row = conn.execute(
+                self.tenant.select(kv_t).where(kv_t.c.session_pk == session.scalar_subquery(), kv_t.c.key == key, self._live(utcnow()))
+            ).first()
         return None if row is None else kv_entry(row)
 
     def exists(self, key: str) -> bool:
