@@ -225,6 +225,10 @@ class AsyncMemoryStoreMethods:
         """The tenant's sessions, most recently active first. (:meth:`MemoryStore.sessions`, run in a worker thread.)"""
         return await asyncio.to_thread(self._sync.sessions, user_id=user_id)
 
+    async def keyed_sessions(self, prefix: str = "") -> list[tuple[str | None, str]]:
+        """(user id, session id) of every tenant's sessions whose id starts with ``prefix`` and that hold a live key, by user and session: what a listing across every user needs (a LangGraph namespace listing), without asking each tenant for its sessions. (:meth:`MemoryStore.keyed_sessions`, run in a worker thread.)"""
+        return await asyncio.to_thread(self._sync.keyed_sessions, prefix)
+
     async def purge_expired(self) -> int:
         """Delete every expired key-value entry and every recall trace past ``trace_ttl`` of every tenant (reads already hide both), then scrub their bytes from the storage as a forget does (left pending if a reader is in the way). Returns how many went. (:meth:`MemoryStore.purge_expired`, run in a worker thread.)"""
         return await asyncio.to_thread(self._sync.purge_expired)

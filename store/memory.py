@@ -633,6 +633,13 @@ class MemoryStore:
         with self._db.read() as conn:
             return sessions.session_infos(conn, tenant)
 
+    def keyed_sessions(self, prefix: str = "") -> list[tuple[str | None, str]]:
+        """(user id, session id) of every tenant's sessions whose id starts with ``prefix`` and
+        that hold a live key, by user and session: what a listing across every user needs (a
+        LangGraph namespace listing), without asking each tenant for its sessions."""
+        check_text(prefix, "prefix", limit=self.max_content_bytes)
+        return sessions.keyed_sessions_read(self._db.read, prefix, self._db.tenants_per_read)
+
     def purge_expired(self) -> int:
         """Delete every expired key-value entry and every recall trace past ``trace_ttl`` of
         every tenant (reads already hide both), then scrub their bytes from the storage as a

@@ -277,6 +277,18 @@ def listed_tenants(tenants_table: Table, *columns: Any, keys: list[str] | None =
     return stmt if keys is None else stmt.where(tenants_table.c.user_id.in_(keys))
 
 
+def across_tenants(table: Table, *columns: Any, keys: list[str] | None = None) -> Select[Any]:
+    """The tenant key and ``columns`` of ``table``'s rows of every tenant (or of ``keys``) but
+    those whose erasure is under way: a listing that spans tenants, each row naming its own."""
+    stmt = select(table.c.user_id, *columns).where(not_being_erased(table.c.user_id))
+    return stmt if keys is None else stmt.where(table.c.user_id.in_(keys))
+
+
+def same_tenant(table: Table, other: Table) -> ColumnElement[bool]:
+    """Rows of ``table`` and ``other`` of one tenant: the join of a query spanning tenants."""
+    return table.c.user_id == other.c.user_id
+
+
 def being_erased(conn: Connection, tenants: Iterable[Tenant]) -> list[Tenant]:
     """Those of ``tenants`` whose erasure is under way (their writers wait)."""
     wanted = {erasing_key(t.key): t for t in tenants}

@@ -168,3 +168,32 @@ def test_stats_and_sessions_listing(store):
     stats = mem.get_stats()
     assert (stats.keys, stats.checkpoints, stats.episodes, stats.has_task_state) == (1, 1, 1, False)
     assert [(s.session_id, s.episodes) for s in store.sessions(user_id="u")] == [("s", 1)]
+
+
+@pytest.mark.parametrize("per_read", [None, 2], ids=["one read", "two tenants a read"])
+def test_keyed_sessions_lists_every_tenants_sessions_holding_a_live_key(store, clock, monkeypatch, per_read):
+    if per_read is not None:  # PostgreSQL reads a few tenants at a time; here every path runs on both engines
+        monkeypatch.setattr(testing.backend(store), "tenants_per_read", per_read)
+    for user in ("carol", "alice", None, "bob", "dave"):
+        store.session("lg:notes", user_id=user).set("k", 1)
+    store.session("lg:brief", user_id="alice").set("k", 1, ttl=10)  # expires below
+    store.session("lg:emptied", user_id="bob").set("k", 1)
+    store.session("lg:emptied", user_id="bob").delete("k")  # the session stays, with no key
+    store.remember("hello", "hi", user_id="bob", session_id="lg:episodes-only")
+    store.session("lg_x", user_id="alice").set("k", 1)  # '_' is a LIKE wildcard: must not match 'lg:'
+    store.session("other", user_id="carol").set("k", 1)
+    clock[0] += timedelta(seconds=11)
+    assert store.keyed_sessions("lg:") == [
+        ("alice", "lg:notes"),
+        ("bob", "lg:notes"),
+        ("carol", "lg:notes"),
+        ("dave", "lg:notes"),
+        (None, "lg:notes"),
+    ]
+    assert store.keyed_sessions("lg_") == [("alice", "lg_x")]
+    assert ("carol", "other") in store.keyed_sessions()
+    store.forget(user_id="dave")
+    assert ("dave", "lg:notes") not in store.keyed_sessions("lg:")
+    for bad in (None, 3, "a\x00"):
+        with pytest.raises(InvalidInputError):
+            store.keyed_sessions(bad)

@@ -143,20 +143,20 @@ class MemlensStore(BaseStore):
         owner = self.user_of(namespace) if user is _RULE else user
         return self.memory_store.session(SESSION_PREFIX + ".".join(namespace), user_id=owner)
 
-    def _tenants_under(self, prefix: tuple[str, ...], reads: _BatchReads) -> list[str | None]:
-        if not callable(self.user_at) and len(prefix) > self.user_at:
-            return [prefix[self.user_at]]
-        return reads.tenant_names()
-
     def _namespaces(self, prefix: tuple[str, ...], reads: _BatchReads) -> list[tuple[str | None, tuple[str, ...]]]:
-        """Every (tenant, namespace) under ``prefix`` that holds an item, in no set order."""
-        found = []
-        for user in self._tenants_under(prefix, reads):
-            for info in reads.sessions(user):
-                if info.keys and info.session_id.startswith(SESSION_PREFIX):
-                    namespace = tuple(info.session_id[len(SESSION_PREFIX) :].split("."))
-                    if namespace[: len(prefix)] == prefix:
-                        found.append((user, namespace))
+        """Every (tenant, namespace) under ``prefix`` that holds an item, in no set order: the
+        sessions of the one tenant the prefix names, or else of every tenant at once."""
+        if not callable(self.user_at) and len(prefix) > self.user_at:
+            named = prefix[self.user_at]
+            held: list[tuple[str | None, str]] = [(named, info.session_id) for info in reads.sessions(named) if info.keys]
+        else:
+            held = reads.keyed_sessions(SESSION_PREFIX + ".".join(prefix))
+        found: list[tuple[str | None, tuple[str, ...]]] = []
+        for user, session_id in held:
+            if session_id.startswith(SESSION_PREFIX):
+                namespace = tuple(session_id[len(SESSION_PREFIX) :].split("."))
+                if namespace[: len(prefix)] == prefix:
+                    found.append((user, namespace))
         return found
 
     # --- the batch ---------------------------------------------------------------------------
@@ -305,8 +305,8 @@ class MemlensStore(BaseStore):
 
 class _BatchReads:
     """One batch's reads. Each distinct read runs once, and the batch's searches and listings
-    share one reading of the tenant list, of each tenant's sessions and of each namespace's
-    items: nothing a batch reads changes before its writes."""
+    share one reading of the sessions and of each namespace's items: nothing a batch reads
+    changes before its writes."""
 
     def __init__(self, memory_store: MemoryStore, session: Callable[[tuple[str, ...], str | None], Any]) -> None:
         self._memory_store = memory_store
@@ -325,8 +325,8 @@ class _BatchReads:
             raise value
         return value
 
-    def tenant_names(self) -> list[str | None]:
-        return self.once("tenants", lambda: list(self._memory_store.tenant_names()))  # type: ignore[no-any-return]
+    def keyed_sessions(self, prefix: str) -> list[tuple[str | None, str]]:
+        return self.once(("keyed", prefix), lambda: self._memory_store.keyed_sessions(prefix))  # type: ignore[no-any-return]
 
     def sessions(self, user: str | None) -> list[Any]:
         return self.once(("sessions", user), lambda: self._memory_store.sessions(user_id=user))  # type: ignore[no-any-return]

@@ -4,7 +4,8 @@ checkpoints, per (user_id, session_id). Reached as ``store.session(session_id, u
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -23,8 +24,8 @@ from ..models import (
     SessionStats,
     TaskState,
 )
-from ..schema import checkpoints_t, episodes_t, from_micros, kv_t, scratch_t, sessions_t, task_t, to_micros
-from ..tenancy import Tenant
+from ..schema import checkpoints_t, episodes_t, from_micros, kv_t, scratch_t, sessions_t, task_t, tenants_t, to_micros
+from ..tenancy import Tenant, across_tenants, same_tenant, tenant_groups, user_id_of
 from ..validation import (
     check_datetime,
     check_flag,
@@ -467,6 +468,35 @@ def session_infos(conn: Connection, tenant: Tenant) -> list[SessionInfo]:
         )
         for r in rows
     ]
+
+
+def keyed_sessions(conn: Connection, prefix: str, keys: list[str] | None) -> list[tuple[str | None, str]]:
+    """(user id, session id) of every session, of every tenant (or of the tenants of ``keys``),
+    whose id starts with ``prefix`` and that holds a live key: one statement however many
+    tenants, where asking each tenant reads its sessions' counts too."""
+    s = sessions_t
+    live = or_(kv_t.c.expires_at.is_(None), kv_t.c.expires_at > utcnow())
+    live_key = select(kv_t.c.pk).where(same_tenant(kv_t, s), kv_t.c.session_pk == s.c.pk, live).exists()
+    stmt = across_tenants(s, s.c.session_id, keys=keys).where(live_key)
+    if prefix:
+        stmt = stmt.where(s.c.session_id.startswith(prefix, autoescape=True))
+    return [(user_id_of(key), session_id) for key, session_id in conn.execute(stmt)]
+
+
+def keyed_sessions_read(
+    read: Callable[[], AbstractContextManager[Connection]], prefix: str, per_read: int | None
+) -> list[tuple[str | None, str]]:
+    """:func:`keyed_sessions` of every tenant, in read transactions of at most ``per_read``
+    tenants each (one for all when None), by user id (the anonymous tenant last), then session."""
+    found: list[tuple[str | None, str]] = []
+    with read() as conn:
+        groups = tenant_groups(conn, tenants_t, per_read)
+        if per_read is None:
+            found = keyed_sessions(conn, prefix, None)
+    for group in groups if per_read is not None else []:  # on PostgreSQL: a few tenants' partitions locked at a time
+        with read() as conn:
+            found.extend(keyed_sessions(conn, prefix, group))
+    return sorted(found, key=lambda row: (row[0] is None, row[0] or "", row[1]))
 
 
 def kv_entry(row: Row[Any]) -> KeyValueEntry:

@@ -120,15 +120,22 @@ async def test_a_cancelled_caller_leaves_the_others_of_its_turn_answered(memlens
     assert [o.value for i, o in enumerate(outcomes) if i != 2] == [{"n": 1}] * 4
 
 
-async def test_a_turn_of_many_reads_reads_each_tenant_once(memlens, monkeypatch):
+async def test_a_turn_of_many_reads_reads_the_sessions_once(memlens, monkeypatch):
     for user in ("alice", "bob", "carol"):
         await memlens.aput(("memories", user), "a", {"text": user})
     asked: list = []
-    sessions = memlens.memory_store.sessions
-    monkeypatch.setattr(memlens.memory_store, "sessions", lambda **kw: asked.append(kw) or sessions(**kw))
-    found = await asyncio.gather(*(memlens.asearch(("memories",)) for _ in range(200)), memlens.alist_namespaces())
-    assert all(len(f) == 3 for f in found)
-    assert sorted(a["user_id"] for a in asked) == ["alice", "bob", "carol"]  # not 201 times each
+    store = memlens.memory_store
+    sessions, keyed = store.sessions, store.keyed_sessions
+    monkeypatch.setattr(store, "sessions", lambda **kw: asked.append(kw["user_id"]) or sessions(**kw))
+    monkeypatch.setattr(store, "keyed_sessions", lambda prefix: asked.append(prefix) or keyed(prefix))
+    found = await asyncio.gather(
+        *(memlens.asearch(("memories",)) for _ in range(200)),
+        *(memlens.asearch(("memories", "bob")) for _ in range(50)),
+        memlens.alist_namespaces(),
+    )
+    assert [len(f) for f in found] == [3] * 200 + [1] * 50 + [3]
+    # Every user's sessions in one reading per prefix naming no user; bob's own once.
+    assert sorted(asked, key=str) == ["bob", "langgraph:", "langgraph:memories"]
 
 
 def test_loops_in_two_threads_share_one_store(memlens):
