@@ -20,6 +20,7 @@ from __future__ import annotations
 import unicodedata
 import warnings
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, TypeVar
@@ -280,8 +281,26 @@ def listed_tenants(tenants_table: Table, *columns: Any, keys: list[str] | None =
 def across_tenants(table: Table, *columns: Any, keys: list[str] | None = None) -> Select[Any]:
     """The tenant key and ``columns`` of ``table``'s rows of every tenant (or of ``keys``) but
     those whose erasure is under way: a listing that spans tenants, each row naming its own."""
-    stmt = select(table.c.user_id, *columns).where(not_being_erased(table.c.user_id))
-    return stmt if keys is None else stmt.where(table.c.user_id.in_(keys))
+    return listed_tenants(table, table.c.user_id, *columns, keys=keys)
+
+
+def in_tenant_groups(
+    read: Callable[[], AbstractContextManager[Connection]],
+    tenants_table: Table,
+    per_read: int | None,
+    find: Callable[[Connection, list[str] | None], list[T]],
+) -> list[T]:
+    """What ``find`` finds across every tenant's rows, in read transactions of ``per_read``
+    tenants each (``find`` is given their keys; None: every tenant, in one read). A PostgreSQL
+    statement over every tenant locked each tenant's partitions at once, which fails past about
+    1,500 tenants on default settings."""
+    with read() as conn:
+        groups = tenant_groups(conn, tenants_table, per_read)
+    found: list[T] = []
+    for keys in groups:
+        with read() as conn:
+            found.extend(find(conn, keys))
+    return found
 
 
 def same_tenant(table: Table, other: Table) -> ColumnElement[bool]:

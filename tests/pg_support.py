@@ -178,7 +178,7 @@ def data_directory_bytes(server: PgServer, database: str) -> bytes:
     # read afterwards, no longer held. Read in this order, a row is in the WAL when it is read or
     # already in its table file, which nothing but its own erasure rewrites.
     wal = Path(server.data_dir, "pg_wal")
-    chunks = list(_files_bytes(wal, lambda folder, subfolders: None))
+    chunks = _files_bytes(wal, lambda folder, subfolders: None)
 
     def leave_out(folder: str, subfolders: list[str]) -> None:
         if Path(folder) == Path(server.data_dir):

@@ -19,7 +19,7 @@ from ..errors import InvalidInputError, MemlensError, StoreBusyError, StoreFullE
 from ..models import AuditEntry, ForgetReceipt, ImportReport, MigrationReport, PendingScrub
 from ..recall.indexing import Indexer
 from ..schema import audit_t, episodes_t, sessions_t, tenants_t, traces_t
-from ..tenancy import UNSET, Tenant, all_tenants, in_groups, require_history, require_tenant, tenant_groups, tenants_having
+from ..tenancy import UNSET, Tenant, all_tenants, in_groups, in_tenant_groups, require_history, require_tenant, tenants_having
 from ..tiers import traces
 from ..tiers.erasing import Scope
 from ..tiers.importing import KEPT, UNCHANGED, WRITTEN
@@ -386,17 +386,9 @@ class DataRights:
         return done, reason
 
     def _across_tenants(self, find: Callable[[Connection, list[str] | None], list[T]]) -> list[T]:
-        """What ``find`` finds across every tenant's rows, in read transactions of the backend's
-        ``tenants_per_read`` tenants each (``find`` is given their keys; None: every tenant, in one
-        read). A PostgreSQL statement over every tenant locked each tenant's partitions at once,
-        which fails past about 1,500 tenants on default settings."""
-        with self._db.read() as conn:
-            groups = tenant_groups(conn, tenants_t, self._db.tenants_per_read)
-        found: list[T] = []
-        for keys in groups:
-            with self._db.read() as conn:
-                found.extend(find(conn, keys))
-        return found
+        """What ``find`` finds across every tenant's rows, a few tenants a read on PostgreSQL
+        (:func:`~store.tenancy.in_tenant_groups`)."""
+        return in_tenant_groups(self._db.read, tenants_t, self._db.tenants_per_read, find)
 
     def _purge_expired(self, tenants: list[Tenant]) -> int:
         """Delete expired key-value entries tenant by tenant (each under its own writer lock,

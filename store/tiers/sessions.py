@@ -25,7 +25,7 @@ from ..models import (
     TaskState,
 )
 from ..schema import checkpoints_t, episodes_t, from_micros, kv_t, scratch_t, sessions_t, task_t, tenants_t, to_micros
-from ..tenancy import Tenant, across_tenants, same_tenant, tenant_groups, user_id_of
+from ..tenancy import Tenant, across_tenants, in_tenant_groups, same_tenant, user_id_of
 from ..validation import (
     check_datetime,
     check_flag,
@@ -486,16 +486,9 @@ def keyed_sessions(conn: Connection, prefix: str, keys: list[str] | None) -> lis
 def keyed_sessions_read(
     read: Callable[[], AbstractContextManager[Connection]], prefix: str, per_read: int | None
 ) -> list[tuple[str | None, str]]:
-    """:func:`keyed_sessions` of every tenant, in read transactions of at most ``per_read``
-    tenants each (one for all when None), by user id (the anonymous tenant last), then session."""
-    found: list[tuple[str | None, str]] = []
-    with read() as conn:
-        groups = tenant_groups(conn, tenants_t, per_read)
-        if per_read is None:
-            found = keyed_sessions(conn, prefix, None)
-    for group in groups if per_read is not None else []:  # on PostgreSQL: a few tenants' partitions locked at a time
-        with read() as conn:
-            found.extend(keyed_sessions(conn, prefix, group))
+    """:func:`keyed_sessions` of every tenant, a few tenants a read on PostgreSQL, by user id (the
+    anonymous tenant last), then session."""
+    found = in_tenant_groups(read, tenants_t, per_read, lambda conn, keys: keyed_sessions(conn, prefix, keys))
     return sorted(found, key=lambda row: (row[0] is None, row[0] or "", row[1]))
 
 
